@@ -1,0 +1,20 @@
+#pragma once
+// Every CUDA runtime call goes through MRI_CUDA_CHECK: a failure becomes mri::CudaError
+// naming the call, file and line.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "mri/error.hpp"
+
+namespace mri::cuda::detail {
+
+inline void check(cudaError_t status, const char *call, const char *file, int line) {
+  if (status == cudaSuccess) return;
+  throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
+} // namespace mri::cuda::detail
+
+#define MRI_CUDA_CHECK(call) ::mri::cuda::detail::check((call), #call, __FILE__, __LINE__)

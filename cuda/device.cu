@@ -1,0 +1,18 @@
+// Device discovery and CUDA error checking shared by every kernel file.
+#include <cuda_runtime.h>
+
+#include "cuda_check.cuh"
+
+namespace mri::cuda::detail {
+
+bool device_present() {
+  int count = 0;
+  // No driver or no device is an answer ("not available"), not an error.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError(); // clear the sticky error so later calls are not poisoned
+    return false;
+  }
+  return count > 0;
+}
+
+} // namespace mri::cuda::detail

@@ -1,0 +1,62 @@
+#pragma once
+// The exact non-uniform DFT between a Cartesian image grid and a trajectory:
+//   forward  (F x)_m   = sum_n x_n exp(-i 2 pi k_m . x_n / n)      image -> k-space
+//   adjoint  (F^H y)_n = sum_m y_m exp(+i 2 pi k_m . x_n / n)      k-space -> image
+// Unnormalised (the seeds' sums); BART's nufft is this times 1/sqrt(voxels), see bart.hpp.
+#include <span>
+#include <vector>
+
+#include "mri/image.hpp"
+#include "mri/kspace.hpp"
+#include "mri/options.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri {
+
+class FourierOperator {
+public:
+  // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, or
+  // a sample lies outside [-n/2, n/2).
+  FourierOperator(Trajectory trajectory, Grid grid, OperatorOptions options = {});
+
+  const Trajectory &trajectory() const { return trajectory_; }
+  const Grid &grid() const { return grid_; }
+  const OperatorOptions &options() const { return options_; }
+
+  // F x. Throws InvalidArgument if the image grid differs from grid().
+  std::vector<cfloat> apply(const Image &image) const;
+  // F^H y. Throws InvalidArgument if y.size() != M or y holds NaN/Inf.
+  Image adjoint(std::span<const cfloat> samples) const;
+
+private:
+  Trajectory trajectory_;
+  Grid grid_;
+  OperatorOptions options_;
+};
+
+// F^H D with density weights: the right-hand side of the normal equations, the seeds' FhD.
+class FhDOperator {
+public:
+  FhDOperator(Trajectory trajectory, Grid grid, OperatorOptions options = {});
+  // F^H (w .* D). Throws InvalidArgument if the data's trajectory size differs from M.
+  Image apply(const KSpaceData &data) const;
+  const FourierOperator &fourier() const { return fourier_; }
+
+private:
+  FourierOperator fourier_;
+};
+
+namespace detail {
+// The sum s(x) = sum_m c_m exp(+i 2 pi sum_a k_ma x_a / period_a) on an output grid `out`
+// (coordinates {-L/2 .. L/2-1} per axis). F^H uses out == period == the image grid; Q uses
+// out = 2n, period = n. Implementations: float64 direct sum, float32 separable GEMM.
+void adjoint_sum_f64(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
+                     const Grid &period, cfloat *result);
+void adjoint_sum_f32(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
+                     const Grid &period, cfloat *result);
+// (F x)_m on the image grid, float64 direct sum and float32 separable path.
+void forward_sum_f64(const Trajectory &t, const Image &x, cfloat *result);
+void forward_sum_f32(const Trajectory &t, const Image &x, cfloat *result);
+} // namespace detail
+
+} // namespace mri

@@ -1,0 +1,37 @@
+#pragma once
+// Acquired data: trajectory + complex samples + optional density-compensation weights.
+// Samples are stored coil-major: sample m of coil c at c*M + m (one coil for now; the
+// coil dimension is in place for SENSE).
+#include <vector>
+
+#include "mri/image.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri {
+
+class KSpaceData {
+public:
+  KSpaceData() = default;
+  // Throws InvalidArgument when the trajectory is empty, samples.size() != coils*M, a sample
+  // is NaN/Inf, weights are neither empty nor of length M, or a weight is negative/non-finite.
+  KSpaceData(Trajectory trajectory, std::vector<cfloat> samples, std::vector<float> weights = {},
+             int coils = 1);
+
+  const Trajectory &trajectory() const { return trajectory_; }
+  const std::vector<cfloat> &samples() const { return samples_; }
+  const std::vector<float> &weights() const { return weights_; }
+  bool has_weights() const { return !weights_.empty(); }
+  int coils() const { return coils_; }
+  std::size_t samples_per_coil() const { return trajectory_.size(); }
+
+  // D_m * w_m (or D_m when unweighted): the right-hand side the seeds feed to F^H.
+  std::vector<cfloat> weighted_samples() const;
+
+private:
+  Trajectory trajectory_;
+  std::vector<cfloat> samples_;
+  std::vector<float> weights_;
+  int coils_ = 1;
+};
+
+} // namespace mri

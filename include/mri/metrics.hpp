@@ -1,0 +1,16 @@
+#pragma once
+// Image quality as the seeds measure it.
+#include "mri/image.hpp"
+
+namespace mri {
+
+// PSNR = 20 log10(max|I0| / sqrt(MSE)), MSE = mean |I - I0|^2 (the seed's definition).
+// Throws InvalidArgument if the grids differ.
+double psnr(const Image &image, const Image &reference);
+// ||I - I0||_2 / ||I0||_2.
+double relative_l2(const Image &image, const Image &reference);
+// The complex scale s minimising ||s I - I0||: puts an unnormalised adjoint on the
+// reference's scale before PSNR (used for the F^H D and gridding baselines).
+cfloat best_scale(const Image &image, const Image &reference);
+
+} // namespace mri

@@ -1,0 +1,20 @@
+#pragma once
+// The mri SDK: iterative reconstruction of non-Cartesian MRI.
+// Read top-down: grids and images, trajectories and k-space data, the phantom, the exact
+// Fourier operators (F, F^H D, Q/Toeplitz), the CG solver, and reconstruct().
+#include "mri/error.hpp"
+#include "mri/grid.hpp"
+#include "mri/image.hpp"
+#include "mri/trajectory.hpp"
+#include "mri/kspace.hpp"
+#include "mri/phantom.hpp"
+#include "mri/options.hpp"
+#include "mri/fourier.hpp"
+#include "mri/toeplitz.hpp"
+#include "mri/vector_ops.hpp"
+#include "mri/conjugate_gradient.hpp"
+#include "mri/regularizer.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri/metrics.hpp"
+#include "mri/bart.hpp"
+#include "mri/png.hpp"

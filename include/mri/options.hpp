@@ -1,0 +1,33 @@
+#pragma once
+// Where and how an operator runs. The CUDA kernel policies are the seeds' optimisation
+// stages of the F^H D kernel; the CPU ignores the policy.
+namespace mri {
+
+enum class Backend {
+  Cpu,
+  Cuda, // throws Unsupported when the build has no CUDA backend or the machine no device
+  Auto  // Cuda when a device is present, else Cpu
+};
+
+enum class Precision {
+  Float32, // fast path: float32 storage, accurate trig, float accumulation per chunk
+  Float64  // reference: direct sum in double (O(N*M), for tests and verification)
+};
+
+// The F^H D optimisation stages of the seeds (one CUDA file each), plus ours.
+enum class KernelPolicy { Auto, ScatterAtomic, Gather, Register, ConstantChunked, SfuTrig, Tuned, SeparableGemm };
+
+struct OperatorOptions {
+  Backend backend = Backend::Cpu;
+  Precision precision = Precision::Float32;
+  KernelPolicy policy = KernelPolicy::Auto;
+};
+
+const char *to_string(Backend);
+const char *to_string(Precision);
+const char *to_string(KernelPolicy);
+
+// True when this build has the CUDA backend and a CUDA device is usable.
+bool cuda_available();
+
+} // namespace mri

@@ -1,0 +1,41 @@
+#pragma once
+// Q and the Toeplitz normal operator. On a Cartesian voxel grid
+//   (F^H W F x)_n = sum_n' Q(x_n - x_n') x_n',   Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n),
+// a convolution whose offsets d span {-(n-1) .. n-1}: embedded in a 2n periodic grid it is
+// pad -> FFT -> multiply by FFT(Q) -> IFFT -> crop (two FFTs per application).
+#include <memory>
+#include <span>
+
+#include "mri/image.hpp"
+#include "mri/options.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri {
+
+class QOperator {
+public:
+  // Computes Q on grid.doubled() with the exact sum (the seeds' Q) and keeps its FFT.
+  // weights: empty (all ones) or one non-negative weight per sample.
+  QOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+            OperatorOptions options = {});
+  ~QOperator();
+  QOperator(QOperator &&) noexcept;
+  QOperator &operator=(QOperator &&) noexcept;
+
+  const Grid &grid() const { return grid_; }
+  // Q(d) on the doubled grid, d in {-n .. n-1} per axis, index order as any Image.
+  const Image &q() const { return q_; }
+
+  // out = F^H W F in. The plan owns its padded buffer and FFTW plans: apply() is not
+  // re-entrant on one QOperator (use one per thread).
+  void apply(const cfloat *in, cfloat *out) const;
+  Image apply(const Image &in) const;
+
+private:
+  struct Plan;
+  Grid grid_;
+  Image q_;
+  std::unique_ptr<Plan> plan_;
+};
+
+} // namespace mri

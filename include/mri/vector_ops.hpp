@@ -1,0 +1,25 @@
+#pragma once
+// The small vector-operations table ConjugateGradient needs (BART's idea: one solver for CPU
+// and GPU vectors). Specialise VectorOps<Vec> for a new vector type; the CUDA backend does
+// so for its device vectors.
+#include <complex>
+
+#include "mri/image.hpp"
+
+namespace mri {
+
+template <class Vec> struct VectorOps; // primary template intentionally undefined
+
+// Host images: reductions accumulate in double so CG's scalars do not lose digits at 128^3.
+template <> struct VectorOps<Image> {
+  static Image like(const Image &v) { return Image(v.grid()); }
+  static void copy(const Image &from, Image &to);
+  static std::complex<double> dot(const Image &a, const Image &b); // sum conj(a) b
+  static double norm2(const Image &a);                              // sum |a|^2
+  static void axpy(std::complex<double> alpha, const Image &x, Image &y); // y += alpha x
+  static void xpay(const Image &x, std::complex<double> beta, Image &y);  // y = x + beta y
+  static void zero(Image &v);
+  static bool all_finite(const Image &v);
+};
+
+} // namespace mri

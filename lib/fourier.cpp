@@ -1,0 +1,65 @@
+#include "mri/fourier.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "backend.hpp"
+#include "mri/error.hpp"
+
+namespace mri {
+namespace {
+
+void check_finite(std::span<const cfloat> v, const char *name) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i].real()) || !std::isfinite(v[i].imag()))
+      detail::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]", v[i], "must be finite");
+}
+
+} // namespace
+
+FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptions options)
+    : trajectory_(std::move(trajectory)), grid_(grid), options_(options) {
+  if (trajectory_.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  trajectory_.check_within(grid_);
+  options_.backend = detail::resolve_backend(options_.backend);
+}
+
+std::vector<cfloat> FourierOperator::apply(const Image &image) const {
+  if (image.grid() != grid_)
+    detail::invalid_argument("image.grid().voxels()", image.grid().voxels(),
+                             "image grid differs from the operator's grid");
+  check_finite({image.data(), image.size()}, "image");
+  std::vector<cfloat> out(trajectory_.size());
+  if (options_.precision == Precision::Float64)
+    detail::forward_sum_f64(trajectory_, image, out.data());
+  else
+    detail::forward_sum_f32(trajectory_, image, out.data());
+  return out;
+}
+
+Image FourierOperator::adjoint(std::span<const cfloat> samples) const {
+  if (samples.size() != trajectory_.size())
+    detail::invalid_argument("samples.size()", samples.size(),
+                             "must equal trajectory.size() = " + std::to_string(trajectory_.size()));
+  check_finite(samples, "samples");
+  Image out(grid_);
+  if (options_.precision == Precision::Float64)
+    detail::adjoint_sum_f64(trajectory_, samples, grid_, grid_, out.data());
+  else
+    detail::adjoint_sum_f32(trajectory_, samples, grid_, grid_, out.data());
+  return out;
+}
+
+FhDOperator::FhDOperator(Trajectory trajectory, Grid grid, OperatorOptions options)
+    : fourier_(std::move(trajectory), grid, options) {}
+
+Image FhDOperator::apply(const KSpaceData &data) const {
+  if (data.samples_per_coil() != fourier_.trajectory().size())
+    detail::invalid_argument("data.trajectory().size()", data.samples_per_coil(),
+                             "must equal the operator's trajectory size " +
+                                 std::to_string(fourier_.trajectory().size()));
+  if (data.coils() != 1) detail::invalid_argument("data.coils()", data.coils(), "multi-coil F^H D is not implemented yet");
+  return fourier_.adjoint(data.weighted_samples());
+}
+
+} // namespace mri

@@ -1,0 +1,41 @@
+#include "mri/kspace.hpp"
+
+#include <cmath>
+
+#include "mri/error.hpp"
+
+namespace mri {
+
+KSpaceData::KSpaceData(Trajectory trajectory, std::vector<cfloat> samples,
+                       std::vector<float> weights, int coils)
+    : trajectory_(std::move(trajectory)), samples_(std::move(samples)),
+      weights_(std::move(weights)), coils_(coils) {
+  const std::size_t m = trajectory_.size();
+  if (m == 0) detail::invalid_argument("trajectory.size()", 0, "k-space data needs samples");
+  if (coils_ < 1) detail::invalid_argument("coils", coils_, "must be >= 1");
+  if (samples_.size() != m * static_cast<std::size_t>(coils_))
+    detail::invalid_argument("samples.size()", samples_.size(),
+                             "must equal coils * trajectory.size() = " +
+                                 std::to_string(m * static_cast<std::size_t>(coils_)));
+  for (std::size_t i = 0; i < samples_.size(); ++i)
+    if (!std::isfinite(samples_[i].real()) || !std::isfinite(samples_[i].imag()))
+      detail::invalid_argument("samples[" + std::to_string(i) + "]", samples_[i],
+                               "must be finite");
+  if (!weights_.empty() && weights_.size() != m)
+    detail::invalid_argument("weights.size()", weights_.size(),
+                             "must be 0 or trajectory.size() = " + std::to_string(m));
+  for (std::size_t i = 0; i < weights_.size(); ++i)
+    if (!std::isfinite(weights_[i]) || weights_[i] < 0)
+      detail::invalid_argument("weights[" + std::to_string(i) + "]", weights_[i],
+                               "must be finite and >= 0");
+}
+
+std::vector<cfloat> KSpaceData::weighted_samples() const {
+  std::vector<cfloat> out(samples_);
+  if (weights_.empty()) return out;
+  const std::size_t m = trajectory_.size();
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] *= weights_[i % m];
+  return out;
+}
+
+} // namespace mri
