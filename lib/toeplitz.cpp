@@ -1,0 +1,137 @@
+// Q on the doubled grid and the Toeplitz normal operator F^H W F (see toeplitz.hpp).
+#include "mri/toeplitz.hpp"
+
+#include <fftw3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <omp.h>
+#include <string>
+
+#include "backend.hpp"
+#include "fftw_lock.hpp"
+#include "mri/error.hpp"
+#include "mri/fourier.hpp"
+
+namespace mri {
+
+struct QOperator::Plan {
+  Grid padded;
+  fftwf_complex *buffer = nullptr; // the zero-padded image, transformed in place
+  fftwf_complex *kernel = nullptr; // FFT(Q) / (number of padded voxels): the Toeplitz kernel
+  fftwf_plan forward = nullptr, inverse = nullptr;
+
+  explicit Plan(const Grid &p) : padded(p) {
+    const auto n = static_cast<std::size_t>(p.voxels());
+    buffer = fftwf_alloc_complex(n);
+    kernel = fftwf_alloc_complex(n);
+    if (!buffer || !kernel) throw Error("QOperator: cannot allocate " + std::to_string(2 * n * 8) + " bytes");
+    // FFTW's row-major dims are our axes reversed (x fastest).
+    const int dims[3] = {static_cast<int>(p.nz()), static_cast<int>(p.ny()), static_cast<int>(p.nx())};
+    const int rank = p.dims();
+    const int *d = dims + (3 - rank);
+    std::lock_guard lock(detail::fftw_planner_mutex());
+    fftwf_plan_with_nthreads(omp_get_max_threads());
+    forward = fftwf_plan_dft(rank, d, buffer, buffer, FFTW_FORWARD, FFTW_ESTIMATE);
+    inverse = fftwf_plan_dft(rank, d, buffer, buffer, FFTW_BACKWARD, FFTW_ESTIMATE);
+    if (!forward || !inverse) throw Error("QOperator: FFTW could not plan the Toeplitz FFTs");
+  }
+  ~Plan() {
+    std::lock_guard lock(detail::fftw_planner_mutex());
+    if (forward) fftwf_destroy_plan(forward);
+    if (inverse) fftwf_destroy_plan(inverse);
+    fftwf_free(buffer);
+    fftwf_free(kernel);
+  }
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+};
+
+namespace {
+
+// Q(d) is stored centred (index i <-> offset i - L/2); the circular convolution wants offset d
+// at index d mod L: an ifftshift along each axis.
+void load_kernel(const Image &q, fftwf_complex *kernel) {
+  const Grid &g = q.grid();
+  for (std::int64_t z = 0; z < g.nz(); ++z)
+    for (std::int64_t y = 0; y < g.ny(); ++y)
+      for (std::int64_t x = 0; x < g.nx(); ++x) {
+        const std::int64_t sx = (x + g.nx() / 2) % g.nx(), sy = (y + g.ny() / 2) % g.ny(),
+                           sz = (z + g.nz() / 2) % g.nz();
+        const cfloat v = q.at(x, y, z);
+        fftwf_complex &k = kernel[g.index(sx, sy, sz)];
+        k[0] = v.real();
+        k[1] = v.imag();
+      }
+}
+
+} // namespace
+
+QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                     OperatorOptions options)
+    : grid_(grid) {
+  if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  trajectory.check_within(grid);
+  if (!weights.empty() && weights.size() != trajectory.size())
+    detail::invalid_argument("weights.size()", weights.size(),
+                             "must be 0 or trajectory.size() = " + std::to_string(trajectory.size()));
+  detail::resolve_backend(options.backend);
+  std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
+  for (std::size_t m = 0; m < weights.size(); ++m) {
+    if (!(weights[m] >= 0) || !std::isfinite(weights[m]))
+      detail::invalid_argument("weights[" + std::to_string(m) + "]", weights[m], "must be finite and >= 0");
+    w[m] = weights[m];
+  }
+  const Grid padded = grid.doubled();
+  q_ = Image(padded);
+  // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
+  if (options.precision == Precision::Float64)
+    detail::adjoint_sum_f64(trajectory, w, padded, grid, q_.data());
+  else
+    detail::adjoint_sum_f32(trajectory, w, padded, grid, q_.data());
+
+  plan_ = std::make_unique<Plan>(padded);
+  load_kernel(q_, plan_->kernel);
+  fftwf_execute_dft(plan_->forward, plan_->kernel, plan_->kernel);
+  const float scale = 1.0f / static_cast<float>(padded.voxels()); // FFTW's inverse is unnormalised
+  for (std::int64_t i = 0; i < padded.voxels(); ++i) {
+    plan_->kernel[i][0] *= scale;
+    plan_->kernel[i][1] *= scale;
+  }
+}
+
+QOperator::~QOperator() = default;
+QOperator::QOperator(QOperator &&) noexcept = default;
+QOperator &QOperator::operator=(QOperator &&) noexcept = default;
+
+void QOperator::apply(const cfloat *in, cfloat *out) const {
+  const Grid &p = plan_->padded;
+  // std::complex<float> and fftwf_complex share their layout (both are float[2]).
+  cfloat *pad = reinterpret_cast<cfloat *>(plan_->buffer);
+  const cfloat *kernel = reinterpret_cast<const cfloat *>(plan_->kernel);
+  const auto row = static_cast<std::size_t>(grid_.nx());
+  std::fill_n(pad, p.voxels(), cfloat{});
+  // Zero-pad: voxel (x, y, z) of the image sits at (x, y, z) of the padded grid.
+  for (std::int64_t z = 0; z < grid_.nz(); ++z)
+    for (std::int64_t y = 0; y < grid_.ny(); ++y)
+      std::copy_n(in + grid_.index(0, y, z), row, pad + p.index(0, y, z));
+  fftwf_execute(plan_->forward);
+  const std::int64_t n = p.voxels();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) pad[i] *= kernel[i];
+  fftwf_execute(plan_->inverse);
+  for (std::int64_t z = 0; z < grid_.nz(); ++z)
+    for (std::int64_t y = 0; y < grid_.ny(); ++y)
+      std::copy_n(pad + p.index(0, y, z), row, out + grid_.index(0, y, z));
+}
+
+Image QOperator::apply(const Image &in) const {
+  if (in.grid() != grid_)
+    detail::invalid_argument("image.grid().voxels()", in.grid().voxels(), "differs from the QOperator's grid");
+  Image out(grid_);
+  apply(in.data(), out.data());
+  return out;
+}
+
+} // namespace mri

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages mri builds and tests with. Idempotent: installs only what is
+# missing. The CUDA toolkit (nvcc 13) is not a Debian package: it is used when present.
+set -euo pipefail
+packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libfftw3-dev libpng-dev
+          catch2 libbenchmark-dev libcli11-dev bart)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,45 @@
+#pragma once
+// Shared helpers for the tests: random inputs and double-precision comparisons.
+#include <cmath>
+#include <complex>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "mri/image.hpp"
+
+namespace mri::test {
+
+inline std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<cfloat> v(n);
+  for (auto &c : v) c = {g(rng), g(rng)};
+  return v;
+}
+
+inline Image random_image(const Grid &grid, std::uint64_t seed) {
+  return Image(grid, random_complex(static_cast<std::size_t>(grid.voxels()), seed));
+}
+
+// ||a - b|| / ||b|| in double.
+inline double relative_error(std::span<const cfloat> a, std::span<const cfloat> b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
+    den += std::norm(cdouble(b[i]));
+  }
+  return std::sqrt(num / den);
+}
+inline double relative_error(const Image &a, const Image &b) {
+  return relative_error(std::span<const cfloat>(a.values()), std::span<const cfloat>(b.values()));
+}
+
+// sum conj(a) b in double.
+inline cdouble inner(std::span<const cfloat> a, std::span<const cfloat> b) {
+  cdouble s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += std::conj(cdouble(a[i])) * cdouble(b[i]);
+  return s;
+}
+
+} // namespace mri::test
