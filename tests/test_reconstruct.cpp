@@ -11,7 +11,9 @@ using namespace mri;
 
 namespace {
 
-constexpr double kPsnrFloor = 0; // MEASURE
+// Measured 25.9 dB (48^2, 8 x 1024 spiral, SNR 50, 12 iterations); the floor leaves 1.5 dB for
+// platform differences in float rounding.
+constexpr double kPsnrFloor = 24.4;
 
 struct Problem {
   Grid grid;
