@@ -2,6 +2,7 @@
 // ctest reports as "skipped" (SKIP_RETURN_CODE).
 #include <cstdio>
 
+#define CATCH_CONFIG_RUNNER // Catch2 v2: this TU provides main(); v3 ignores it
 #include "catch.hpp"
 #include "mri/options.hpp"
 

@@ -1,0 +1,116 @@
+#pragma once
+// The CUDA F^H D backend as plain C++ (no CUDA types): what lib/ and the tests/benchmarks call.
+//
+//   adjoint: s(x) = sum_m c_m exp(+i 2 pi sum_a k_ma x_a / period_a)  on the grid `out`
+//            (coordinates {-L/2 .. L/2-1}, voxel index x + Lx*(y + Ly*z)), exactly the
+//            semantics of mri::detail::adjoint_sum_f64. F^H: out == period == image grid;
+//            Q: out = period.doubled(), c = |phi|^2 (or the density weights).
+//   forward: (F x)_m = sum_{x in out} x_n exp(-i 2 pi sum_a k_ma x_a / period_a), a simple
+//            accurate reference kernel (thread per sample); with out == period it is
+//            mri::detail::forward_sum_f64.
+//
+// Each KernelPolicy is one of the seeds' optimisation stages (cuda/README.md maps files to
+// stages); a policy this build does not implement throws mri::Unsupported, it never runs
+// another kernel in its place. Every CUDA failure becomes mri::CudaError naming the call.
+#include <complex>
+#include <cstddef>
+#include <memory>
+
+#include "mri/grid.hpp"
+#include "mri/image.hpp" // mri::cfloat
+#include "mri/options.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri::cuda::detail {
+
+// True when `policy` (Auto included) has a kernel in this build.
+bool policy_implemented(KernelPolicy policy);
+// The policy that runs for `policy`: Auto becomes the fastest implemented accurate policy;
+// an unimplemented one throws Unsupported naming it.
+KernelPolicy resolve_policy(KernelPolicy policy);
+
+// A plan owns the device copies of one trajectory and the buffers of one problem size,
+// allocated once (per-policy scratch on first use) and reused by every call. Not thread-safe:
+// one plan per host thread. Movable, not copyable.
+class FhdPlan {
+public:
+  // Throws InvalidArgument when the trajectory is empty, out and period differ in dims, or a
+  // sample lies outside period's k-space (the CPU operators' check, Trajectory::check_within);
+  // Unsupported when no CUDA device is usable or a size exceeds the 32-bit index range.
+  FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &period);
+  ~FhdPlan();
+  FhdPlan(FhdPlan &&) noexcept;
+  FhdPlan &operator=(FhdPlan &&) noexcept;
+  FhdPlan(const FhdPlan &) = delete;
+  FhdPlan &operator=(const FhdPlan &) = delete;
+
+  std::size_t samples() const;   // M
+  std::size_t voxels() const;    // out.voxels()
+  const Grid &out() const;
+  const Grid &period() const;
+
+  // Host arrays: c_host holds M values, result_host out.voxels(). Blocks until the result is
+  // on the host; every element of result_host is written.
+  void adjoint(KernelPolicy policy, const cfloat *c_host, cfloat *result_host);
+  // image_host holds out.voxels() values, result_host M. Blocks.
+  void forward(const cfloat *image_host, cfloat *result_host);
+
+  // Device pointers (any device allocation, e.g. device_samples()/device_image() or a GPU CG's
+  // vectors): enqueued on the plan's stream, returns without waiting (synchronize() waits).
+  // c_dev must not alias result_dev.
+  void adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev);
+  void forward_device(const cfloat *image_dev, cfloat *result_dev);
+  void synchronize();
+  void *stream() const; // the cudaStream_t the plan enqueues on, as void*
+
+  // The plan's resident device buffers: M samples and out.voxels() image values.
+  cfloat *device_samples();
+  cfloat *device_image();
+  void upload_samples(const cfloat *host);
+  void upload_image(const cfloat *host);
+  void download_samples(cfloat *host);
+  void download_image(cfloat *host);
+
+  // One adjoint / forward on the resident buffers (device_samples -> device_image and back),
+  // timed with CUDA events on the plan's stream; every pass of the policy (operand packing,
+  // constant uploads, partial-sum reduction) is inside the timed region. Milliseconds.
+  float time_adjoint_ms(KernelPolicy policy);
+  float time_forward_ms();
+
+  // The Tuned policy's variants (cuda/fhd_tuned.cu; KernelPolicy::Tuned runs
+  // tuned_default_variant()), for the benchmark's ablation and the tests. Same semantics as
+  // adjoint / adjoint_device / time_adjoint_ms; InvalidArgument for an unknown variant.
+  void adjoint_tuned_variant(int variant, const cfloat *c_host, cfloat *result_host);
+  void adjoint_device_tuned_variant(int variant, const cfloat *c_dev, cfloat *result_dev);
+  float time_tuned_variant_ms(int variant);
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+int tuned_variant_count();
+int tuned_default_variant();
+const char *tuned_variant_name(int variant);
+
+// SFU microbenchmark: sustained __sincosf throughput of the current device in special-function
+// operations per second (one __sincosf = MUFU.SIN + MUFU.COS = 2 operations), the median of
+// `repeats` timed launches after a warm-up. A kernel that evaluates one sincos per (voxel,
+// sample) pair is bound at ops_per_second / 2 pairs/s.
+struct SincosThroughput {
+  double ops_per_second = 0;
+  double ops_per_launch = 0;
+  double median_seconds = 0; // of one launch
+};
+SincosThroughput measure_sincos_throughput(int repeats = 5);
+
+// Name and SM count of device 0, for benchmark context.
+struct DeviceInfo {
+  char name[256] = {};
+  int multiprocessors = 0;
+  int sm_clock_khz = 0;
+};
+DeviceInfo device_info();
+
+} // namespace mri::cuda::detail

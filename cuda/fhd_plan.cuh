@@ -1,0 +1,209 @@
+#pragma once
+// Internal to cuda/: the device state of an FhdPlan, RAII wrappers for CUDA resources, the
+// per-policy launcher templates and the device helpers every F^H D kernel shares.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "cuda_check.cuh"
+#include "fhd_backend.hpp"
+
+namespace mri::cuda::detail {
+
+// ---------------------------------------------------------------------------------------
+// RAII
+
+// One cudaMalloc'd array. grow() reallocates (contents lost) only when more is needed.
+template <class T> class DeviceBuffer {
+public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t count) { grow(count); }
+  ~DeviceBuffer() { release(); }
+  DeviceBuffer(DeviceBuffer &&o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+
+  T *grow(std::size_t count) {
+    if (count <= n_) return p_;
+    release();
+    void *p = nullptr;
+    MRI_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+    p_ = static_cast<T *>(p);
+    n_ = count;
+    return p_;
+  }
+  T *get() const { return p_; }
+  std::size_t size() const { return n_; }
+
+private:
+  void release() noexcept {
+    if (p_) cudaFree(p_); // a destructor cannot throw; a failing free leaves nothing to undo
+    p_ = nullptr;
+    n_ = 0;
+  }
+  T *p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+class Stream {
+public:
+  Stream() { MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~Stream() {
+    if (s_) cudaStreamDestroy(s_);
+  }
+  Stream(const Stream &) = delete;
+  Stream &operator=(const Stream &) = delete;
+  cudaStream_t get() const { return s_; }
+
+private:
+  cudaStream_t s_ = nullptr;
+};
+
+class Event {
+public:
+  explicit Event(bool timing = false) {
+    MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  }
+  ~Event() {
+    if (e_) cudaEventDestroy(e_);
+  }
+  Event(const Event &) = delete;
+  Event &operator=(const Event &) = delete;
+  cudaEvent_t get() const { return e_; }
+
+private:
+  cudaEvent_t e_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------
+// Plan state
+
+// The output grid as the kernels see it. Coordinates run over {-L/2 .. L/2-1} per axis.
+struct OutGrid {
+  int nx = 1, ny = 1, nz = 1;
+  int voxels = 1;
+};
+
+// The sample record of the chunked policies (Register, ConstantChunked, SfuTrig): AoS, so one
+// sample's fields share a cache line / constant-cache line (the seeds' layout). `k` is the
+// per-voxel phase step of each axis: 2 pi k_a / period_a (radians) or k_a / period_a (turns),
+// depending on the pass that packed it; `c` the coefficient (the seeds' mu = phi^* D).
+struct PackedSample {
+  float kx, ky, kz;
+  float re, im;
+};
+static_assert(sizeof(PackedSample) == 20);
+
+// Scratch a policy needs beyond the plan's fixed buffers; allocated on first use, then reused.
+struct Workspace {
+  DeviceBuffer<float> soa;          // Gather: kx, ky, kz, rMu, iMu as five arrays of M
+  DeviceBuffer<float> voxel_coords; // Gather: x, y, z as three arrays of `voxels`
+  DeviceBuffer<PackedSample> packed;
+  DeviceBuffer<float4> tuned;       // Tuned: 6 float4 per sample (fhd_tuned.cu)
+  DeviceBuffer<float2> partials;    // Tuned: per-split partial images
+  bool voxel_coords_ready = false;
+};
+
+struct PlanState {
+  const KPoint *k = nullptr; // the trajectory on the device, AoS (mri::KPoint, 12 bytes)
+  int m = 0;                 // samples
+  OutGrid out;
+  double inv_period[3] = {1, 1, 1}; // 1 / period_a
+  cudaStream_t stream = nullptr;      // everything a call does is ordered on this stream...
+  cudaStream_t copy_stream = nullptr; // ...except the constant-memory uploads that overlap it
+  cudaEvent_t packed_ready = nullptr; // ConstantChunked/SfuTrig double buffering (see
+  cudaEvent_t copy_done[2] = {};      // constant_chunks.cuh)
+  cudaEvent_t kernel_done[2] = {};
+  int multiprocessors = 1;
+  Workspace *ws = nullptr;
+};
+
+// What an FhdPlan owns (fhd_plan.cu builds it; fhd_dispatch.cu reads `state`).
+struct FhdPlan::Impl {
+  Grid out, period;
+  std::size_t m = 0;
+  Stream stream;
+  Stream copy_stream;
+  Event packed_ready, copy_done0, copy_done1, kernel_done0, kernel_done1;
+  Event start{true}, stop{true};
+  DeviceBuffer<KPoint> k;
+  DeviceBuffer<float2> samples; // M
+  DeviceBuffer<float2> image;   // out.voxels()
+  Workspace ws;
+  PlanState state;
+};
+
+
+// ---------------------------------------------------------------------------------------
+// Per-policy launchers: one explicit specialisation per file (fhd_<policy>.cu), chosen at
+// compile time by the template argument and at run time by the one switch in fhd_dispatch.cu.
+// c and out are device arrays of M and out.voxels complex values; out is fully written.
+template <KernelPolicy P> void run_adjoint(const PlanState &plan, const float2 *c, float2 *out);
+template <> void run_adjoint<KernelPolicy::ScatterAtomic>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::Gather>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::Register>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::ConstantChunked>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::SfuTrig>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::Tuned>(const PlanState &, const float2 *, float2 *);
+
+// Compile-time tags for callers that pick a stage statically: run_adjoint<Policy::value>.
+template <KernelPolicy P> struct PolicyTag {
+  static constexpr KernelPolicy value = P;
+};
+using ScatterAtomicTag = PolicyTag<KernelPolicy::ScatterAtomic>;
+using GatherTag = PolicyTag<KernelPolicy::Gather>;
+using RegisterTag = PolicyTag<KernelPolicy::Register>;
+using ConstantChunkedTag = PolicyTag<KernelPolicy::ConstantChunked>;
+using SfuTrigTag = PolicyTag<KernelPolicy::SfuTrig>;
+using TunedTag = PolicyTag<KernelPolicy::Tuned>;
+
+// The forward reference kernel (fhd_forward.cu).
+void run_forward(const PlanState &plan, const float2 *image, float2 *result);
+
+// Shared passes (fhd_plan.cu). Phase unit of a packed record:
+enum class PhaseUnit { Radians, Turns };
+// The loop-fission pass of the chunked policies: ws.packed[m] = {k_m scaled, c_m}.
+void pack_samples(const PlanState &plan, const float2 *c, PhaseUnit unit);
+
+// ---------------------------------------------------------------------------------------
+// Device helpers
+
+constexpr float kTwoPi = 6.28318530717958647692f;
+
+inline int blocks_for(long long work, int threads) { return static_cast<int>((work + threads - 1) / threads); }
+
+// Centred coordinates of voxel n of `g`.
+__device__ __forceinline__ void voxel_coordinates(const OutGrid &g, int n, float &x, float &y, float &z) {
+  const int ix = n % g.nx;
+  const int rest = n / g.nx;
+  const int iy = rest % g.ny;
+  const int iz = rest / g.ny;
+  x = static_cast<float>(ix - g.nx / 2);
+  y = static_cast<float>(iy - g.ny / 2);
+  z = static_cast<float>(iz - g.nz / 2);
+}
+
+// t minus the integer nearest to t, in [-0.5, 0.5], for |t| < 2^22 -- without rintf: FRND
+// issues on the same unit as MUFU.SIN/COS, so a kernel bound by sincos would pay for it twice.
+// Adding and subtracting 1.5 * 2^23 rounds to an integer on the FMA pipe (the _rn intrinsics
+// keep the compiler from contracting or reassociating the two adds); t - r is then exact.
+__device__ __forceinline__ float reduce_turns(float t) {
+  constexpr float kMagic = 12582912.0f; // 1.5 * 2^23
+  const float r = __fadd_rn(__fadd_rn(t, kMagic), -kMagic);
+  return __fadd_rn(t, -r);
+}
+
+} // namespace mri::cuda::detail
+
+#define MRI_CUDA_CHECK_LAUNCH(kernel_name)                                                         \
+  ::mri::cuda::detail::check(cudaGetLastError(), "launch of " kernel_name, __FILE__, __LINE__)

@@ -1,0 +1,53 @@
+// Stage 5 of the seeds, "SFU trig": the constant-chunked kernel with the hardware sine and
+// cosine (__sincosf: MUFU.SIN + MUFU.COS on the special function units) instead of the
+// accurate library sincosf.
+//
+// MUFU is accurate (abs. error ~2^-21.4) only for arguments in [-pi, pi]; our phases reach
+// hundreds of radians on a 128^3 grid, where a plain __sincosf(2 pi k.x) loses digits. So the
+// packing pass stores k/period in turns, the kernel forms the phase in turns
+// t = kx*x + ky*y + kz*z, subtracts the nearest integer with the add/sub-magic trick of
+// reduce_turns() (no rintf: FRND competes with MUFU for the same unit) and only then scales by
+// 2 pi, so the SFU sees [-pi, pi]. Accuracy then matches the accurate-trig stages (~1e-6).
+#include "constant_chunks.cuh"
+
+namespace mri::cuda::detail {
+namespace {
+
+__constant__ PackedSample c_chunk[kConstantChunk.slots][kConstantChunk.chunk];
+
+__global__ void __launch_bounds__(kConstantChunk.threads)
+    sfu_trig_kernel(int slot, int count, bool first, OutGrid g, float2 *__restrict__ out) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= g.voxels) return;
+  float x, y, z;
+  voxel_coordinates(g, n, x, y, z);
+  const PackedSample *s = c_chunk[slot];
+  float re = 0.f, im = 0.f;
+#pragma unroll 4
+  for (int i = 0; i < count; ++i) {
+    const float t = s[i].kx * x + s[i].ky * y + s[i].kz * z; // turns
+    float sn, cs;
+    __sincosf(kTwoPi * reduce_turns(t), &sn, &cs);
+    re += s[i].re * cs - s[i].im * sn;
+    im += s[i].im * cs + s[i].re * sn;
+  }
+  if (first) {
+    out[n] = make_float2(re, im);
+  } else {
+    const float2 o = out[n];
+    out[n] = make_float2(o.x + re, o.y + im);
+  }
+}
+
+} // namespace
+
+template <> void run_adjoint<KernelPolicy::SfuTrig>(const PlanState &plan, const float2 *c, float2 *out) {
+  pack_samples(plan, c, PhaseUnit::Turns);
+  const int blocks = blocks_for(plan.out.voxels, kConstantChunk.threads);
+  run_constant_chunks(plan, c_chunk, [&](int slot, int count, bool first) {
+    sfu_trig_kernel<<<blocks, kConstantChunk.threads, 0, plan.stream>>>(slot, count, first, plan.out, out);
+    MRI_CUDA_CHECK_LAUNCH("sfu_trig_kernel");
+  });
+}
+
+} // namespace mri::cuda::detail

@@ -1,0 +1,369 @@
+// "Tuned" (ours, beyond the seeds): fewer instructions per (voxel, sample) pair than one
+// sincos each.
+//
+// Each thread owns a tile of kTuned.tile_x = 16 voxels along x by kTuned.tile_y = 4 rows along y
+// (at one z). Let xc be the tile's centre along x (a half-integer) and t = k/period in turns.
+// For one sample:
+//   a_0   = c * exp(i 2 pi (tx xc + ty y0 + tz z))        one __sincosf (phase reduced in turns)
+//   a_r+1 = a_r * g,  g = exp(i 2 pi ty)                   row recurrence, 3 complex multiplies
+//   voxel xc +- (j + 1/2):  a_r * p_j  and  a_r * conj(p_j),  p_j = exp(i 2 pi tx (j + 1/2))
+// Symmetric angle addition: with P_j = sum a Re(p_j) and Q_j = sum a Im(p_j) (complex sums),
+// voxel xc + (j+1/2) = P_j + i Q_j and voxel xc - (j+1/2) = P_j - i Q_j, so each pair of
+// voxels costs 4 FMAs per sample: 2 FMAs per pair. g and p_0..p_7 are per-sample factors
+// computed once in double by the packing pass (no recurrence drift along x) and read from
+// shared memory as 6 float4 broadcasts per sample. One sincos per sample per 64-voxel tile.
+// Samples are staged through shared memory in tiles of kTuned.smem_samples.
+//
+// Summation: a thread sums at most kTuned.pass_samples samples in registers, then adds the
+// partial into its own slot of a partial image (one launch per pass, no atomics, deterministic);
+// samples are also split across blockIdx.y so that small grids fill the GPU; a final pass adds
+// the splits in a fixed order. A float running sum over 2^20 samples would cost ~2e-5 relative
+// error by itself; blocks of 4096 keep it near 1e-6.
+//
+// Variants (the benchmark's ablation, FhdPlan::time_tuned_variant_ms; kTunedDefault is what
+// KernelPolicy::Tuned runs). Measured on the H200 (bench_fhd_gpu, median of event-timed runs,
+// FHD-3D-L = 128^3 x 2^20 koosh; pairs/s; rel. L2 error on 32 sampled voxels vs float64):
+//   0 symmetric-16x4            __launch_bounds__(128, 2): 174 regs, 8 warps/SM, unroll 2
+//                               261.3 ms  8.42e12  3.25e-6
+//   1 symmetric-16x4-occ3       __launch_bounds__(128, 3): 168 regs (a few spills outside the
+//                               FMA block), 12 warps/SM      243.9 ms  9.02e12  3.26e-6  <- default
+//   2 symmetric-16x4-pipelined  the next sample's phase and sincos issued before the current
+//                               sample's FMAs, (128, 2)      257.8 ms  8.53e12
+//   3 ...-pipelined-occ3        as 2 with (128, 3): 166 regs, no spills   248.1 ms  8.86e12
+//   4 sincos-per-pair-8x1       one __sincosf per pair, 8 voxels along x per thread sharing each
+//                               staged sample                1267 ms  1.73e12 = 0.83-0.86 of
+//                               the SFU bound (ncu: MIO-throttle stalls 37%, 2.59 waves)
+// The SASS of variant 0 has 162 instructions per sample per thread (64 pairs): 138 FFMA,
+// 11 FMUL, 3 FADD, 6 LDS.128, 2 MUFU, 2 other -> an issue bound of 1.32e13 pairs/s on 132 SMs
+// at 1.98 GHz; variant 1 reaches 68% of it. Target of issue 3 (1.1e13, 200 ms): not reached.
+#include <algorithm>
+
+#include "fhd_plan.cuh"
+#include "mri/error.hpp"
+
+namespace mri::cuda::detail {
+namespace {
+
+struct TunedLaunch {
+  int threads = 128;
+  int tile_x = 16; // voxels along x per thread (8 symmetric pairs)
+  int tile_y = 4;  // rows along y per thread
+  int smem_samples = 64;    // samples staged in shared memory at a time
+  int pass_samples = 4096;  // samples summed in registers before a partial is written
+  int record_float4 = 6;    // packed record: 6 float4 per sample
+  int waves = 2;            // target blocks in flight per launch, in multiples of residency
+};
+inline constexpr TunedLaunch kTuned{};
+constexpr int kTunedDefault = 1; // the variant KernelPolicy::Tuned runs (measured fastest, above)
+constexpr int kPairs = kTuned.tile_x / 2;
+constexpr int kRows = kTuned.tile_y;
+
+// Record of sample m (6 float4):
+//   [0] tx ty tz c.re   [1] c.im g.re g.im 0   [2..5] p_0 .. p_7 (re, im)
+__global__ void tuned_pack_kernel(const KPoint *__restrict__ k, const float2 *__restrict__ c, int m, double sx,
+                                  double sy, double sz, float4 *__restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const KPoint p = k[i];
+  const float2 v = c[i];
+  const double tx = p.kx * sx, ty = p.ky * sy, tz = p.kz * sz;
+  double gs, gc;
+  sincospi(2.0 * ty, &gs, &gc);
+  float4 *r = out + static_cast<std::size_t>(i) * kTuned.record_float4;
+  r[0] = make_float4(static_cast<float>(tx), static_cast<float>(ty), static_cast<float>(tz), v.x);
+  r[1] = make_float4(v.y, static_cast<float>(gc), static_cast<float>(gs), 0.f);
+  float pr[kPairs], pi[kPairs];
+#pragma unroll
+  for (int j = 0; j < kPairs; ++j) {
+    double s, cs;
+    sincospi(2.0 * tx * (j + 0.5), &s, &cs);
+    pr[j] = static_cast<float>(cs);
+    pi[j] = static_cast<float>(s);
+  }
+#pragma unroll
+  for (int q = 0; q < kPairs / 2; ++q) r[2 + q] = make_float4(pr[2 * q], pi[2 * q], pr[2 * q + 1], pi[2 * q + 1]);
+}
+
+struct TunedArgs {
+  const float4 *samples;
+  int m;
+  OutGrid g;
+  int tiles_x, tiles_y, tiles;
+  int splits;
+  int per_block; // samples per (block, pass)
+  int pass;
+  float2 *acc; // splits x voxels partial images (or the output when splits == 1)
+  bool first;
+};
+
+// a_0 = c * exp(i 2 pi (tx xc + ty y0 + tz z)) of one record, and g = exp(i 2 pi ty).
+__device__ __forceinline__ void tile_base(const float4 *rec, float xc, float y0, float z, float &ar, float &ai,
+                                          float &gr, float &gi) {
+  const float4 r0 = rec[0], r1 = rec[1];
+  const float tt = fmaf(r0.x, xc, fmaf(r0.y, y0, r0.z * z));
+  float sn, cs;
+  __sincosf(kTwoPi * reduce_turns(tt), &sn, &cs);
+  ar = r0.w * cs - r1.x * sn;
+  ai = r0.w * sn + r1.x * cs;
+  gr = r1.y;
+  gi = r1.z;
+}
+
+// The 2-FMAs-per-pair accumulation of one record into the 16x4 tile.
+__device__ __forceinline__ void tile_accumulate(const float4 *rec, float ar, float ai, float gr, float gi,
+                                                float (&P)[kRows][kPairs][2], float (&Q)[kRows][kPairs][2]) {
+  float pr[kPairs], pi[kPairs];
+#pragma unroll
+  for (int q = 0; q < kPairs / 2; ++q) {
+    const float4 v = rec[2 + q];
+    pr[2 * q] = v.x;
+    pi[2 * q] = v.y;
+    pr[2 * q + 1] = v.z;
+    pi[2 * q + 1] = v.w;
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+      P[r][j][0] = fmaf(ar, pr[j], P[r][j][0]);
+      P[r][j][1] = fmaf(ai, pr[j], P[r][j][1]);
+      Q[r][j][0] = fmaf(ar, pi[j], Q[r][j][0]);
+      Q[r][j][1] = fmaf(ai, pi[j], Q[r][j][1]);
+    }
+    if (r + 1 < kRows) {
+      const float nr = ar * gr - ai * gi;
+      ai = fmaf(ar, gi, ai * gr);
+      ar = nr;
+    }
+  }
+}
+
+// Stage samples [b, b + count) of the packed records into shared memory.
+__device__ __forceinline__ void stage(float4 *tile, const float4 *samples, int b, int count) {
+  __syncthreads(); // the previous tile is consumed
+  const float4 *src = samples + static_cast<std::size_t>(b) * kTuned.record_float4;
+  for (int q = threadIdx.x; q < count * kTuned.record_float4; q += kTuned.threads) tile[q] = src[q];
+  __syncthreads();
+}
+
+template <int MinBlocks, bool Pipelined>
+__global__ void __launch_bounds__(kTuned.threads, MinBlocks) tuned_kernel(TunedArgs a) {
+  __shared__ float4 tile[kTuned.smem_samples * kTuned.record_float4];
+  const int tile_id = blockIdx.x * kTuned.threads + threadIdx.x;
+  const bool active = tile_id < a.tiles;
+  const int t = active ? tile_id : 0;
+  const int bx = t % a.tiles_x;
+  const int rest = t / a.tiles_x;
+  const int by = rest % a.tiles_y;
+  const int bz = rest / a.tiles_y;
+  const int ix0 = bx * kTuned.tile_x, iy0 = by * kTuned.tile_y;
+  const float xc = static_cast<float>(ix0 - a.g.nx / 2) + 0.5f * (kTuned.tile_x - 1);
+  const float y0 = static_cast<float>(iy0 - a.g.ny / 2);
+  const float z = static_cast<float>(bz - a.g.nz / 2);
+
+  const long long begin = (static_cast<long long>(a.pass) * a.splits + blockIdx.y) * a.per_block;
+  const int b0 = static_cast<int>(min(begin, static_cast<long long>(a.m)));
+  const int e0 = static_cast<int>(min(begin + a.per_block, static_cast<long long>(a.m)));
+
+  float P[kRows][kPairs][2], Q[kRows][kPairs][2];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) P[r][j][0] = P[r][j][1] = Q[r][j][0] = Q[r][j][1] = 0.f;
+
+  for (int b = b0; b < e0; b += kTuned.smem_samples) {
+    const int count = min(kTuned.smem_samples, e0 - b);
+    stage(tile, a.samples, b, count);
+    if constexpr (Pipelined) {
+      float ar, ai, gr, gi;
+      tile_base(tile, xc, y0, z, ar, ai, gr, gi);
+      for (int s = 0; s < count; ++s) {
+        const int next = min(s + 1, count - 1); // the last one recomputes itself, unused
+        float nar, nai, ngr, ngi;
+        tile_base(tile + next * kTuned.record_float4, xc, y0, z, nar, nai, ngr, ngi);
+        tile_accumulate(tile + s * kTuned.record_float4, ar, ai, gr, gi, P, Q);
+        ar = nar;
+        ai = nai;
+        gr = ngr;
+        gi = ngi;
+      }
+    } else {
+#pragma unroll 2
+      for (int s = 0; s < count; ++s) {
+        float ar, ai, gr, gi;
+        tile_base(tile + s * kTuned.record_float4, xc, y0, z, ar, ai, gr, gi);
+        tile_accumulate(tile + s * kTuned.record_float4, ar, ai, gr, gi, P, Q);
+      }
+    }
+  }
+
+  if (!active) return;
+  float2 *acc = a.acc + static_cast<std::size_t>(blockIdx.y) * a.g.voxels;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int iy = iy0 + r;
+    if (iy >= a.g.ny) continue;
+    const int row = (bz * a.g.ny + iy) * a.g.nx;
+#pragma unroll
+    for (int j = 0; j < kPairs; ++j) {
+      const int ip = ix0 + kPairs + j, im = ix0 + kPairs - 1 - j;
+      const float2 plus = make_float2(P[r][j][0] - Q[r][j][1], P[r][j][1] + Q[r][j][0]);
+      const float2 minus = make_float2(P[r][j][0] + Q[r][j][1], P[r][j][1] - Q[r][j][0]);
+      if (ip < a.g.nx) {
+        float2 &o = acc[row + ip];
+        o = a.first ? plus : make_float2(o.x + plus.x, o.y + plus.y);
+      }
+      if (im < a.g.nx) {
+        float2 &o = acc[row + im];
+        o = a.first ? minus : make_float2(o.x + minus.x, o.y + minus.y);
+      }
+    }
+  }
+}
+
+// Variant 4: one __sincosf per pair, kPairTileX voxels along x per thread sharing each staged
+// sample (its phase base ty*y + tz*z and coefficient are loaded and formed once per sample).
+constexpr int kPairTileX = 8;
+
+template <int MinBlocks>
+__global__ void __launch_bounds__(kTuned.threads, MinBlocks) sincos_pair_kernel(TunedArgs a) {
+  __shared__ float4 tile[kTuned.smem_samples * kTuned.record_float4];
+  const int tile_id = blockIdx.x * kTuned.threads + threadIdx.x;
+  const bool active = tile_id < a.tiles;
+  const int t = active ? tile_id : 0;
+  const int bx = t % a.tiles_x;
+  const int rest = t / a.tiles_x;
+  const int iy = rest % a.tiles_y;
+  const int iz = rest / a.tiles_y;
+  const int ix0 = bx * kPairTileX;
+  float xs[kPairTileX];
+#pragma unroll
+  for (int j = 0; j < kPairTileX; ++j) xs[j] = static_cast<float>(ix0 + j - a.g.nx / 2);
+  const float y = static_cast<float>(iy - a.g.ny / 2);
+  const float z = static_cast<float>(iz - a.g.nz / 2);
+
+  const long long begin = (static_cast<long long>(a.pass) * a.splits + blockIdx.y) * a.per_block;
+  const int b0 = static_cast<int>(min(begin, static_cast<long long>(a.m)));
+  const int e0 = static_cast<int>(min(begin + a.per_block, static_cast<long long>(a.m)));
+
+  float re[kPairTileX] = {}, im[kPairTileX] = {};
+  for (int b = b0; b < e0; b += kTuned.smem_samples) {
+    const int count = min(kTuned.smem_samples, e0 - b);
+    stage(tile, a.samples, b, count);
+#pragma unroll 2
+    for (int s = 0; s < count; ++s) {
+      const float4 r0 = tile[s * kTuned.record_float4], r1 = tile[s * kTuned.record_float4 + 1];
+      const float base = fmaf(r0.y, y, r0.z * z);
+#pragma unroll
+      for (int j = 0; j < kPairTileX; ++j) {
+        float sn, cs;
+        __sincosf(kTwoPi * reduce_turns(fmaf(r0.x, xs[j], base)), &sn, &cs);
+        re[j] = fmaf(r0.w, cs, fmaf(-r1.x, sn, re[j]));
+        im[j] = fmaf(r0.w, sn, fmaf(r1.x, cs, im[j]));
+      }
+    }
+  }
+
+  if (!active) return;
+  float2 *acc = a.acc + static_cast<std::size_t>(blockIdx.y) * a.g.voxels + (iz * a.g.ny + iy) * a.g.nx;
+#pragma unroll
+  for (int j = 0; j < kPairTileX; ++j) {
+    if (ix0 + j >= a.g.nx) break;
+    float2 &o = acc[ix0 + j];
+    o = a.first ? make_float2(re[j], im[j]) : make_float2(o.x + re[j], o.y + im[j]);
+  }
+}
+
+// out[n] = sum over splits s (in order) of partials[s][n].
+__global__ void tuned_reduce_kernel(const float2 *__restrict__ partials, int splits, int voxels,
+                                    float2 *__restrict__ out) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= voxels) return;
+  float re = 0.f, im = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float2 v = partials[static_cast<std::size_t>(s) * voxels + n];
+    re += v.x;
+    im += v.y;
+  }
+  out[n] = make_float2(re, im);
+}
+
+struct TunedVariant {
+  const char *name;
+  void (*kernel)(TunedArgs);
+  int tile_x, tile_y;
+};
+
+const TunedVariant kVariants[] = {
+    {"symmetric-16x4", tuned_kernel<2, false>, kTuned.tile_x, kTuned.tile_y},
+    {"symmetric-16x4-occ3", tuned_kernel<3, false>, kTuned.tile_x, kTuned.tile_y},
+    {"symmetric-16x4-pipelined", tuned_kernel<2, true>, kTuned.tile_x, kTuned.tile_y},
+    {"symmetric-16x4-pipelined-occ3", tuned_kernel<3, true>, kTuned.tile_x, kTuned.tile_y},
+    {"sincos-per-pair-8x1", sincos_pair_kernel<4>, kPairTileX, 1},
+};
+constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
+
+void run_tuned(const PlanState &plan, const float2 *c, float2 *out, int variant) {
+  const TunedVariant &v = kVariants[variant];
+  Workspace &ws = *plan.ws;
+  const int m = plan.m;
+  float4 *records = ws.tuned.grow(static_cast<std::size_t>(m) * kTuned.record_float4);
+  tuned_pack_kernel<<<blocks_for(m, 128), 128, 0, plan.stream>>>(plan.k, c, m, plan.inv_period[0],
+                                                                  plan.inv_period[1], plan.inv_period[2], records);
+  MRI_CUDA_CHECK_LAUNCH("tuned_pack_kernel");
+
+  TunedArgs a{};
+  a.samples = records;
+  a.m = m;
+  a.g = plan.out;
+  a.tiles_x = (plan.out.nx + v.tile_x - 1) / v.tile_x;
+  a.tiles_y = (plan.out.ny + v.tile_y - 1) / v.tile_y;
+  a.tiles = a.tiles_x * a.tiles_y * plan.out.nz;
+  const int blocks_x = blocks_for(a.tiles, kTuned.threads);
+
+  static int per_sm[kVariantCount] = {}; // one kernel per variant: the answer never changes
+  if (per_sm[variant] == 0)
+    MRI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[variant], v.kernel, kTuned.threads, 0));
+  const int capacity = std::max(1, per_sm[variant]) * plan.multiprocessors;
+  int splits = std::max(1, kTuned.waves * capacity / blocks_x);
+  splits = std::min(splits, std::max(1, blocks_for(m, kTuned.smem_samples)));
+  a.splits = splits;
+  a.per_block = std::min(kTuned.pass_samples, blocks_for(m, splits));
+  const long long per_pass = static_cast<long long>(splits) * a.per_block;
+  const int passes = static_cast<int>((m + per_pass - 1) / per_pass);
+  const std::size_t voxels = static_cast<std::size_t>(plan.out.voxels);
+  a.acc = splits == 1 ? out : ws.partials.grow(static_cast<std::size_t>(splits) * voxels);
+
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(splits));
+  for (int pass = 0; pass < passes; ++pass) {
+    a.pass = pass;
+    a.first = pass == 0;
+    v.kernel<<<grid, kTuned.threads, 0, plan.stream>>>(a);
+    MRI_CUDA_CHECK_LAUNCH("tuned_kernel");
+  }
+  if (splits > 1) {
+    tuned_reduce_kernel<<<blocks_for(plan.out.voxels, 256), 256, 0, plan.stream>>>(a.acc, splits, plan.out.voxels, out);
+    MRI_CUDA_CHECK_LAUNCH("tuned_reduce_kernel");
+  }
+}
+
+} // namespace
+
+int tuned_variant_count() { return kVariantCount; }
+int tuned_default_variant() { return kTunedDefault; }
+
+const char *tuned_variant_name(int variant) {
+  return variant >= 0 && variant < kVariantCount ? kVariants[variant].name : "?";
+}
+
+void FhdPlan::adjoint_device_tuned_variant(int variant, const cfloat *c_dev, cfloat *result_dev) {
+  if (variant < 0 || variant >= kVariantCount)
+    mri::detail::invalid_argument("tuned variant", variant, "out of range");
+  run_tuned(impl_->state, reinterpret_cast<const float2 *>(c_dev), reinterpret_cast<float2 *>(result_dev), variant);
+}
+
+template <> void run_adjoint<KernelPolicy::Tuned>(const PlanState &plan, const float2 *c, float2 *out) {
+  run_tuned(plan, c, out, kTunedDefault);
+}
+
+} // namespace mri::cuda::detail

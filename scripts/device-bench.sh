@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# One device call: GPU tests, compute-sanitizer (memcheck + racecheck) on the quick test subset,
+# the F^H D benchmarks and the Tuned kernel's SASS, with logs and JSON under $OUT.
+#
+#   scripts/device-bench.sh [steps...]      steps: build tests sanitize bench ncu sass (default:
+#                                           tests sanitize bench sass; `build` configures and
+#                                           builds in $BUILD_DIR first, for a machine without
+#                                           a prebuilt tree)
+# Environment: BUILD_DIR (default build-d), OUT (default ./out), BENCH_FILTER (a
+# --benchmark_filter regex, default all), MRI_GPU_TEST_SEED (replay a test failure).
+#
+# Typical call through the device tool, with the tree built here:
+#   run(command="scripts/device-bench.sh", carry=["build-d"])
+# Exit status: non-zero if any step failed (the other steps still run).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-d}
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests sanitize bench sass)
+status=0
+summary="$OUT/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+
+{
+  echo "== $(date -u +%FT%TZ) $(hostname)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1
+  nvcc --version 2>&1 | tail -1
+} | tee -a "$summary"
+
+if has build; then
+  t0=$SECONDS
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+    -DMRI_BUILD_EXAMPLES=OFF >"$OUT/build.log" 2>&1 &&
+    cmake --build "$BUILD_DIR" --target mri_gpu_tests bench_fhd_gpu -j "$(nproc)" >>"$OUT/build.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "build: rc=$rc ($((SECONDS - t0)) s)"
+fi
+
+TESTS="$BUILD_DIR/tests/mri_gpu_tests"
+BENCH="$BUILD_DIR/benchmarks/bench_fhd_gpu"
+# The build tree's RPATH is absolute to where it was built; the checkout may sit elsewhere here.
+# runtime-libs: shared libraries of this machine missing there (Debian libbenchmark.so.1debian).
+export LD_LIBRARY_PATH="$PWD/$BUILD_DIR/lib:$PWD/$BUILD_DIR/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+missing=$(ldd "$TESTS" "$BENCH" 2>&1 | grep "not found" | sort -u)
+[ -n "$missing" ] && note "missing libraries: $missing"
+
+if has tests; then
+  t0=$SECONDS
+  timeout 150 "$TESTS" --durations yes >"$OUT/tests.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "tests: rc=$rc ($((SECONDS - t0)) s): $(grep -E '^(All tests passed|test cases:)' "$OUT/tests.log" | tail -1)"
+  grep -E 'rel L2' "$OUT/tests.log" | tee -a "$summary"
+fi
+
+if has sanitize; then
+  # The [small] subset: every policy on small 2D/3D problems, device-pointer path, forward.
+  for tool in memcheck racecheck; do
+    t0=$SECONDS
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 86 "$TESTS" "[small]" >"$OUT/sanitize-$tool.log" 2>&1
+    rc=$?; [ $rc -ne 0 ] && status=1
+    note "compute-sanitizer $tool: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitize-$tool.log" | tail -1)"
+  done
+  cat "$OUT/sanitize-racecheck.log" >>"$OUT/sanitize-memcheck.log" && rm -f "$OUT/sanitize-racecheck.log"
+  mv "$OUT/sanitize-memcheck.log" "$OUT/sanitize.log"
+fi
+
+if has bench; then
+  t0=$SECONDS
+  timeout 330 "$BENCH" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
+    ${BENCH_FILTER:+--benchmark_filter="$BENCH_FILTER"} >"$OUT/bench.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "bench: rc=$rc ($((SECONDS - t0)) s)"
+  sed -n '/^## F^H D stage table/,$p' "$OUT/bench.log" | tee -a "$summary"
+fi
+
+if has ncu; then
+  # One launch of each one-voxel-per-thread stage on FHD-3D-S and of the Tuned kernels on
+  # FHD-3D-L: where the time goes (issue utilisation, stall reasons, pipe utilisation).
+  # --clock-control none: leave the card's clocks as they are (METHOD.md).
+  t0=$SECONDS
+  : >"$OUT/ncu.txt"
+  # Benchmark names carry suffixes (/iterations:N/repeats:3/manual_time): match prefixes.
+  # spec: kernel regex | benchmark filter | launches of that kernel to skip (warm-up)
+  for spec in "register_kernel|^FHD-3D-S/register/|2" "constant_chunked_kernel|^FHD-3D-S/constant-chunked/|20" \
+    "sfu_trig_kernel|^FHD-3D-S/sfu-trig/|20" "tuned_kernel|^FHD-3D-L/tuned/|20" \
+    "sincos_pair_kernel|^FHD-3D-L/tuned-variant/sincos-per-pair|2"; do
+    IFS='|' read -r kernel filter skip <<<"$spec"
+    echo "######## $kernel ($filter)" >>"$OUT/ncu.txt"
+    timeout 90 ncu --clock-control none -k "regex:$kernel" --launch-skip "$skip" --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
+      "$BENCH" --benchmark_filter="$filter" >>"$OUT/ncu.txt" 2>&1
+    echo "ncu rc=$?" >>"$OUT/ncu.txt"
+  done
+  note "ncu: ($((SECONDS - t0)) s) $(grep -c '^    Section' "$OUT/ncu.txt") sections"
+fi
+
+if has sass; then
+  obj="$BUILD_DIR/cuda/CMakeFiles/mri_cuda.dir"
+  {
+    for f in fhd_tuned; do
+      echo "==== $f resource usage"
+      cuobjdump -res-usage "$obj/$f.cu.o" 2>&1
+      echo "==== $f SASS"
+      cuobjdump -sass "$obj/$f.cu.o" 2>&1
+    done
+  } >"$OUT/sass.txt"
+  note "sass: $(grep -c '' "$OUT/sass.txt") lines"
+fi
+
+note "status: $status"
+exit $status
