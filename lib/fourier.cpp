@@ -5,6 +5,9 @@
 
 #include "backend.hpp"
 #include "mri/error.hpp"
+#ifdef MRI_HAVE_CUDA
+#include "fhd_backend.hpp"
+#endif
 
 namespace mri {
 namespace {
@@ -21,7 +24,13 @@ FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptio
     : trajectory_(std::move(trajectory)), grid_(grid), options_(options) {
   if (trajectory_.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   trajectory_.check_within(grid_);
-  options_.backend = detail::resolve_backend(options_.backend);
+  options_.backend = detail::resolve_backend(options_.backend, options_.precision);
+#ifdef MRI_HAVE_CUDA
+  if (options_.backend == Backend::Cuda) {
+    options_.policy = cuda::detail::resolve_policy(options_.policy);
+    device_plan_ = std::make_shared<cuda::detail::FhdPlan>(trajectory_, grid_, grid_);
+  }
+#endif
 }
 
 std::vector<cfloat> FourierOperator::apply(const Image &image) const {
@@ -30,6 +39,12 @@ std::vector<cfloat> FourierOperator::apply(const Image &image) const {
                              "image grid differs from the operator's grid");
   check_finite({image.data(), image.size()}, "image");
   std::vector<cfloat> out(trajectory_.size());
+#ifdef MRI_HAVE_CUDA
+  if (device_plan_) {
+    device_plan_->forward(image.data(), out.data());
+    return out;
+  }
+#endif
   if (options_.precision == Precision::Float64)
     detail::forward_sum_f64(trajectory_, image, out.data());
   else
@@ -43,6 +58,12 @@ Image FourierOperator::adjoint(std::span<const cfloat> samples) const {
                              "must equal trajectory.size() = " + std::to_string(trajectory_.size()));
   check_finite(samples, "samples");
   Image out(grid_);
+#ifdef MRI_HAVE_CUDA
+  if (device_plan_) {
+    device_plan_->adjoint(options_.policy, samples.data(), out.data());
+    return out;
+  }
+#endif
   if (options_.precision == Precision::Float64)
     detail::adjoint_sum_f64(trajectory_, samples, grid_, grid_, out.data());
   else

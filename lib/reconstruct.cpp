@@ -40,7 +40,8 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   validate(options);
   const auto t_start = Clock::now();
   ReconReport report;
-  const OperatorOptions op{detail::resolve_backend(options.backend), options.precision, options.policy};
+  const OperatorOptions op{detail::resolve_backend(options.backend, options.precision), options.precision,
+                          options.policy};
   report.backend = op.backend;
 
   auto t = Clock::now();

@@ -13,6 +13,9 @@
 #include "fftw_lock.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
+#ifdef MRI_HAVE_CUDA
+#include "fhd_backend.hpp"
+#endif
 
 namespace mri {
 
@@ -76,7 +79,7 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
   if (!weights.empty() && weights.size() != trajectory.size())
     detail::invalid_argument("weights.size()", weights.size(),
                              "must be 0 or trajectory.size() = " + std::to_string(trajectory.size()));
-  detail::resolve_backend(options.backend);
+  [[maybe_unused]] const Backend backend = detail::resolve_backend(options.backend, options.precision);
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
   for (std::size_t m = 0; m < weights.size(); ++m) {
     if (!(weights[m] >= 0) || !std::isfinite(weights[m]))
@@ -86,6 +89,11 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
   const Grid padded = grid.doubled();
   q_ = Image(padded);
   // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
+#ifdef MRI_HAVE_CUDA
+  if (backend == Backend::Cuda)
+    cuda::detail::FhdPlan(trajectory, padded, grid).adjoint(options.policy, w.data(), q_.data());
+  else
+#endif
   if (options.precision == Precision::Float64)
     detail::adjoint_sum_f64(trajectory, w, padded, grid, q_.data());
   else

@@ -6,15 +6,16 @@
 #                                           tests sanitize bench sass; `build` configures and
 #                                           builds in $BUILD_DIR first, for a machine without
 #                                           a prebuilt tree)
-# Environment: BUILD_DIR (default build-d), OUT (default ./out), BENCH_FILTER (a
+# Steps also: demo (the README demo on cuda and cpu).
+# Environment: BUILD_DIR (default build-gpu), OUT (default ./out), BENCH_FILTER (a
 # --benchmark_filter regex, default all), MRI_GPU_TEST_SEED (replay a test failure).
 #
 # Typical call through the device tool, with the tree built here:
-#   run(command="scripts/device-bench.sh", carry=["build-d"])
+#   run(command="scripts/device-bench.sh", carry=["build-gpu"])
 # Exit status: non-zero if any step failed (the other steps still run).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build-d}
+BUILD_DIR=${BUILD_DIR:-build-gpu}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 steps=("$@")
@@ -34,8 +35,8 @@ has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; r
 if has build; then
   t0=$SECONDS
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DMRI_BUILD_EXAMPLES=OFF >"$OUT/build.log" 2>&1 &&
-    cmake --build "$BUILD_DIR" --target mri_gpu_tests bench_fhd_gpu -j "$(nproc)" >>"$OUT/build.log" 2>&1
+    >"$OUT/build.log" 2>&1 &&
+    cmake --build "$BUILD_DIR" -j "$(nproc)" >>"$OUT/build.log" 2>&1
   rc=$?; [ $rc -ne 0 ] && status=1
   note "build: rc=$rc ($((SECONDS - t0)) s)"
 fi
@@ -75,6 +76,16 @@ if has bench; then
   rc=$?; [ $rc -ne 0 ] && status=1
   note "bench: rc=$rc ($((SECONDS - t0)) s)"
   sed -n '/^## F^H D stage table/,$p' "$OUT/bench.log" | tee -a "$summary"
+fi
+
+if has demo; then
+  # The README's demo on the GPU and on the CPU of that machine: same picture, PSNR and phases.
+  for backend in cuda cpu; do
+    timeout 120 "$BUILD_DIR/examples/demo_spiral_2d" --backend "$backend" --out "$OUT/demo_$backend.png" \
+      >"$OUT/demo_$backend.log" 2>&1
+    rc=$?; [ $rc -ne 0 ] && status=1
+    note "demo ($backend): rc=$rc: $(grep -E '^(backend|PSNR)' "$OUT/demo_$backend.log" | tr '\n' ' ')"
+  done
 fi
 
 if has ncu; then

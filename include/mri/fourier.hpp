@@ -3,6 +3,7 @@
 //   forward  (F x)_m   = sum_n x_n exp(-i 2 pi k_m . x_n / n)      image -> k-space
 //   adjoint  (F^H y)_n = sum_m y_m exp(+i 2 pi k_m . x_n / n)      k-space -> image
 // Unnormalised (the seeds' sums); BART's nufft is this times 1/sqrt(voxels), see bart.hpp.
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -13,10 +14,17 @@
 
 namespace mri {
 
+namespace cuda::detail {
+class FhdPlan; // the CUDA backend's plan (cuda/fhd_backend.hpp)
+}
+
+// Copies share one device plan (operators are cheap values); apply/adjoint on one operator
+// are not re-entrant across threads.
 class FourierOperator {
 public:
   // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, or
-  // a sample lies outside [-n/2, n/2).
+  // a sample lies outside [-n/2, n/2); Unsupported when backend = Cuda cannot run here.
+  // options.backend is resolved here (Auto -> Cuda or Cpu): options() tells which runs.
   FourierOperator(Trajectory trajectory, Grid grid, OperatorOptions options = {});
 
   const Trajectory &trajectory() const { return trajectory_; }
@@ -32,6 +40,7 @@ private:
   Trajectory trajectory_;
   Grid grid_;
   OperatorOptions options_;
+  std::shared_ptr<cuda::detail::FhdPlan> device_plan_; // null on the CPU backend
 };
 
 // F^H D with density weights: the right-hand side of the normal equations, the seeds' FhD.
