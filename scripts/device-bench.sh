@@ -81,8 +81,9 @@ fi
 if has demo; then
   # The README's demo on the GPU and on the CPU of that machine: same picture, PSNR and phases.
   for backend in cuda cpu; do
-    timeout 120 "$BUILD_DIR/examples/demo_spiral_2d" --backend "$backend" --out "$OUT/demo_$backend.png" \
-      >"$OUT/demo_$backend.log" 2>&1
+    png="$OUT/demo_$backend.png"
+    [ "$backend" = cpu ] && png=/tmp/demo_cpu.png # the device tool returns at most 8 files
+    timeout 120 "$BUILD_DIR/examples/demo_spiral_2d" --backend "$backend" --out "$png" >"$OUT/demo_$backend.log" 2>&1
     rc=$?; [ $rc -ne 0 ] && status=1
     note "demo ($backend): rc=$rc: $(grep -E '^(backend|PSNR)' "$OUT/demo_$backend.log" | tr '\n' ' ')"
   done
