@@ -41,29 +41,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
-public:
-  TempDir() {
-    std::random_device rd;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      const auto name = "mri_test_bart_" + std::to_string(::getpid()) + "_" + std::to_string(rd());
-      path_ = fs::temp_directory_path() / name;
-      if (fs::create_directory(path_)) return;
-    }
-    throw std::runtime_error("cannot create a temporary directory");
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-  fs::path operator/(const std::string &name) const { return path_ / name; }
-  const fs::path &path() const { return path_; }
-
-private:
-  fs::path path_;
-};
 
 void require_bart() {
   if (std::system("command -v bart > /dev/null 2>&1") != 0)
@@ -72,7 +49,7 @@ void require_bart() {
 }
 
 // Runs `bart <args>` inside dir; fails the test with bart's output if it does not succeed.
-void run_bart(const TempDir &dir, const std::string &args) {
+void run_bart(const test::TempDir &dir, const std::string &args) {
   const std::string cmd = "cd '" + dir.path().string() + "' && bart " + args + " > bart.log 2>&1";
   const int rc = std::system(cmd.c_str());
   if (rc != 0) {
@@ -127,7 +104,7 @@ constexpr OperatorOptions kReference{Backend::Cpu, Precision::Float64};
 TEST_CASE("bart: `bart traj -r` spokes are in cycles/FOV, centred, 2x oversampled after scale 0.5",
           "[bart]") {
   require_bart();
-  TempDir dir;
+  test::TempDir dir("bart");
   const int n = 64, X = 2 * n, Y = 12;
   run_bart(dir, "traj -x " + std::to_string(X) + " -y " + std::to_string(Y) + " -r traj_x2n");
   const auto raw = bart::read_cfl(dir / "traj_x2n");
@@ -162,7 +139,7 @@ TEST_CASE("bart: `bart traj -r` spokes are in cycles/FOV, centred, 2x oversample
 TEST_CASE("bart: BART's exact DFT (`nufft -s`) equals our sums: sign, centre, axis order, scale 1",
           "[bart]") {
   require_bart();
-  TempDir dir;
+  test::TempDir dir("bart");
   // Non-square and 3D, so a transposition or a swapped axis cannot hide.
   for (const Grid g : {Grid(24, 16), Grid(8, 6, 4)}) {
     INFO("grid " << g.nx() << " x " << g.ny() << " x " << g.nz());
@@ -198,7 +175,7 @@ TEST_CASE("bart: BART's centred Cartesian `fft` is our forward sum on the Cartes
           "sizes included",
           "[bart]") {
   require_bart();
-  TempDir dir;
+  test::TempDir dir("bart");
   // k-space index j holds k = j - floor(n/2), the same centre as the image; unnormalised.
   for (const Grid g : {Grid(15, 8), Grid(7, 9, 5)}) {
     INFO("grid " << g.nx() << " x " << g.ny() << " x " << g.nz());
@@ -224,7 +201,7 @@ TEST_CASE("bart: BART's gridding nufft of its analytic phantom, adjoint and forw
           "radial trajectory equals nufft_scale times our exact sums",
           "[bart]") {
   require_bart();
-  TempDir dir;
+  test::TempDir dir("bart");
   const int n = 64, spokes = 96;
   const Grid g(n, n);
   const double s = bart::nufft_scale(g);

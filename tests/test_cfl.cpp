@@ -19,30 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class TempDir {
-public:
-  TempDir() {
-    std::random_device rd;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      const auto name = "mri_test_cfl_" + std::to_string(::getpid()) + "_" + std::to_string(rd());
-      path_ = fs::temp_directory_path() / name;
-      if (fs::create_directory(path_)) return;
-    }
-    throw std::runtime_error("cannot create a temporary directory");
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir &) = delete;
-  TempDir &operator=(const TempDir &) = delete;
-  const fs::path &path() const { return path_; }
-  fs::path operator/(const std::string &name) const { return path_ / name; }
-
-private:
-  fs::path path_;
-};
 
 std::string read_text(const fs::path &p) {
   std::ifstream in(p);
@@ -69,7 +45,7 @@ std::string quoted(const fs::path &p) { return "'" + p.string() + "'"; }
 } // namespace
 
 TEST_CASE("cfl: round trip of random data with odd dims", "[cfl]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   const std::vector<std::vector<std::int64_t>> shapes = {
       {5, 3, 7}, {1}, {7, 1, 1, 3}, {3, 5, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2}};
   std::uint64_t seed = 11;
@@ -90,7 +66,7 @@ TEST_CASE("cfl: round trip of random data with odd dims", "[cfl]") {
 }
 
 TEST_CASE("cfl: header text and memory order are BART's", "[cfl]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   const fs::path base = dir / "h";
   // Element (i, j) of a 3 x 2 array lives at i + 3 j; the file is little-endian float pairs.
   std::vector<cfloat> data(6);
@@ -108,7 +84,7 @@ TEST_CASE("cfl: header text and memory order are BART's", "[cfl]") {
 }
 
 TEST_CASE("cfl: reads headers with BART's extra sections and no trailing space", "[cfl]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   const fs::path base = dir / "x";
   write_text(ext(base, ".hdr"), "# Dimensions\n2 3\n# Command\ntraj -x 2 -y 3 x \n# Files\n >x\n"
                                 "# Creator\nBART v0.8.00\n");
@@ -125,7 +101,7 @@ TEST_CASE("cfl: reads headers with BART's extra sections and no trailing space",
 TEST_CASE("cfl: files we write are read by the real bart, and bart's by us", "[cfl]") {
   if (!bart_on_path())
     FAIL("`bart` is not on PATH: install the Debian package `bart` (0.8; CI installs it)");
-  TempDir dir;
+  test::TempDir dir("cfl");
   const std::vector<std::int64_t> dims = {5, 3, 7};
   const auto data = test::random_complex(105, 21);
   bart::write_cfl(dir / "in", dims, data);
@@ -156,7 +132,7 @@ TEST_CASE("cfl: files we write are read by the real bart, and bart's by us", "[c
 }
 
 TEST_CASE("cfl: missing files are IoErrors naming the path", "[cfl][bad-input]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   const fs::path base = dir / "nothing_here";
   CHECK_THROWS_AS(bart::read_cfl(base), IoError);
   CHECK_THROWS_WITH(bart::read_cfl(base), test::contains("nothing_here.hdr") && test::contains("does not exist"));
@@ -169,7 +145,7 @@ TEST_CASE("cfl: missing files are IoErrors naming the path", "[cfl][bad-input]")
 }
 
 TEST_CASE("cfl: truncated data is an IoError naming the path and sizes", "[cfl][bad-input]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   const fs::path base = dir / "t";
   bart::write_cfl(base, {4, 5}, test::random_complex(20, 1));
   fs::resize_file(ext(base, ".cfl"), 20 * 8 - 3);
@@ -184,7 +160,7 @@ TEST_CASE("cfl: truncated data is an IoError naming the path and sizes", "[cfl][
 }
 
 TEST_CASE("cfl: malformed headers are IoErrors saying what is wrong", "[cfl][bad-input]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   const fs::path base = dir / "m";
   bart::write_cfl(base, {2, 2}, test::random_complex(4, 2)); // a valid .cfl of 4 elements
   const auto hdr = ext(base, ".hdr");
@@ -212,7 +188,7 @@ TEST_CASE("cfl: malformed headers are IoErrors saying what is wrong", "[cfl][bad
 }
 
 TEST_CASE("cfl: write_cfl rejects dims that do not match the data", "[cfl][bad-input]") {
-  TempDir dir;
+  test::TempDir dir("cfl");
   CHECK_THROWS_AS(bart::write_cfl(dir / "w", {3, 3}, std::vector<cfloat>(8)), InvalidArgument);
   CHECK_THROWS_WITH(bart::write_cfl(dir / "w", {3, 3}, std::vector<cfloat>(8)),
                     test::contains("data.size() = 8") && test::contains("9"));

@@ -2,7 +2,11 @@
 // Shared helpers for the tests: random inputs and double-precision comparisons.
 #include <cmath>
 #include <complex>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
 #include <random>
+#include <unistd.h>
 #include <span>
 #include <vector>
 
@@ -41,5 +45,30 @@ inline cdouble inner(std::span<const cfloat> a, std::span<const cfloat> b) {
   for (std::size_t i = 0; i < a.size(); ++i) s += std::conj(cdouble(a[i])) * cdouble(b[i]);
   return s;
 }
+
+// A fresh directory under the system temp dir, removed with everything in it at scope exit.
+class TempDir {
+public:
+  explicit TempDir(const std::string &tag) {
+    std::random_device rd;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      path_ = std::filesystem::temp_directory_path() /
+              ("mri_test_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+      if (std::filesystem::create_directory(path_)) return;
+    }
+    throw std::runtime_error("cannot create a temporary directory");
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+  std::filesystem::path operator/(const std::string &name) const { return path_ / name; }
+  const std::filesystem::path &path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
 
 } // namespace mri::test
