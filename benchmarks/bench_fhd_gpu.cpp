@@ -4,9 +4,11 @@
 //   FHD-3D-L  128^3 voxels, M = 2^20 koosh points            traj::koosh(grid, 4096, 256)
 //   FHD-2D    256^2 voxels, M = 2^16 spiral points           traj::spiral(grid, 16, 4096)
 //
-// every implemented policy on each (ScatterAtomic on FHD-3D-S only), the forward reference
-// kernel on FHD-3D-S and FHD-2D, and SFU/sincos: the __sincosf throughput of the same GPU, the
-// bound a one-sincos-per-pair kernel cannot beat (2 special-function ops per pair).
+// every implemented policy on each (ScatterAtomic on FHD-3D-S only), the forward paths
+// (reference kernel; separable GEMM in float and double), and two bounds measured on the same
+// GPU: SFU/sincos, the __sincosf throughput (a one-sincos-per-pair kernel cannot beat it: 2
+// special-function ops per pair), and cuBLAS ZGEMM (complex MACs/s: SeparableGemm's bound,
+// one MAC per pair), printed before the run.
 //
 // Timing: CUDA events around one whole adjoint on the plan's resident buffers (packing pass,
 // constant uploads, partial-sum reduction included; host transfers excluded), reported with
@@ -19,7 +21,10 @@
 //              and cos themselves are not counted. Policies that do fewer operations per pair
 //              (Tuned) are credited the same 13: "direct-sum-equivalent GFLOPS".
 //   SFU_frac   (pairs/s) / (sincos ops/s / 2), the fraction of the one-sincos-per-pair bound
-//   rel_err    ||gpu - ref|| / ||ref|| on 32 sampled voxels, ref a float64 sum over all M
+//   rel_err    ||gpu - ref|| / ||ref|| on 32 sampled voxels (forward: samples), ref a long
+//              double sum over all M (tests/gpu/sampled_reference.hpp)
+// SeparableGemm also runs adjoint_f64 once per problem (double in and out): its error against
+// the same long double sum is printed after the table (issue 3: <= 1e-10).
 // A summary table (median time, speedup over Gather) is printed after the run.
 #include <benchmark/benchmark.h>
 
@@ -29,13 +34,12 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <numbers>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "../cuda/fhd_backend.hpp"
+#include "../tests/gpu/sampled_reference.hpp"
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"
 
@@ -46,11 +50,14 @@ using mri::Grid;
 using mri::KernelPolicy;
 using mri::Trajectory;
 using mri::cuda::detail::FhdPlan;
+using mri::cuda::detail::ForwardPath;
+using cdouble = std::complex<double>;
 
 constexpr double kFlopsPerPair = 13.0;
 constexpr int kErrorVoxels = 32;
 
 double g_sincos_ops_per_second = 0; // measured in main() before any benchmark
+double g_zgemm_macs_per_second = 0; // likewise (the FHD-3D-L chunk's shape)
 
 struct Problem {
   std::string name;
@@ -58,18 +65,13 @@ struct Problem {
   Trajectory traj;
   std::vector<cfloat> data;
   std::vector<std::int64_t> check_voxels;
-  std::vector<std::complex<double>> check_ref; // float64 adjoint at check_voxels
+  std::vector<cdouble> check_ref; // long double adjoint at check_voxels
+  std::vector<cfloat> image;      // the forward benchmarks' input (random)
+  std::vector<std::int64_t> check_samples;
+  std::vector<cdouble> forward_ref; // long double forward of `image` at check_samples
   std::unique_ptr<FhdPlan> plan;
   double pairs() const { return static_cast<double>(grid.voxels()) * static_cast<double>(traj.size()); }
 };
-
-std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.f, 1.f);
-  std::vector<cfloat> v(n);
-  for (auto &c : v) c = {g(rng), g(rng)};
-  return v;
-}
 
 Problem &problem(const std::string &name) {
   static std::map<std::string, std::unique_ptr<Problem>> problems;
@@ -87,26 +89,9 @@ Problem &problem(const std::string &name) {
     p->grid = Grid(256, 256);
     p->traj = mri::traj::spiral(p->grid, 16, 4096);
   }
-  p->data = random_complex(p->traj.size(), 7);
-  // float64 reference on sampled voxels.
-  std::mt19937_64 rng(11);
-  std::uniform_int_distribution<std::int64_t> pick(0, p->grid.voxels() - 1);
-  const Grid &g = p->grid;
-  const double w[3] = {2 * std::numbers::pi / g.nx(), 2 * std::numbers::pi / g.ny(), 2 * std::numbers::pi / g.nz()};
-  for (int i = 0; i < kErrorVoxels; ++i) {
-    const std::int64_t v = pick(rng);
-    const double x = static_cast<double>(g.coordinate(0, v % g.nx())) * w[0];
-    const double y = static_cast<double>(g.coordinate(1, (v / g.nx()) % g.ny())) * w[1];
-    const double z = static_cast<double>(g.coordinate(2, v / (g.nx() * g.ny()))) * w[2];
-    std::complex<double> s = 0;
-    for (std::size_t m = 0; m < p->traj.size(); ++m) {
-      const mri::KPoint &k = p->traj[m];
-      const double ph = k.kx * x + k.ky * y + k.kz * z;
-      s += std::complex<double>(p->data[m]) * std::complex<double>(std::cos(ph), std::sin(ph));
-    }
-    p->check_voxels.push_back(v);
-    p->check_ref.push_back(s);
-  }
+  p->data = mri::gpu_test::random_values(p->traj.size(), 7);
+  p->check_voxels = mri::gpu_test::random_indices(p->grid.voxels(), kErrorVoxels, 11);
+  p->check_ref = mri::gpu_test::adjoint_at(p->traj, std::span<const cfloat>(p->data), p->grid, p->grid, p->check_voxels);
   p->plan = std::make_unique<FhdPlan>(p->traj, p->grid, p->grid);
   p->plan->upload_samples(p->data.data());
   slot = std::move(p);
@@ -116,14 +101,32 @@ Problem &problem(const std::string &name) {
 double sampled_error(Problem &p) {
   std::vector<cfloat> img(p.plan->voxels());
   p.plan->download_image(img.data());
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < p.check_voxels.size(); ++i) {
-    const std::complex<double> r(img[static_cast<std::size_t>(p.check_voxels[i])]);
-    if (!std::isfinite(r.real()) || !std::isfinite(r.imag())) return INFINITY;
-    num += std::norm(r - p.check_ref[i]);
-    den += std::norm(p.check_ref[i]);
-  }
-  return std::sqrt(num / den);
+  return mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(img), p.check_voxels, p.check_ref);
+}
+
+// The forward benchmarks' input image and its long double forward at sampled samples.
+void prepare_forward(Problem &p) {
+  if (!p.image.empty()) return;
+  p.image = mri::gpu_test::random_values(static_cast<std::size_t>(p.grid.voxels()), 13);
+  p.check_samples = mri::gpu_test::random_indices(static_cast<std::int64_t>(p.traj.size()), kErrorVoxels, 17);
+  p.forward_ref = mri::gpu_test::forward_at(p.traj, std::span<const cfloat>(p.image), p.grid, p.check_samples);
+}
+
+double forward_error(Problem &p) {
+  std::vector<cfloat> out(p.traj.size());
+  p.plan->download_samples(out.data());
+  return mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(out), p.check_samples, p.forward_ref);
+}
+
+// (problem, label) -> adjoint_f64 rel. error against the long double sum (SeparableGemm rows).
+std::map<std::pair<std::string, std::string>, double> g_f64_error;
+
+void check_f64(Problem &p, const std::string &label) {
+  const std::vector<cdouble> c(p.data.begin(), p.data.end());
+  std::vector<cdouble> out(p.plan->voxels());
+  p.plan->adjoint_f64(c.data(), out.data());
+  g_f64_error[{p.name, label}] =
+      mri::gpu_test::sampled_rel_l2(std::span<const cdouble>(out), p.check_voxels, p.check_ref);
 }
 
 struct Record {
@@ -141,61 +144,67 @@ void set_counters(benchmark::State &state, double pairs, double seconds_per_iter
   state.counters["SFU_frac"] = rate / (g_sincos_ops_per_second / 2);
 }
 
-void bench_adjoint(benchmark::State &state, const std::string &name, KernelPolicy policy) {
-  Problem &p = problem(name);
-  const auto key = std::make_pair(name, std::string(mri::to_string(policy)));
+// Every timed benchmark: one untimed warm-up per (problem, label), which also records the
+// error (`error()`), then `time_ms()` per iteration (CUDA events) into the record and counters.
+template <class Time, class Error>
+void timed_runs(benchmark::State &state, Problem &p, const std::string &label, Time &&time_ms, Error &&error) {
+  const auto key = std::make_pair(p.name, label);
   Record &rec = g_records[key];
   rec.pairs = p.pairs();
   if (g_warm.insert(key).second) {
-    p.plan->time_adjoint_ms(policy); // warm-up (module load, scratch allocation)
-    rec.rel_err = sampled_error(p);
+    time_ms(); // warm-up (module load, scratch allocation, cuBLAS handle)
+    rec.rel_err = error();
   }
   double total = 0;
   for (auto _ : state) {
-    const double s = p.plan->time_adjoint_ms(policy) * 1e-3;
+    const double s = time_ms() * 1e-3;
     state.SetIterationTime(s);
     rec.seconds.push_back(s);
     total += s;
   }
   set_counters(state, p.pairs(), total / static_cast<double>(state.iterations()));
   state.counters["rel_err"] = rec.rel_err;
+}
+
+void bench_adjoint(benchmark::State &state, const std::string &name, KernelPolicy policy) {
+  Problem &p = problem(name);
+  timed_runs(state, p, mri::to_string(policy), [&] { return p.plan->time_adjoint_ms(policy); },
+             [&] {
+               const double err = sampled_error(p);
+               if (policy == KernelPolicy::SeparableGemm) check_f64(p, mri::to_string(policy));
+               return err;
+             });
 }
 
 // The Tuned policy's variants (cuda/fhd_tuned.cu): the ablation behind its default.
 void bench_tuned_variant(benchmark::State &state, const std::string &name, int variant) {
   Problem &p = problem(name);
-  const auto key = std::make_pair(name, std::string("tuned/") + mri::cuda::detail::tuned_variant_name(variant));
-  Record &rec = g_records[key];
-  rec.pairs = p.pairs();
-  if (g_warm.insert(key).second) {
-    p.plan->time_tuned_variant_ms(variant);
-    rec.rel_err = sampled_error(p);
-  }
-  double total = 0;
-  for (auto _ : state) {
-    const double s = p.plan->time_tuned_variant_ms(variant) * 1e-3;
-    state.SetIterationTime(s);
-    rec.seconds.push_back(s);
-    total += s;
-  }
-  set_counters(state, p.pairs(), total / static_cast<double>(state.iterations()));
-  state.counters["rel_err"] = rec.rel_err;
+  timed_runs(state, p, std::string("tuned/") + mri::cuda::detail::tuned_variant_name(variant),
+             [&] { return p.plan->time_tuned_variant_ms(variant); }, [&] { return sampled_error(p); });
 }
 
-void bench_forward(benchmark::State &state, const std::string &name) {
+// SeparableGemm with the Gauss 3M products (cublasZgemm3m): 3 real GEMMs instead of 4.
+void bench_separable_3m(benchmark::State &state, const std::string &name) {
   Problem &p = problem(name);
-  const auto key = std::make_pair(name, std::string("forward-reference"));
-  Record &rec = g_records[key];
-  rec.pairs = p.pairs();
-  if (g_warm.insert(key).second) p.plan->time_forward_ms();
-  double total = 0;
-  for (auto _ : state) {
-    const double s = p.plan->time_forward_ms() * 1e-3;
-    state.SetIterationTime(s);
-    rec.seconds.push_back(s);
-    total += s;
-  }
-  set_counters(state, p.pairs(), total / static_cast<double>(state.iterations()));
+  mri::cuda::detail::SeparableGemmConfig cfg;
+  cfg.gauss_3m = true;
+  p.plan->set_separable_config(cfg);
+  const std::string label = "separable-gemm/zgemm3m";
+  timed_runs(state, p, label, [&] { return p.plan->time_adjoint_ms(KernelPolicy::SeparableGemm); },
+             [&] {
+               const double err = sampled_error(p);
+               check_f64(p, label);
+               return err;
+             });
+  p.plan->set_separable_config({});
+}
+
+void bench_forward(benchmark::State &state, const std::string &name, ForwardPath path) {
+  Problem &p = problem(name);
+  prepare_forward(p);
+  p.plan->upload_image(p.image.data());
+  timed_runs(state, p, mri::cuda::detail::to_string(path), [&] { return p.plan->time_forward_ms(path); },
+             [&] { return forward_error(p); });
   p.plan->upload_samples(p.data.data()); // the forward overwrote the resident samples
 }
 
@@ -233,11 +242,31 @@ void print_summary() {
       std::snprintf(buf, sizeof buf, "%.2fx", median(gather->second.seconds) / t);
       speedup = buf;
     }
-    char err[32] = "-";
-    if (key.second != "forward-reference") std::snprintf(err, sizeof err, "%.2e", rec.rel_err);
+    char err[32];
+    std::snprintf(err, sizeof err, "%.2e", rec.rel_err);
     std::printf("| %s | %s | %zu | %.3f | %.3e | %.1f | %.3f | %s | %s |\n", key.first.c_str(), key.second.c_str(),
                 rec.seconds.size(), t * 1e3, rate, kFlopsPerPair * rate * 1e-9,
                 rate / (g_sincos_ops_per_second / 2), speedup.c_str(), err);
+  }
+  std::printf("\n## GEMM forms vs the ZGEMM bound (%.3e complex MACs/s, one MAC per pair)\n\n",
+              g_zgemm_macs_per_second);
+  std::printf("| problem | path | median ms | pairs/s | fraction of ZGEMM | adjoint_f64 rel err (long double) |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const auto &[key, rec] : g_records) {
+    if (rec.seconds.empty() || (key.second.find("separable") == std::string::npos && key.second.find("gemm") == std::string::npos))
+      continue;
+    const double t = median(rec.seconds);
+    const auto f64 = g_f64_error.find(key);
+    char err[32] = "-";
+    if (f64 != g_f64_error.end()) std::snprintf(err, sizeof err, "%.2e", f64->second);
+    std::printf("| %s | %s | %.3f | %.3e | %.3f | %s |\n", key.first.c_str(), key.second.c_str(), t * 1e3,
+                rec.pairs / t, rec.pairs / t / g_zgemm_macs_per_second, err);
+  }
+  for (const char *name : {"FHD-3D-S", "FHD-3D-L", "FHD-2D"}) {
+    if (!g_f64_error.count({name, "separable-gemm"})) continue;
+    const auto shape = problem(name).plan->separable_shape();
+    std::printf("%s SeparableGemm: rows %d x cols %d (axis %d split, low extent %d), %zu chunks of %zu samples\n",
+                name, shape.rows, shape.cols, shape.split_axis, shape.split_low, shape.chunks, shape.chunk_samples);
   }
   std::fflush(stdout);
 }
@@ -255,6 +284,18 @@ int main(int argc, char **argv) {
   std::printf("device: %s, %d SMs, SM clock %.0f MHz; sincos throughput %.3e ops/s; Tuned runs variant %s\n",
               info.name, info.multiprocessors, info.sm_clock_khz / 1e3, sfu.ops_per_second,
               mri::cuda::detail::tuned_variant_name(mri::cuda::detail::tuned_default_variant()));
+  // ZGEMM bound: the issue's reference shape and FHD-3D-L's chunk product (rows x cols x chunk).
+  {
+    const auto ref = mri::cuda::detail::measure_zgemm_throughput(128, 16384, 8192);
+    const auto l = mri::cuda::detail::measure_zgemm_throughput(1024, 2048, 16384);
+    const auto l3m = mri::cuda::detail::measure_zgemm_throughput(1024, 2048, 16384, 5, true);
+    g_zgemm_macs_per_second = l.complex_macs_per_second;
+    std::printf("ZGEMM (A^T B, random operands): 128x16384x8192 %.3e complex MACs/s (%.1f TFLOP/s); "
+                "1024x2048x16384 %.3e (%.1f TFLOP/s); ZGEMM3M 1024x2048x16384 %.3e MACs/s\n",
+                ref.complex_macs_per_second, 8e-12 * ref.complex_macs_per_second, l.complex_macs_per_second,
+                8e-12 * l.complex_macs_per_second, l3m.complex_macs_per_second);
+    benchmark::AddCustomContext("zgemm_complex_macs_per_second", std::to_string(l.complex_macs_per_second));
+  }
   benchmark::AddCustomContext("device", info.name);
   benchmark::AddCustomContext("sincos_ops_per_second", std::to_string(sfu.ops_per_second));
   benchmark::AddCustomContext("flops_per_pair", "13 (phase 3 mul + 2 add, accumulate 4 mul + 4 add; trig not counted)");
@@ -278,6 +319,8 @@ int main(int argc, char **argv) {
       {"FHD-3D-L", KernelPolicy::Gather, 1, 3},        {"FHD-3D-L", KernelPolicy::Register, 1, 3},
       {"FHD-3D-L", KernelPolicy::ConstantChunked, 1, 3}, {"FHD-3D-L", KernelPolicy::SfuTrig, 1, 3},
       {"FHD-3D-L", KernelPolicy::Tuned, 3, 3},
+      {"FHD-2D", KernelPolicy::SeparableGemm, 20, 3}, {"FHD-3D-S", KernelPolicy::SeparableGemm, 10, 3},
+      {"FHD-3D-L", KernelPolicy::SeparableGemm, 2, 3},
   };
   const auto add = [](const Entry &e) {
     const std::string name = std::string(e.problem) + "/" + mri::to_string(e.policy);
@@ -288,12 +331,22 @@ int main(int argc, char **argv) {
         ->Repetitions(e.repetitions);
   };
   for (const Entry &e : entries) add(e);
-  for (const char *p : {"FHD-3D-S", "FHD-2D"})
-    benchmark::RegisterBenchmark((std::string(p) + "/forward-reference").c_str(), bench_forward, std::string(p))
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->Iterations(3)
-        ->Repetitions(3);
+  benchmark::RegisterBenchmark("FHD-3D-L/separable-gemm/zgemm3m", bench_separable_3m, std::string("FHD-3D-L"))
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(2)
+      ->Repetitions(3);
+  for (const char *p : {"FHD-3D-S", "FHD-2D", "FHD-3D-L"})
+    for (ForwardPath path : {ForwardPath::Reference, ForwardPath::GemmFloat, ForwardPath::GemmDouble}) {
+      if (path == ForwardPath::Reference && std::string(p) == "FHD-3D-L") continue; // ~4 s a run
+      const bool large = std::string(p) == "FHD-3D-L";
+      benchmark::RegisterBenchmark((std::string(p) + "/" + mri::cuda::detail::to_string(path)).c_str(), bench_forward,
+                                   std::string(p), path)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(path == ForwardPath::Reference ? 3 : (large ? 2 : 10))
+          ->Repetitions(3);
+    }
   for (int v = 0; v < mri::cuda::detail::tuned_variant_count(); ++v) {
     const bool per_pair = std::string(mri::cuda::detail::tuned_variant_name(v)).find("per-pair") != std::string::npos;
     for (const auto &[problem_name, iterations] :

@@ -1,7 +1,10 @@
 #pragma once
-// The host side shared by the constant-memory policies (fhd_constant_chunked.cu,
-// fhd_sfu_trig.cu): the packed samples stream through a __constant__ array of the policy's own
-// translation unit in chunks, one kernel launch per chunk accumulating into the output.
+// What the constant-memory policies (fhd_constant_chunked.cu, fhd_sfu_trig.cu) share: the
+// packed samples stream through a __constant__ array in chunks, one kernel launch per chunk
+// accumulating into the output. The array is declared here with internal linkage, so each
+// policy's translation unit has its own copy (whole-program compilation: one constant bank per
+// module); the kernel body is one template over the trig functor, and each stage file keeps its
+// own named __global__ kernel (what ncu and the SASS dumps show) calling it.
 //
 // Double buffering: the symbol holds two chunk slots (2 x 30 KB <= 64 KB). Chunk i is copied
 // (cudaMemcpyToSymbolAsync, device to device, on the plan's copy stream) into slot i % 2 while
@@ -25,10 +28,46 @@ inline constexpr ConstantChunkLaunch kConstantChunk{};
 static_assert(kConstantChunk.slots * kConstantChunk.chunk * sizeof(PackedSample) <= 64 * 1024,
               "the __constant__ double buffer must fit the 64 KB constant bank");
 
-// `symbol`: the calling file's __constant__ PackedSample[slots][chunk].
+namespace {
+
+// This translation unit's chunk slots.
+__constant__ PackedSample c_chunk[kConstantChunk.slots][kConstantChunk.chunk];
+
+// One chunk for voxel n (one thread per voxel): the phase arg = k . x in the packing pass' unit,
+// trig(arg, sin, cos) per pair (the only difference between the two stages), a float sum over
+// the chunk's samples, written (first chunk) or added to the output.
+template <class Trig>
+__device__ __forceinline__ void constant_chunk_body(Trig trig, int slot, int count, bool first, const OutGrid &g,
+                                                    float2 *__restrict__ out) {
+  const int n = blockIdx.x * blockDim.x + threadIdx.x;
+  if (n >= g.voxels) return;
+  float x, y, z;
+  voxel_coordinates(g, n, x, y, z);
+  const PackedSample *s = c_chunk[slot];
+  float re = 0.f, im = 0.f;
+#pragma unroll 4
+  for (int i = 0; i < count; ++i) {
+    const float arg = s[i].kx * x + s[i].ky * y + s[i].kz * z;
+    float sn, cs;
+    trig(arg, sn, cs);
+    re += s[i].re * cs - s[i].im * sn;
+    im += s[i].im * cs + s[i].re * sn;
+  }
+  if (first) {
+    out[n] = make_float2(re, im);
+  } else {
+    const float2 o = out[n];
+    out[n] = make_float2(o.x + re, o.y + im);
+  }
+}
+
+} // namespace
+
+// Streams plan.ws->packed through this translation unit's c_chunk.
 // `launch(slot, count, first)`: enqueue the chunk kernel on plan.stream; first == true for the
 // first chunk (which writes the output instead of adding to it).
-template <class Launch> void run_constant_chunks(const PlanState &plan, const void *symbol, Launch &&launch) {
+template <class Launch> void run_constant_chunks(const PlanState &plan, Launch &&launch) {
+  const void *symbol = c_chunk;
   const PackedSample *packed = plan.ws->packed.get();
   MRI_CUDA_CHECK(cudaEventRecord(plan.packed_ready, plan.stream));
   MRI_CUDA_CHECK(cudaStreamWaitEvent(plan.copy_stream, plan.packed_ready, 0));

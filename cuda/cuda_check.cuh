@@ -1,6 +1,7 @@
 #pragma once
-// Every CUDA runtime call goes through MRI_CUDA_CHECK: a failure becomes mri::CudaError
-// naming the call, file and line.
+// Every CUDA runtime call goes through MRI_CUDA_CHECK, every cuBLAS call through
+// MRI_CUBLAS_CHECK: a failure becomes mri::CudaError naming the call, file and line.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -15,6 +16,13 @@ inline void check(cudaError_t status, const char *call, const char *file, int li
                   cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
 }
 
+inline void check(cublasStatus_t status, const char *call, const char *file, int line) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
+                  cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
+}
+
 } // namespace mri::cuda::detail
 
 #define MRI_CUDA_CHECK(call) ::mri::cuda::detail::check((call), #call, __FILE__, __LINE__)
+#define MRI_CUBLAS_CHECK(call) ::mri::cuda::detail::check((call), #call, __FILE__, __LINE__)

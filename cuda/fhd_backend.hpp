@@ -5,9 +5,10 @@
 //            (coordinates {-L/2 .. L/2-1}, voxel index x + Lx*(y + Ly*z)), exactly the
 //            semantics of mri::detail::adjoint_sum_f64. F^H: out == period == image grid;
 //            Q: out = period.doubled(), c = |phi|^2 (or the density weights).
-//   forward: (F x)_m = sum_{x in out} x_n exp(-i 2 pi sum_a k_ma x_a / period_a), a simple
-//            accurate reference kernel (thread per sample); with out == period it is
-//            mri::detail::forward_sum_f64.
+//   forward: (F x)_m = sum_{x in out} x_n exp(-i 2 pi sum_a k_ma x_a / period_a); with
+//            out == period it is mri::detail::forward_sum_f64. Two ways (ForwardPath): a simple
+//            accurate reference kernel (thread per sample) and the separable GEMM form
+//            (cuBLAS, cuda/fhd_separable_gemm.cu) in float or double.
 //
 // Each KernelPolicy is one of the seeds' optimisation stages (cuda/README.md maps files to
 // stages); a policy this build does not implement throws mri::Unsupported, it never runs
@@ -28,6 +29,37 @@ bool policy_implemented(KernelPolicy policy);
 // The policy that runs for `policy`: Auto becomes the fastest implemented accurate policy;
 // an unimplemented one throws Unsupported naming it.
 KernelPolicy resolve_policy(KernelPolicy policy);
+// The same for an operator of `precision`: float32 as above; float64 runs SeparableGemm (the
+// one policy that computes in double) for Auto and SeparableGemm, and any other policy (they
+// compute in float32) throws Unsupported rather than silently computing in float.
+KernelPolicy resolve_policy(KernelPolicy policy, Precision precision);
+
+// How FhdPlan::forward computes F x.
+enum class ForwardPath {
+  Reference,  // cuda/fhd_forward.cu: thread per sample, accurate sincospif (the tests' yardstick)
+  GemmFloat,  // separable GEMM form, cuBLAS CGEMM (float32 products and sums, phases in double)
+  GemmDouble  // separable GEMM form, cuBLAS ZGEMM (float64 throughout)
+};
+const char *to_string(ForwardPath path);
+// The fastest forward path of `precision` (float64: GemmDouble).
+ForwardPath forward_path(Precision precision);
+
+// SeparableGemm's chunking (fhd_separable_gemm.cu). The operands of one chunk of samples take
+// chunk x (rows + cols) complex doubles; the chunk is sized from a memory budget so that any M
+// streams through fixed buffers.
+struct SeparableGemmConfig {
+  std::size_t max_chunk_samples = 0;   // 0: 16384 (and the budget below)
+  std::size_t memory_budget_bytes = 0; // 0: a quarter of the free device memory, at most 2 GiB
+  bool gauss_3m = false;               // cublasZgemm3m / Cgemm3m (3 real products, not 4)
+};
+// The product a plan runs: the voxel index split as n = r + rows * q at one axis (the low
+// extent of the split axis on the row side), R (rows x cols) += A^T (rows x chunk) B.
+struct SeparableGemmShape {
+  int rows = 0, cols = 0;
+  int split_axis = 0, split_low = 0; // the axis split and its extent on the row side
+  std::size_t chunk_samples = 0;     // samples per GEMM (K)
+  std::size_t chunks = 0;            // GEMMs per call
+};
 
 // A plan owns the device copies of one trajectory and the buffers of one problem size,
 // allocated once (per-policy scratch on first use) and reused by every call. Not thread-safe:
@@ -52,14 +84,17 @@ public:
   // Host arrays: c_host holds M values, result_host out.voxels(). Blocks until the result is
   // on the host; every element of result_host is written.
   void adjoint(KernelPolicy policy, const cfloat *c_host, cfloat *result_host);
-  // image_host holds out.voxels() values, result_host M. Blocks.
+  // image_host holds out.voxels() values, result_host M. Blocks. The two-argument form runs
+  // ForwardPath::Reference.
   void forward(const cfloat *image_host, cfloat *result_host);
+  void forward(ForwardPath path, const cfloat *image_host, cfloat *result_host);
 
   // Device pointers (any device allocation, e.g. device_samples()/device_image() or a GPU CG's
   // vectors): enqueued on the plan's stream, returns without waiting (synchronize() waits).
   // c_dev must not alias result_dev.
   void adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev);
-  void forward_device(const cfloat *image_dev, cfloat *result_dev);
+  void forward_device(const cfloat *image_dev, cfloat *result_dev); // ForwardPath::Reference
+  void forward_device(ForwardPath path, const cfloat *image_dev, cfloat *result_dev);
   void synchronize();
   void *stream() const; // the cudaStream_t the plan enqueues on, as void*
 
@@ -75,7 +110,20 @@ public:
   // timed with CUDA events on the plan's stream; every pass of the policy (operand packing,
   // constant uploads, partial-sum reduction) is inside the timed region. Milliseconds.
   float time_adjoint_ms(KernelPolicy policy);
-  float time_forward_ms();
+  float time_forward_ms(); // ForwardPath::Reference
+  float time_forward_ms(ForwardPath path);
+
+  // Float64 end to end through the SeparableGemm policy (ZGEMM): coefficients, image and
+  // results in complex double (the cfloat API rounds its output to float). Host forms block;
+  // device forms enqueue on the plan's stream (inputs must not alias outputs).
+  void adjoint_f64(const std::complex<double> *c_host, std::complex<double> *result_host);
+  void adjoint_f64_device(const std::complex<double> *c_dev, std::complex<double> *result_dev);
+  void forward_f64(const std::complex<double> *image_host, std::complex<double> *result_host);
+  void forward_f64_device(const std::complex<double> *image_dev, std::complex<double> *result_dev);
+
+  // SeparableGemm's chunking; takes effect at the next call (the tests force many chunks).
+  void set_separable_config(const SeparableGemmConfig &config);
+  SeparableGemmShape separable_shape(); // queries free memory on first use
 
   // The Tuned policy's variants (cuda/fhd_tuned.cu; KernelPolicy::Tuned runs
   // tuned_default_variant()), for the benchmark's ablation and the tests. Same semantics as
@@ -104,6 +152,15 @@ struct SincosThroughput {
   double median_seconds = 0; // of one launch
 };
 SincosThroughput measure_sincos_throughput(int repeats = 5);
+
+// cuBLAS ZGEMM throughput of the current device on random operands, the bound of the
+// SeparableGemm policy: complex multiply-adds per second (1 MAC = 8 real FLOPs) of
+// C (m x n) = A^T B with A k x m and B k x n (the policy's layout), median of `repeats`.
+struct GemmThroughput {
+  double complex_macs_per_second = 0;
+  double median_seconds = 0;
+};
+GemmThroughput measure_zgemm_throughput(int m, int n, int k, int repeats = 5, bool gauss_3m = false);
 
 // Name and SM count of device 0, for benchmark context.
 struct DeviceInfo {

@@ -10,30 +10,13 @@
 namespace mri::cuda::detail {
 namespace {
 
-__constant__ PackedSample c_chunk[kConstantChunk.slots][kConstantChunk.chunk];
+struct AccurateTrig { // the phase in radians (PhaseUnit::Radians)
+  __device__ void operator()(float arg, float &sn, float &cs) const { sincosf(arg, &sn, &cs); }
+};
 
 __global__ void __launch_bounds__(kConstantChunk.threads)
     constant_chunked_kernel(int slot, int count, bool first, OutGrid g, float2 *__restrict__ out) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= g.voxels) return;
-  float x, y, z;
-  voxel_coordinates(g, n, x, y, z);
-  const PackedSample *s = c_chunk[slot];
-  float re = 0.f, im = 0.f;
-#pragma unroll 4
-  for (int i = 0; i < count; ++i) {
-    const float arg = s[i].kx * x + s[i].ky * y + s[i].kz * z;
-    float sn, cs;
-    sincosf(arg, &sn, &cs);
-    re += s[i].re * cs - s[i].im * sn;
-    im += s[i].im * cs + s[i].re * sn;
-  }
-  if (first) {
-    out[n] = make_float2(re, im);
-  } else {
-    const float2 o = out[n];
-    out[n] = make_float2(o.x + re, o.y + im);
-  }
+  constant_chunk_body(AccurateTrig{}, slot, count, first, g, out);
 }
 
 } // namespace
@@ -41,7 +24,7 @@ __global__ void __launch_bounds__(kConstantChunk.threads)
 template <> void run_adjoint<KernelPolicy::ConstantChunked>(const PlanState &plan, const float2 *c, float2 *out) {
   pack_samples(plan, c, PhaseUnit::Radians);
   const int blocks = blocks_for(plan.out.voxels, kConstantChunk.threads);
-  run_constant_chunks(plan, c_chunk, [&](int slot, int count, bool first) {
+  run_constant_chunks(plan, [&](int slot, int count, bool first) {
     constant_chunked_kernel<<<blocks, kConstantChunk.threads, 0, plan.stream>>>(slot, count, first, plan.out, out);
     MRI_CUDA_CHECK_LAUNCH("constant_chunked_kernel");
   });

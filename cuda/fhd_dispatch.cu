@@ -15,9 +15,8 @@ bool policy_implemented(KernelPolicy policy) {
   case KernelPolicy::ConstantChunked:
   case KernelPolicy::SfuTrig:
   case KernelPolicy::Tuned:
-    return true;
   case KernelPolicy::SeparableGemm:
-    return false;
+    return true;
   }
   return false;
 }
@@ -28,6 +27,40 @@ KernelPolicy resolve_policy(KernelPolicy policy) {
                       "' is not implemented yet (issue 3); choose another policy");
   // Auto: the fastest policy that meets the 1e-5 accuracy bar (benchmarks/bench_fhd_gpu.cpp).
   return policy == KernelPolicy::Auto ? KernelPolicy::Tuned : policy;
+}
+
+KernelPolicy resolve_policy(KernelPolicy policy, Precision precision) {
+  if (precision == Precision::Float32) return resolve_policy(policy);
+  if (policy == KernelPolicy::Auto || policy == KernelPolicy::SeparableGemm) return KernelPolicy::SeparableGemm;
+  throw Unsupported(std::string("cuda backend: precision = float64 runs only the separable-gemm policy (ZGEMM in "
+                                "double); policy '") +
+                    to_string(policy) + "' computes in float32: ask for separable-gemm or auto");
+}
+
+const char *to_string(ForwardPath path) {
+  switch (path) {
+  case ForwardPath::Reference: return "forward-reference";
+  case ForwardPath::GemmFloat: return "forward-gemm-float";
+  case ForwardPath::GemmDouble: return "forward-gemm-double";
+  }
+  return "?";
+}
+
+// Float32: the fastest forward that meets 1e-5 (benchmarks/bench_fhd_gpu.cpp, forward rows).
+ForwardPath forward_path(Precision precision) {
+  return precision == Precision::Float64 ? ForwardPath::GemmDouble : ForwardPath::GemmFloat;
+}
+
+void FhdPlan::forward_device(ForwardPath path, const cfloat *image_dev, cfloat *result_dev) {
+  const PlanState &s = impl_->state;
+  const auto *image = reinterpret_cast<const float2 *>(image_dev);
+  auto *result = reinterpret_cast<float2 *>(result_dev);
+  switch (path) {
+  case ForwardPath::Reference: return run_forward(s, image, result);
+  case ForwardPath::GemmFloat: return run_forward_gemm(s, image, result, false);
+  case ForwardPath::GemmDouble: return run_forward_gemm(s, image, result, true);
+  }
+  mri::detail::invalid_argument("forward path", static_cast<int>(path), "unknown");
 }
 
 void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev) {
@@ -41,9 +74,9 @@ void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *r
   case KernelPolicy::ConstantChunked: return run_adjoint<KernelPolicy::ConstantChunked>(s, c, out);
   case KernelPolicy::SfuTrig: return run_adjoint<KernelPolicy::SfuTrig>(s, c, out);
   case KernelPolicy::Tuned: return run_adjoint<KernelPolicy::Tuned>(s, c, out);
+  case KernelPolicy::SeparableGemm: return run_adjoint<KernelPolicy::SeparableGemm>(s, c, out);
   case KernelPolicy::Auto:
-  case KernelPolicy::SeparableGemm:
-    break; // resolve_policy() returned or threw already
+    break; // resolve_policy() never returns Auto
   }
   throw Unsupported(std::string("cuda backend: no kernel for policy '") + to_string(policy) + "'");
 }

@@ -14,13 +14,12 @@ struct ForwardLaunch {
 inline constexpr ForwardLaunch kForward{};
 
 __global__ void __launch_bounds__(kForward.threads)
-    forward_kernel(const KPoint *__restrict__ k, int m, double sx, double sy, double sz, OutGrid g,
-                   const float2 *__restrict__ image, float2 *__restrict__ result) {
+    forward_kernel(const KPoint *__restrict__ k, int m, KScale turns, OutGrid g, const float2 *__restrict__ image,
+                   float2 *__restrict__ result) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const KPoint p = k[i];
-  const float tx = static_cast<float>(p.kx * sx), ty = static_cast<float>(p.ky * sy),
-              tz = static_cast<float>(p.kz * sz);
+  const float3 step = scaled_k(k[i], turns);
+  const float tx = step.x, ty = step.y, tz = step.z;
   float re = 0.f, im = 0.f;
   int n = 0;
   for (int iz = 0; iz < g.nz; ++iz) {
@@ -51,7 +50,7 @@ __global__ void __launch_bounds__(kForward.threads)
 
 void run_forward(const PlanState &plan, const float2 *image, float2 *result) {
   forward_kernel<<<blocks_for(plan.m, kForward.threads), kForward.threads, 0, plan.stream>>>(
-      plan.k, plan.m, plan.inv_period[0], plan.inv_period[1], plan.inv_period[2], plan.out, image, result);
+      plan.k, plan.m, k_scale(plan, PhaseUnit::Turns), plan.out, image, result);
   MRI_CUDA_CHECK_LAUNCH("forward_kernel");
 }
 

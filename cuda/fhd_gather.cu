@@ -19,14 +19,14 @@ struct GatherLaunch {
 inline constexpr GatherLaunch kGather{};
 
 // The fission pass: per-sample values into structure-of-arrays global memory.
-__global__ void mu_pass_kernel(const KPoint *__restrict__ k, const float2 *__restrict__ c, int m, double sx,
-                               double sy, double sz, float *kx, float *ky, float *kz, float *rmu, float *imu) {
+__global__ void mu_pass_kernel(const KPoint *__restrict__ k, const float2 *__restrict__ c, int m, KScale scale,
+                               float *kx, float *ky, float *kz, float *rmu, float *imu) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const KPoint p = k[i];
-  kx[i] = static_cast<float>(p.kx * sx); // turns per voxel: k / period
-  ky[i] = static_cast<float>(p.ky * sy);
-  kz[i] = static_cast<float>(p.kz * sz);
+  const float3 step = scaled_k(k[i], scale); // turns per voxel: k / period
+  kx[i] = step.x;
+  ky[i] = step.y;
+  kz[i] = step.z;
   rmu[i] = c[i].x;
   imu[i] = c[i].y;
 }
@@ -66,7 +66,7 @@ template <> void run_adjoint<KernelPolicy::Gather>(const PlanState &plan, const 
   }
   const float *xyz = ws.voxel_coords.get();
   mu_pass_kernel<<<blocks_for(plan.m, kGather.threads), kGather.threads, 0, plan.stream>>>(
-      plan.k, c, plan.m, plan.inv_period[0], plan.inv_period[1], plan.inv_period[2], kx, ky, kz, rmu, imu);
+      plan.k, c, plan.m, k_scale(plan, PhaseUnit::Turns), kx, ky, kz, rmu, imu);
   MRI_CUDA_CHECK_LAUNCH("mu_pass_kernel");
   MRI_CUDA_CHECK(cudaMemsetAsync(out, 0, n * sizeof(float2), plan.stream));
   float *re = reinterpret_cast<float *>(out);

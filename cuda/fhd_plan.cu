@@ -35,24 +35,21 @@ void validate(const Trajectory &t, const Grid &out, const Grid &period) {
 }
 
 // The loop-fission pass: one thread per sample packs {k scaled to the policy's unit, c}.
-__global__ void pack_kernel(const KPoint *__restrict__ k, const float2 *__restrict__ c, int m,
-                            double sx, double sy, double sz, PackedSample *__restrict__ out) {
+__global__ void pack_kernel(const KPoint *__restrict__ k, const float2 *__restrict__ c, int m, KScale scale,
+                            PackedSample *__restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const KPoint p = k[i];
+  const float3 t = scaled_k(k[i], scale);
   const float2 v = c[i];
-  out[i] = PackedSample{static_cast<float>(p.kx * sx), static_cast<float>(p.ky * sy),
-                        static_cast<float>(p.kz * sz), v.x, v.y};
+  out[i] = PackedSample{t.x, t.y, t.z, v.x, v.y};
 }
 
 } // namespace
 
 void pack_samples(const PlanState &plan, const float2 *c, PhaseUnit unit) {
   constexpr int kThreads = 256;
-  const double scale = unit == PhaseUnit::Radians ? 2.0 * 3.14159265358979323846 : 1.0;
   PackedSample *out = plan.ws->packed.grow(static_cast<std::size_t>(plan.m));
-  pack_kernel<<<blocks_for(plan.m, kThreads), kThreads, 0, plan.stream>>>(
-      plan.k, c, plan.m, scale * plan.inv_period[0], scale * plan.inv_period[1], scale * plan.inv_period[2], out);
+  pack_kernel<<<blocks_for(plan.m, kThreads), kThreads, 0, plan.stream>>>(plan.k, c, plan.m, k_scale(plan, unit), out);
   MRI_CUDA_CHECK_LAUNCH("pack_kernel");
 }
 
@@ -133,25 +130,38 @@ void FhdPlan::adjoint(KernelPolicy policy, const cfloat *c_host, cfloat *result_
 }
 
 void FhdPlan::forward(const cfloat *image_host, cfloat *result_host) {
+  forward(ForwardPath::Reference, image_host, result_host);
+}
+
+void FhdPlan::forward(ForwardPath path, const cfloat *image_host, cfloat *result_host) {
   upload_image(image_host);
-  forward_device(device_image(), device_samples());
+  forward_device(path, device_image(), device_samples());
   download_samples(result_host);
 }
 
 void FhdPlan::forward_device(const cfloat *image_dev, cfloat *result_dev) {
-  run_forward(impl_->state, reinterpret_cast<const float2 *>(image_dev), reinterpret_cast<float2 *>(result_dev));
+  forward_device(ForwardPath::Reference, image_dev, result_dev);
 }
+
+namespace {
+
+// Milliseconds between CUDA events recorded around what `enqueue` puts on the plan's stream.
+template <class Enqueue> float time_on_stream(FhdPlan::Impl &p, Enqueue &&enqueue) {
+  cudaStream_t s = p.stream.get();
+  MRI_CUDA_CHECK(cudaEventRecord(p.start.get(), s));
+  enqueue();
+  MRI_CUDA_CHECK(cudaEventRecord(p.stop.get(), s));
+  MRI_CUDA_CHECK(cudaEventSynchronize(p.stop.get()));
+  float ms = 0;
+  MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, p.start.get(), p.stop.get()));
+  return ms;
+}
+
+} // namespace
 
 float FhdPlan::time_adjoint_ms(KernelPolicy policy) {
   const KernelPolicy p = resolve_policy(policy);
-  cudaStream_t s = impl_->stream.get();
-  MRI_CUDA_CHECK(cudaEventRecord(impl_->start.get(), s));
-  adjoint_device(p, device_samples(), device_image());
-  MRI_CUDA_CHECK(cudaEventRecord(impl_->stop.get(), s));
-  MRI_CUDA_CHECK(cudaEventSynchronize(impl_->stop.get()));
-  float ms = 0;
-  MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->start.get(), impl_->stop.get()));
-  return ms;
+  return time_on_stream(*impl_, [&] { adjoint_device(p, device_samples(), device_image()); });
 }
 
 void FhdPlan::adjoint_tuned_variant(int variant, const cfloat *c_host, cfloat *result_host) {
@@ -161,25 +171,13 @@ void FhdPlan::adjoint_tuned_variant(int variant, const cfloat *c_host, cfloat *r
 }
 
 float FhdPlan::time_tuned_variant_ms(int variant) {
-  cudaStream_t s = impl_->stream.get();
-  MRI_CUDA_CHECK(cudaEventRecord(impl_->start.get(), s));
-  adjoint_device_tuned_variant(variant, device_samples(), device_image());
-  MRI_CUDA_CHECK(cudaEventRecord(impl_->stop.get(), s));
-  MRI_CUDA_CHECK(cudaEventSynchronize(impl_->stop.get()));
-  float ms = 0;
-  MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->start.get(), impl_->stop.get()));
-  return ms;
+  return time_on_stream(*impl_, [&] { adjoint_device_tuned_variant(variant, device_samples(), device_image()); });
 }
 
-float FhdPlan::time_forward_ms() {
-  cudaStream_t s = impl_->stream.get();
-  MRI_CUDA_CHECK(cudaEventRecord(impl_->start.get(), s));
-  forward_device(device_image(), device_samples());
-  MRI_CUDA_CHECK(cudaEventRecord(impl_->stop.get(), s));
-  MRI_CUDA_CHECK(cudaEventSynchronize(impl_->stop.get()));
-  float ms = 0;
-  MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, impl_->start.get(), impl_->stop.get()));
-  return ms;
+float FhdPlan::time_forward_ms() { return time_forward_ms(ForwardPath::Reference); }
+
+float FhdPlan::time_forward_ms(ForwardPath path) {
+  return time_on_stream(*impl_, [&] { forward_device(path, device_image(), device_samples()); });
 }
 
 DeviceInfo device_info() {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "cuda_check.cuh"
@@ -104,6 +105,13 @@ struct PackedSample {
 };
 static_assert(sizeof(PackedSample) == 20);
 
+// SeparableGemm's cuBLAS handle and operand buffers (fhd_separable_gemm.cu; opaque here so
+// that only that file sees cuBLAS types).
+struct GemmScratch;
+struct GemmScratchDeleter {
+  void operator()(GemmScratch *g) const noexcept;
+};
+
 // Scratch a policy needs beyond the plan's fixed buffers; allocated on first use, then reused.
 struct Workspace {
   DeviceBuffer<float> soa;          // Gather: kx, ky, kz, rMu, iMu as five arrays of M
@@ -112,6 +120,8 @@ struct Workspace {
   DeviceBuffer<float4> tuned;       // Tuned: 6 float4 per sample (fhd_tuned.cu)
   DeviceBuffer<float2> partials;    // Tuned: per-split partial images
   bool voxel_coords_ready = false;
+  std::unique_ptr<GemmScratch, GemmScratchDeleter> gemm; // SeparableGemm
+  SeparableGemmConfig gemm_config;
 };
 
 struct PlanState {
@@ -155,6 +165,7 @@ template <> void run_adjoint<KernelPolicy::Register>(const PlanState &, const fl
 template <> void run_adjoint<KernelPolicy::ConstantChunked>(const PlanState &, const float2 *, float2 *);
 template <> void run_adjoint<KernelPolicy::SfuTrig>(const PlanState &, const float2 *, float2 *);
 template <> void run_adjoint<KernelPolicy::Tuned>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::SeparableGemm>(const PlanState &, const float2 *, float2 *);
 
 // Compile-time tags for callers that pick a stage statically: run_adjoint<Policy::value>.
 template <KernelPolicy P> struct PolicyTag {
@@ -166,12 +177,26 @@ using RegisterTag = PolicyTag<KernelPolicy::Register>;
 using ConstantChunkedTag = PolicyTag<KernelPolicy::ConstantChunked>;
 using SfuTrigTag = PolicyTag<KernelPolicy::SfuTrig>;
 using TunedTag = PolicyTag<KernelPolicy::Tuned>;
+using SeparableGemmTag = PolicyTag<KernelPolicy::SeparableGemm>;
 
 // The forward reference kernel (fhd_forward.cu).
 void run_forward(const PlanState &plan, const float2 *image, float2 *result);
+// The separable GEMM forward (fhd_separable_gemm.cu): CGEMM or ZGEMM, result rounded to float.
+void run_forward_gemm(const PlanState &plan, const float2 *image, float2 *result, bool in_double);
 
 // Shared passes (fhd_plan.cu). Phase unit of a packed record:
 enum class PhaseUnit { Radians, Turns };
+
+// The per-voxel phase step of each axis, k_a / period_a (turns) or 2 pi k_a / period_a
+// (radians): the kernels that start from the trajectory take this and form it per sample in
+// double with scaled_k(), rounding once to float.
+struct KScale {
+  double x = 1, y = 1, z = 1;
+};
+inline KScale k_scale(const PlanState &plan, PhaseUnit unit) {
+  const double u = unit == PhaseUnit::Radians ? 2.0 * 3.14159265358979323846 : 1.0;
+  return {u * plan.inv_period[0], u * plan.inv_period[1], u * plan.inv_period[2]};
+}
 // The loop-fission pass of the chunked policies: ws.packed[m] = {k_m scaled, c_m}.
 void pack_samples(const PlanState &plan, const float2 *c, PhaseUnit unit);
 
@@ -181,6 +206,10 @@ void pack_samples(const PlanState &plan, const float2 *c, PhaseUnit unit);
 constexpr float kTwoPi = 6.28318530717958647692f;
 
 inline int blocks_for(long long work, int threads) { return static_cast<int>((work + threads - 1) / threads); }
+
+__device__ __forceinline__ float3 scaled_k(const KPoint &p, const KScale &s) {
+  return make_float3(static_cast<float>(p.kx * s.x), static_cast<float>(p.ky * s.y), static_cast<float>(p.kz * s.z));
+}
 
 // Centred coordinates of voxel n of `g`.
 __device__ __forceinline__ void voxel_coordinates(const OutGrid &g, int n, float &x, float &y, float &z) {

@@ -17,14 +17,12 @@ struct ScatterLaunch {
 inline constexpr ScatterLaunch kScatter{};
 
 __global__ void __launch_bounds__(kScatter.threads)
-    scatter_atomic_kernel(const KPoint *k, const float2 *c, int m, double sx, double sy, double sz, OutGrid g,
-                          float2 *out) {
+    scatter_atomic_kernel(const KPoint *k, const float2 *c, int m, KScale radians, OutGrid g, float2 *out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const KPoint p = k[i];
+  const float3 step = scaled_k(k[i], radians);
   const float2 mu = c[i];
-  const float kx = static_cast<float>(p.kx * sx), ky = static_cast<float>(p.ky * sy),
-              kz = static_cast<float>(p.kz * sz);
+  const float kx = step.x, ky = step.y, kz = step.z;
   int n = i % g.voxels;
   int ix = n % g.nx, iy = (n / g.nx) % g.ny, iz = n / (g.nx * g.ny);
   for (int j = 0; j < g.voxels; ++j) {
@@ -49,10 +47,8 @@ __global__ void __launch_bounds__(kScatter.threads)
 
 template <> void run_adjoint<KernelPolicy::ScatterAtomic>(const PlanState &plan, const float2 *c, float2 *out) {
   MRI_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(plan.out.voxels) * sizeof(float2), plan.stream));
-  constexpr double kTwoPiD = 6.28318530717958647692;
   scatter_atomic_kernel<<<blocks_for(plan.m, kScatter.threads), kScatter.threads, 0, plan.stream>>>(
-      plan.k, c, plan.m, kTwoPiD * plan.inv_period[0], kTwoPiD * plan.inv_period[1], kTwoPiD * plan.inv_period[2],
-      plan.out, out);
+      plan.k, c, plan.m, k_scale(plan, PhaseUnit::Radians), plan.out, out);
   MRI_CUDA_CHECK_LAUNCH("scatter_atomic_kernel");
 }
 

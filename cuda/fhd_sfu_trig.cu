@@ -13,30 +13,15 @@
 namespace mri::cuda::detail {
 namespace {
 
-__constant__ PackedSample c_chunk[kConstantChunk.slots][kConstantChunk.chunk];
+struct SfuTrig { // the phase in turns (PhaseUnit::Turns), reduced before the SFU sees it
+  __device__ void operator()(float turns, float &sn, float &cs) const {
+    __sincosf(kTwoPi * reduce_turns(turns), &sn, &cs);
+  }
+};
 
 __global__ void __launch_bounds__(kConstantChunk.threads)
     sfu_trig_kernel(int slot, int count, bool first, OutGrid g, float2 *__restrict__ out) {
-  const int n = blockIdx.x * blockDim.x + threadIdx.x;
-  if (n >= g.voxels) return;
-  float x, y, z;
-  voxel_coordinates(g, n, x, y, z);
-  const PackedSample *s = c_chunk[slot];
-  float re = 0.f, im = 0.f;
-#pragma unroll 4
-  for (int i = 0; i < count; ++i) {
-    const float t = s[i].kx * x + s[i].ky * y + s[i].kz * z; // turns
-    float sn, cs;
-    __sincosf(kTwoPi * reduce_turns(t), &sn, &cs);
-    re += s[i].re * cs - s[i].im * sn;
-    im += s[i].im * cs + s[i].re * sn;
-  }
-  if (first) {
-    out[n] = make_float2(re, im);
-  } else {
-    const float2 o = out[n];
-    out[n] = make_float2(o.x + re, o.y + im);
-  }
+  constant_chunk_body(SfuTrig{}, slot, count, first, g, out);
 }
 
 } // namespace
@@ -44,7 +29,7 @@ __global__ void __launch_bounds__(kConstantChunk.threads)
 template <> void run_adjoint<KernelPolicy::SfuTrig>(const PlanState &plan, const float2 *c, float2 *out) {
   pack_samples(plan, c, PhaseUnit::Turns);
   const int blocks = blocks_for(plan.out.voxels, kConstantChunk.threads);
-  run_constant_chunks(plan, c_chunk, [&](int slot, int count, bool first) {
+  run_constant_chunks(plan, [&](int slot, int count, bool first) {
     sfu_trig_kernel<<<blocks, kConstantChunk.threads, 0, plan.stream>>>(slot, count, first, plan.out, out);
     MRI_CUDA_CHECK_LAUNCH("sfu_trig_kernel");
   });

@@ -16,27 +16,35 @@
 //
 // Summation: a thread sums at most kTuned.pass_samples samples in registers, then adds the
 // partial into its own slot of a partial image (one launch per pass, no atomics, deterministic);
-// samples are also split across blockIdx.y so that small grids fill the GPU; a final pass adds
-// the splits in a fixed order. A float running sum over 2^20 samples would cost ~2e-5 relative
-// error by itself; blocks of 4096 keep it near 1e-6.
+// samples are also split across blockIdx.y (choose_splits(): as many splits as make each
+// launch fill whole waves of the GPU, small grids included); a final pass adds the splits in a
+// fixed order. A float running sum over 2^20 samples would cost ~2e-5 relative error by itself;
+// blocks of 4096 keep it near 1e-6.
 //
 // Variants (the benchmark's ablation, FhdPlan::time_tuned_variant_ms; kTunedDefault is what
 // KernelPolicy::Tuned runs). Measured on the H200 (bench_fhd_gpu, median of event-timed runs,
-// FHD-3D-L = 128^3 x 2^20 koosh; pairs/s; rel. L2 error on 32 sampled voxels vs float64):
+// FHD-3D-L = 128^3 x 2^20 koosh; pairs/s; rel. L2 error on 32 sampled voxels vs float64).
+// First figure: the split rule of the first slice (2 waves' worth of blocks); second: with
+// choose_splits() (2026-11-30 11:07 UTC run):
 //   0 symmetric-16x4            __launch_bounds__(128, 2): 174 regs, 8 warps/SM, unroll 2
-//                               261.3 ms  8.42e12  3.25e-6
+//                               261.3 ms  8.42e12  ->  262.1 ms  8.39e12  2.5e-6
 //   1 symmetric-16x4-occ3       __launch_bounds__(128, 3): 168 regs (a few spills outside the
-//                               FMA block), 12 warps/SM      243.9 ms  9.02e12  3.26e-6  <- default
+//                               FMA block), 12 warps/SM
+//                               243.9 ms  9.02e12  ->  234.3 ms  9.38e12  2.5e-6  <- default
 //   2 symmetric-16x4-pipelined  the next sample's phase and sincos issued before the current
-//                               sample's FMAs, (128, 2)      257.8 ms  8.53e12
-//   3 ...-pipelined-occ3        as 2 with (128, 3): 166 regs, no spills   248.1 ms  8.86e12
+//                               sample's FMAs, (128, 2)      257.8 ms  8.53e12  ->  258.7 ms
+//   3 ...-pipelined-occ3        as 2 with (128, 3): 166 regs, no spills
+//                               248.1 ms  8.86e12  ->  238.6 ms  9.22e12
 //   4 sincos-per-pair-8x1       one __sincosf per pair, 8 voxels along x per thread sharing each
-//                               staged sample                1267 ms  1.73e12 = 0.83-0.86 of
-//                               the SFU bound (ncu: MIO-throttle stalls 37%, 2.59 waves)
+//                               staged sample  1267 ms  1.73e12 = 0.834 of the SFU bound (ncu:
+//                               MIO-throttle stalls 37%, 2.59 waves per launch: the last wave
+//                               59% full)  ->  1216 ms  1.81e12 = 0.869 (5 splits: 12.9 waves)
 // The SASS of variant 0 has 162 instructions per sample per thread (64 pairs): 138 FFMA,
 // 11 FMUL, 3 FADD, 6 LDS.128, 2 MUFU, 2 other -> an issue bound of 1.32e13 pairs/s on 132 SMs
-// at 1.98 GHz; variant 1 reaches 68% of it. Target of issue 3 (1.1e13, 200 ms): not reached.
+// at 1.98 GHz; variant 1 reaches 71% of it. Target of issue 3 (1.1e13, 200 ms): not reached
+// (85% of it).
 #include <algorithm>
+#include <cmath>
 
 #include "fhd_plan.cuh"
 #include "mri/error.hpp"
@@ -51,7 +59,7 @@ struct TunedLaunch {
   int smem_samples = 64;    // samples staged in shared memory at a time
   int pass_samples = 4096;  // samples summed in registers before a partial is written
   int record_float4 = 6;    // packed record: 6 float4 per sample
-  int waves = 2;            // target blocks in flight per launch, in multiples of residency
+  int max_waves = 16;       // choose_splits() searches split counts up to this many waves
 };
 inline constexpr TunedLaunch kTuned{};
 constexpr int kTunedDefault = 1; // the variant KernelPolicy::Tuned runs (measured fastest, above)
@@ -303,6 +311,36 @@ const TunedVariant kVariants[] = {
 };
 constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
 
+// How many parts (blockIdx.y) the sample range is cut into. Each pass launches blocks_x x
+// splits blocks; a launch whose blocks fill ceil(blocks / capacity) waves with the last one
+// partly empty wastes the rest of that wave (the one-sincos-per-pair variant on FHD-3D-L:
+// 2048 blocks on 792 slots = 2.59 waves, 14% idle), and a partial last pass wastes likewise.
+// The cost model: sum over passes of ceil(active blocks / capacity) x the longest block's
+// samples, minimised over the split count (fewer splits, less partial-image traffic, unless
+// more saves at least 1%). Blocks are assumed to take time proportional to their samples.
+int choose_splits(int m, int blocks_x, int capacity) {
+  const int max_splits = std::max(
+      1, std::min(blocks_for(m, kTuned.smem_samples), std::max(16, kTuned.max_waves * capacity / blocks_x + 1)));
+  int best = 1;
+  double best_cost = 0;
+  for (int s = 1; s <= max_splits; ++s) {
+    const long long per_block = std::min(kTuned.pass_samples, blocks_for(m, s));
+    const long long per_pass = s * per_block;
+    double cost = 0;
+    for (long long begin = 0; begin < m; begin += per_pass) {
+      const long long left = m - begin;
+      const long long active = std::min<long long>(s, (left + per_block - 1) / per_block);
+      const double waves = std::ceil(static_cast<double>(active * blocks_x) / capacity);
+      cost += waves * static_cast<double>(std::min(per_block, left));
+    }
+    if (s == 1 || cost < 0.99 * best_cost) {
+      best = s;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
 void run_tuned(const PlanState &plan, const float2 *c, float2 *out, int variant) {
   const TunedVariant &v = kVariants[variant];
   Workspace &ws = *plan.ws;
@@ -325,8 +363,7 @@ void run_tuned(const PlanState &plan, const float2 *c, float2 *out, int variant)
   if (per_sm[variant] == 0)
     MRI_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm[variant], v.kernel, kTuned.threads, 0));
   const int capacity = std::max(1, per_sm[variant]) * plan.multiprocessors;
-  int splits = std::max(1, kTuned.waves * capacity / blocks_x);
-  splits = std::min(splits, std::max(1, blocks_for(m, kTuned.smem_samples)));
+  const int splits = choose_splits(m, blocks_x, capacity);
   a.splits = splits;
   a.per_block = std::min(kTuned.pass_samples, blocks_for(m, splits));
   const long long per_pass = static_cast<long long>(splits) * a.per_block;

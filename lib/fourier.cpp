@@ -27,7 +27,7 @@ FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptio
   options_.backend = detail::resolve_backend(options_.backend, options_.precision);
 #ifdef MRI_HAVE_CUDA
   if (options_.backend == Backend::Cuda) {
-    options_.policy = cuda::detail::resolve_policy(options_.policy);
+    options_.policy = cuda::detail::resolve_policy(options_.policy, options_.precision);
     device_plan_ = std::make_shared<cuda::detail::FhdPlan>(trajectory_, grid_, grid_);
   }
 #endif
@@ -41,7 +41,7 @@ std::vector<cfloat> FourierOperator::apply(const Image &image) const {
   std::vector<cfloat> out(trajectory_.size());
 #ifdef MRI_HAVE_CUDA
   if (device_plan_) {
-    device_plan_->forward(image.data(), out.data());
+    device_plan_->forward(cuda::detail::forward_path(options_.precision), image.data(), out.data());
     return out;
   }
 #endif

@@ -91,7 +91,8 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
   // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
 #ifdef MRI_HAVE_CUDA
   if (backend == Backend::Cuda)
-    cuda::detail::FhdPlan(trajectory, padded, grid).adjoint(options.policy, w.data(), q_.data());
+    cuda::detail::FhdPlan(trajectory, padded, grid)
+        .adjoint(cuda::detail::resolve_policy(options.policy, options.precision), w.data(), q_.data());
   else
 #endif
   if (options.precision == Precision::Float64)
@@ -107,6 +108,30 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
     plan_->kernel[i][0] *= scale;
     plan_->kernel[i][1] *= scale;
   }
+}
+
+QOperator::QOperator(const Grid &grid) : grid_(grid) {}
+
+QOperator QOperator::from_spectrum(const Grid &grid, std::span<const float> spectrum) {
+  const Grid padded = grid.doubled();
+  if (spectrum.size() != static_cast<std::size_t>(padded.voxels()))
+    detail::invalid_argument("spectrum.size()", spectrum.size(),
+                             "must be grid.doubled().voxels() = " + std::to_string(padded.voxels()));
+  QOperator q(grid);
+  q.plan_ = std::make_unique<Plan>(padded);
+  for (std::size_t i = 0; i < spectrum.size(); ++i) {
+    q.plan_->kernel[i][0] = spectrum[i];
+    q.plan_->kernel[i][1] = 0.0f;
+  }
+  return q;
+}
+
+std::vector<float> QOperator::spectrum() const {
+  // The kernel is FFT(Q)/L; Q is Hermitian on the offsets the crop uses, so the real part alone
+  // gives the same operator (its imaginary part is rounding plus the unused d = -n planes).
+  std::vector<float> s(static_cast<std::size_t>(plan_->padded.voxels()));
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = plan_->kernel[i][0];
+  return s;
 }
 
 QOperator::~QOperator() = default;

@@ -6,9 +6,11 @@
 #                                           tests sanitize bench sass; `build` configures and
 #                                           builds in $BUILD_DIR first, for a machine without
 #                                           a prebuilt tree)
-# Steps also: demo (the README demo on cuda and cpu).
+# Steps also: demo (the README demo on cuda and cpu), recon (the GPU reconstruction's tests,
+# sanitizers, benchmark and example: scripts/recon-device.sh, logs under $OUT/recon).
 # Environment: BUILD_DIR (default build-gpu), OUT (default ./out), BENCH_FILTER (a
-# --benchmark_filter regex, default all), MRI_GPU_TEST_SEED (replay a test failure).
+# --benchmark_filter regex, default all), NCU_KERNELS (a regex: profile only those kernels of
+# the ncu step), MRI_GPU_TEST_SEED (replay a test failure).
 #
 # Typical call through the device tool, with the tree built here:
 #   run(command="scripts/device-bench.sh", carry=["build-gpu"])
@@ -46,6 +48,13 @@ BENCH="$BUILD_DIR/benchmarks/bench_fhd_gpu"
 # The build tree's RPATH is absolute to where it was built; the checkout may sit elsewhere here.
 # runtime-libs: shared libraries of this machine missing there (Debian libbenchmark.so.1debian).
 export LD_LIBRARY_PATH="$PWD/$BUILD_DIR/lib:$PWD/$BUILD_DIR/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuBLAS (SeparableGemm): the build's RUNPATH names this machine's CUDA; look where the device has it.
+if ldd "$TESTS" 2>&1 | grep -q "libcublas.*not found"; then
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
+    $(python3 -c 'import nvidia.cublas as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null); do
+    [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d" && break
+  done
+fi
 missing=$(ldd "$TESTS" "$BENCH" 2>&1 | grep "not found" | sort -u)
 [ -n "$missing" ] && note "missing libraries: $missing"
 
@@ -90,17 +99,19 @@ if has demo; then
 fi
 
 if has ncu; then
-  # One launch of each one-voxel-per-thread stage on FHD-3D-S and of the Tuned kernels on
+  # One launch of each seed stage's kernel on FHD-3D-S and of the Tuned kernels on
   # FHD-3D-L: where the time goes (issue utilisation, stall reasons, pipe utilisation).
   # --clock-control none: leave the card's clocks as they are (METHOD.md).
   t0=$SECONDS
   : >"$OUT/ncu.txt"
   # Benchmark names carry suffixes (/iterations:N/repeats:3/manual_time): match prefixes.
   # spec: kernel regex | benchmark filter | launches of that kernel to skip (warm-up)
-  for spec in "register_kernel|^FHD-3D-S/register/|2" "constant_chunked_kernel|^FHD-3D-S/constant-chunked/|20" \
+  for spec in "scatter_atomic_kernel|^FHD-3D-S/scatter-atomic/|1" "gather_kernel|^FHD-3D-S/gather/|1" \
+    "register_kernel|^FHD-3D-S/register/|2" "constant_chunked_kernel|^FHD-3D-S/constant-chunked/|20" \
     "sfu_trig_kernel|^FHD-3D-S/sfu-trig/|20" "tuned_kernel|^FHD-3D-L/tuned/|20" \
     "sincos_pair_kernel|^FHD-3D-L/tuned-variant/sincos-per-pair|2"; do
     IFS='|' read -r kernel filter skip <<<"$spec"
+    [[ -n "${NCU_KERNELS:-}" && ! "$kernel" =~ $NCU_KERNELS ]] && continue
     echo "######## $kernel ($filter)" >>"$OUT/ncu.txt"
     timeout 90 ncu --clock-control none -k "regex:$kernel" --launch-skip "$skip" --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
@@ -122,6 +133,11 @@ if has sass; then
     done
   } >"$OUT/sass.txt"
   note "sass: $(grep -c '' "$OUT/sass.txt") lines"
+fi
+
+if has recon; then
+  OUT="$OUT/recon" BUILD_DIR="$BUILD_DIR" scripts/recon-device.sh || status=1
+  note "recon: $(tail -1 "$OUT/recon/summary.txt")"
 fi
 
 note "status: $status"

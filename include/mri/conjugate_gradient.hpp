@@ -5,6 +5,7 @@
 // the style of Eigen's ConjugateGradient.
 #include <cmath>
 #include <complex>
+#include <concepts>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -45,17 +46,33 @@ public:
     return *this;
   }
 
-  // Solves from x = 0.
+  // Solves from x = 0 (r = b: the first application of the operator is skipped).
   Vec solve(const Vec &b) {
     Vec x = Ops::like(b);
     Ops::zero(x);
-    solve_with_guess(b, x);
+    run(b, x, true);
     return x;
   }
 
   // Solves from the initial guess in x. On NonFinite the last update may be partial: check
   // info() before using x.
-  void solve_with_guess(const Vec &b, Vec &x) {
+  void solve_with_guess(const Vec &b, Vec &x) { run(b, x, false); }
+
+  int iterations() const { return iterations_; }
+  // Relative residual ||b - A x|| / ||b|| of the last iterate (the CG recurrence's value).
+  double error() const { return history_.empty() ? 0.0 : history_.back(); }
+  CgStatus info() const { return status_; }
+  // Relative residual before the first iteration and after each one.
+  const std::vector<double> &residual_history() const { return history_; }
+
+private:
+  // Vector types may offer the two updates and the residual norm of an iteration as one pass
+  // (x += alpha p, r -= alpha ap, returns ||r||^2): device vectors do, to read each vector once.
+  static constexpr bool kFusedUpdate = requires(const Vec &c, Vec &v) {
+    { Ops::update_norm2(std::complex<double>{}, c, c, v, v) } -> std::convertible_to<double>;
+  };
+
+  void run(const Vec &b, Vec &x, bool x_is_zero) {
     history_.clear();
     iterations_ = 0;
     const double b_norm = std::sqrt(Ops::norm2(b));
@@ -65,9 +82,11 @@ public:
       return finish(CgStatus::Converged, 0);
     }
     Vec r = Ops::like(b), p = Ops::like(b), ap = Ops::like(b);
-    op_(x, ap); // r = b - A x
     Ops::copy(b, r);
-    Ops::axpy(-1.0, ap, r);
+    if (!x_is_zero) { // r = b - A x
+      op_(x, ap);
+      Ops::axpy(-1.0, ap, r);
+    }
     Ops::copy(r, p);
     double rr = Ops::norm2(r);
     history_.push_back(std::sqrt(rr) / b_norm);
@@ -79,9 +98,14 @@ public:
       if (pap <= 0) return finish(CgStatus::Breakdown, k - 1);
       const double alpha = rr / pap;
       if (!std::isfinite(alpha)) return finish(CgStatus::NonFinite, k - 1);
-      Ops::axpy(alpha, p, x);
-      Ops::axpy(-alpha, ap, r);
-      const double rr_next = Ops::norm2(r);
+      double rr_next;
+      if constexpr (kFusedUpdate) {
+        rr_next = Ops::update_norm2(alpha, p, ap, x, r);
+      } else {
+        Ops::axpy(alpha, p, x);
+        Ops::axpy(-alpha, ap, r);
+        rr_next = Ops::norm2(r);
+      }
       const double relative = std::sqrt(rr_next) / b_norm;
       if (!std::isfinite(relative)) return finish(CgStatus::NonFinite, k);
       history_.push_back(relative);
@@ -94,14 +118,6 @@ public:
     finish(CgStatus::MaxIterations, max_iterations_);
   }
 
-  int iterations() const { return iterations_; }
-  // Relative residual ||b - A x|| / ||b|| of the last iterate (the CG recurrence's value).
-  double error() const { return history_.empty() ? 0.0 : history_.back(); }
-  CgStatus info() const { return status_; }
-  // Relative residual before the first iteration and after each one.
-  const std::vector<double> &residual_history() const { return history_; }
-
-private:
   void finish(CgStatus s, int k) {
     status_ = s;
     iterations_ = k;

@@ -1,7 +1,8 @@
 #pragma once
 // The mri SDK: iterative reconstruction of non-Cartesian MRI.
 // Read top-down: grids and images, trajectories and k-space data, the phantom, the exact
-// Fourier operators (F, F^H D, Q/Toeplitz), the CG solver, and reconstruct().
+// Fourier operators (F, F^H D, Q/Toeplitz), the gridding NUFFT, density compensation and the
+// gridding baseline, the CG solver, and reconstruct().
 #include "mri/error.hpp"
 #include "mri/grid.hpp"
 #include "mri/image.hpp"
@@ -11,6 +12,10 @@
 #include "mri/options.hpp"
 #include "mri/fourier.hpp"
 #include "mri/toeplitz.hpp"
+#include "mri/toeplitz_cache.hpp"
+#include "mri/nufft.hpp"
+#include "mri/density.hpp"
+#include "mri/gridding.hpp"
 #include "mri/vector_ops.hpp"
 #include "mri/conjugate_gradient.hpp"
 #include "mri/regularizer.hpp"

@@ -11,10 +11,12 @@ enum class Backend {
 
 enum class Precision {
   Float32, // fast path: float32 storage, accurate trig, float accumulation per chunk
-  Float64  // reference: direct sum in double (O(N*M), for tests and verification)
+  Float64  // reference: sums in double (CPU: the direct O(N*M) sum; CUDA: the separable-gemm
+           // policy, the same sum as complex-double matrix products on the tensor cores)
 };
 
-// The F^H D optimisation stages of the seeds (one CUDA file each), plus ours.
+// The F^H D optimisation stages of the seeds (one CUDA file each), plus ours (Tuned; and
+// SeparableGemm, the only policy that computes in double: what Precision::Float64 runs on CUDA).
 enum class KernelPolicy { Auto, ScatterAtomic, Gather, Register, ConstantChunked, SfuTrig, Tuned, SeparableGemm };
 
 struct OperatorOptions {

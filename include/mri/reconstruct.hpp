@@ -1,6 +1,14 @@
 #pragma once
 // mri::reconstruct: F^H D, Q, then conjugate gradient on (F^H W F + lambda R^H R) x = F^H W D.
+//
+// On backend = Cuda (Auto picks it when a GPU is usable) every phase runs on the device: F^H D,
+// Q on the 2x grid (or its cached spectrum), the Toeplitz kernel's FFT, and the CG iterations
+// on device vectors (the same ConjugateGradient template as the CPU); the image comes back to
+// the host once. The report gives each phase's time, so the Amdahl split is visible.
+#include <cstddef>
+#include <filesystem>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "mri/conjugate_gradient.hpp"
@@ -10,6 +18,24 @@
 
 namespace mri {
 
+// How CG applies the normal operator F^H W F.
+enum class Normal {
+  Toeplitz, // crop(IFFT(FFT(Q) .* FFT(zero-pad(x)))) on the 2x grid: two FFTs per iteration
+  Direct    // F^H (w .* (F x)): two direct sums, O(N*M) per iteration (verification; grids where
+            // the Toeplitz embedding does not apply)
+};
+const char *to_string(Normal);
+
+// What the Toeplitz kernel cache did (ReconOptions::q_cache_dir).
+enum class QCacheStatus {
+  Off,     // no cache directory, or normal = Direct
+  Hit,     // the spectrum was loaded from the cache
+  Miss,    // no entry: Q was computed and its spectrum stored (q_cache_message says if storing failed)
+  Rejected // an entry existed but was rejected (q_cache_message says why): Q was computed and the
+           // entry replaced
+};
+const char *to_string(QCacheStatus);
+
 struct ReconOptions {
   int iterations = 20;
   double tolerance = 1e-6; // relative residual at which CG stops early
@@ -18,19 +44,40 @@ struct ReconOptions {
   Backend backend = Backend::Auto;
   Precision precision = Precision::Float32; // of F^H D and Q (the CG itself is float32 + double reductions)
   KernelPolicy policy = KernelPolicy::Auto;
-  // Called after each CG iteration with (iteration, iterate, relative residual).
+  Normal normal = Normal::Toeplitz;
+  // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
+  // are keyed by a hash of trajectory, weights, grid and precision.
+  std::filesystem::path q_cache_dir;
+  // GPU: device memory the reconstruction may use, in bytes; 0: what the device has free. The
+  // need is estimated before anything is allocated; a problem that does not fit throws
+  // Unsupported naming the bytes needed and available.
+  std::size_t device_memory_limit = 0;
+  // Called after each CG iteration with (iteration, iterate, relative residual). On the GPU this
+  // costs one download of the iterate per iteration.
   std::function<void(int, const Image &, double)> on_iteration;
 };
 
 struct ReconReport {
   Backend backend = Backend::Cpu; // the backend that ran
-  double fhd_seconds = 0;         // F^H (w .* D)
-  double q_seconds = 0;           // Q on the 2x grid + its FFT (the Toeplitz kernel)
-  double cg_seconds = 0;          // all CG iterations
+  Normal normal = Normal::Toeplitz;
+  // Phases (seconds, wall clock; on the GPU each phase ends with a stream synchronisation).
+  double setup_seconds = 0;     // validation, plans and device buffers, cache key hashing
+  double transfer_seconds = 0;  // host <-> device copies: samples, trajectory, weights, the result
+  double fhd_seconds = 0;       // F^H (w .* D)
+  double q_seconds = 0;         // Q on the 2x grid, or reading its spectrum from the cache
+  double fft_setup_seconds = 0; // FFT plans and FFT(Q) -> the Toeplitz spectrum (or its upload)
+  double cg_seconds = 0;        // all CG iterations
   double total_seconds = 0;
   int iterations = 0;
-  CgStatus status = CgStatus::NotRun;
+  CgStatus status = CgStatus::NotRun; // NonFinite: the data or operator produced NaN/Inf and CG
+                                      // stopped there (the image is its last iterate)
   std::vector<double> residuals; // relative residual before the first and after each iteration
+  QCacheStatus q_cache = QCacheStatus::Off;
+  std::string q_cache_message;     // why an entry was rejected, or why storing failed
+  std::filesystem::path q_cache_file;
+  std::size_t device_bytes = 0;    // GPU: the estimated peak device memory of this problem
+  std::string toeplitz_fft;        // GPU Toeplitz: how pad/multiply/crop run ("cufft-callbacks",
+                                   // "unfused", with the reason for a fallback)
 };
 
 struct ReconResult {
@@ -39,7 +86,8 @@ struct ReconResult {
 };
 
 // Throws InvalidArgument for bad data/grid/options (sizes, dims, k outside the grid,
-// lambda < 0, iterations < 0); Unsupported when backend == Cuda cannot run here.
+// lambda < 0, iterations < 0); Unsupported when backend == Cuda cannot run here or the problem
+// does not fit in the device memory (the message names the bytes needed and free).
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options = {});
 
 } // namespace mri

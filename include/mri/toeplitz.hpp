@@ -5,6 +5,7 @@
 // pad -> FFT -> multiply by FFT(Q) -> IFFT -> crop (two FFTs per application).
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "mri/image.hpp"
 #include "mri/options.hpp"
@@ -22,9 +23,17 @@ public:
   QOperator(QOperator &&) noexcept;
   QOperator &operator=(QOperator &&) noexcept;
 
+  // The operator from a Toeplitz spectrum (mri/toeplitz_cache.hpp: Re(FFT(Q)) / L on
+  // grid.doubled(), FFT order), e.g. read from the cache. Q itself is not kept: q() is empty.
+  // Throws InvalidArgument if spectrum.size() != grid.doubled().voxels().
+  static QOperator from_spectrum(const Grid &grid, std::span<const float> spectrum);
+
   const Grid &grid() const { return grid_; }
-  // Q(d) on the doubled grid, d in {-n .. n-1} per axis, index order as any Image.
+  // Q(d) on the doubled grid, d in {-n .. n-1} per axis, index order as any Image (empty for an
+  // operator made from_spectrum).
   const Image &q() const { return q_; }
+  // The real Toeplitz spectrum of this operator, what the cache stores (toeplitz_cache.hpp).
+  std::vector<float> spectrum() const;
 
   // out = F^H W F in. The plan owns its padded buffer and FFTW plans: apply() is not
   // re-entrant on one QOperator (use one per thread).
@@ -32,6 +41,7 @@ public:
   Image apply(const Image &in) const;
 
 private:
+  explicit QOperator(const Grid &grid);
   struct Plan;
   Grid grid_;
   Image q_;

@@ -1,7 +1,10 @@
 #pragma once
 // The small vector-operations table ConjugateGradient needs (BART's idea: one solver for CPU
 // and GPU vectors). Specialise VectorOps<Vec> for a new vector type; the CUDA backend does
-// so for its device vectors.
+// so for its device vectors (mri::cuda::DeviceImage, cuda/device_image.hpp), whose reductions
+// return only the scalar to the host. Optional member, used by ConjugateGradient when present:
+//   static double update_norm2(std::complex<double> alpha, const Vec &p, const Vec &ap, Vec &x, Vec &r);
+// x += alpha p, r -= alpha ap and ||r||^2 in one pass over the four vectors.
 #include <complex>
 
 #include "mri/image.hpp"

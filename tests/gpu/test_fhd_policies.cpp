@@ -2,6 +2,7 @@
 // and forward_sum_f64), on fresh random trajectories and data: 2D and 3D, odd sizes, M not a
 // multiple of any block/chunk size, the Q case (out = period.doubled()), output poisoned with
 // NaN before every run. Tags: [gpu] all; [small] the quick subset the sanitizers run.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/image.hpp"
+#include "sampled_reference.hpp"
 
 namespace {
 
@@ -26,6 +28,9 @@ using mri::Grid;
 using mri::KernelPolicy;
 using mri::Trajectory;
 using mri::cuda::detail::FhdPlan;
+using mri::cuda::detail::ForwardPath;
+using mri::gpu_test::random_values;
+using cdouble = std::complex<double>;
 
 constexpr KernelPolicy kAllPolicies[] = {KernelPolicy::ScatterAtomic, KernelPolicy::Gather,
                                          KernelPolicy::Register,      KernelPolicy::ConstantChunked,
@@ -57,14 +62,6 @@ Trajectory random_trajectory(const Grid &period, std::size_t m, std::uint64_t se
     p.kz = period.dims() == 3 ? draw(period.nz()) : 0.f;
   }
   return Trajectory(period.dims(), std::move(pts));
-}
-
-std::vector<cfloat> random_values(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.f, 1.f);
-  std::vector<cfloat> v(n);
-  for (auto &x : v) x = cfloat(g(rng), g(rng));
-  return v;
 }
 
 // ||a - ref|| / ||ref||; any non-finite element of `a` (an unwritten NaN) gives +inf.
@@ -163,7 +160,8 @@ TEST_CASE("CUDA F^H D: the plan is reused across calls and device pointers work"
     const std::vector<cfloat> c = random_values(t.size(), seed + 10 + call);
     std::vector<cfloat> ref(static_cast<std::size_t>(g.voxels()));
     mri::detail::adjoint_sum_f64(t, c, g, g, ref.data());
-    for (KernelPolicy p : {KernelPolicy::SfuTrig, KernelPolicy::Tuned, KernelPolicy::Register}) {
+    for (KernelPolicy p : {KernelPolicy::SfuTrig, KernelPolicy::Tuned, KernelPolicy::Register,
+                           KernelPolicy::SeparableGemm}) {
       INFO("call " << call << ", policy " << mri::to_string(p));
       // Device path: poison the resident image buffer, run on device pointers, fetch.
       plan.upload_samples(c.data());
@@ -182,20 +180,98 @@ TEST_CASE("CUDA F^H D: the plan is reused across calls and device pointers work"
   }
 }
 
-TEST_CASE("CUDA forward reference kernel matches forward_sum_f64", "[gpu][fhd][small]") {
-  for (const Grid &g : {Grid(33, 27), Grid(15, 13, 9)}) {
+namespace {
+
+// Configurations of SeparableGemm the tests run: the default (budget-sized, here one chunk), a
+// chunk that divides no M below, a 256 KiB budget (chunks of 64 to 256 samples), and the Gauss
+// 3M products (cublasZgemm3m / Cgemm3m) with chunks of 500.
+mri::cuda::detail::SeparableGemmConfig chunking(int which) {
+  mri::cuda::detail::SeparableGemmConfig cfg;
+  if (which == 1 || which == 3) cfg.max_chunk_samples = 500;
+  if (which == 2) cfg.memory_budget_bytes = 256 * 1024;
+  cfg.gauss_3m = which == 3;
+  return cfg;
+}
+constexpr const char *kChunkingNames[] = {"default", "chunk 500", "budget 256 KiB", "3m chunk 500"};
+constexpr int kChunkings = 4;
+
+} // namespace
+
+TEST_CASE("CUDA SeparableGemm in float64 matches a long double sum to 1e-10", "[gpu][fhd][separable][small]") {
+  const Grid p3(13, 11, 9);
+  const Case cases[] = {{"2d", Grid(37, 23), Grid(37, 23), 3149},
+                        {"3d", Grid(17, 13, 11), Grid(17, 13, 11), 1601},
+                        {"3d-split", Grid(16, 12, 10), Grid(16, 12, 10), 1000}, // y split 3 x 4
+                        {"q-3d", p3.doubled(), p3, 2053}};
+  for (const Case &cs : cases) {
+    const std::uint64_t seed = fresh_seed();
+    INFO("case " << cs.name << ": out " << describe(cs.out) << ", M = " << cs.m << ", seed " << seed);
+    const Trajectory t = random_trajectory(cs.period, cs.m, seed);
+    const std::vector<cdouble> c = random_values<double>(cs.m, seed + 1);
+    std::vector<std::int64_t> all(static_cast<std::size_t>(cs.out.voxels()));
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    const std::vector<cdouble> ref = mri::gpu_test::adjoint_at(t, std::span<const cdouble>(c), cs.out, cs.period, all);
+    const std::vector<cfloat> cf(c.begin(), c.end());
+    const std::vector<cdouble> ref_f = mri::gpu_test::adjoint_at(t, std::span<const cfloat>(cf), cs.out, cs.period, all);
+
+    FhdPlan plan(t, cs.out, cs.period);
+    for (int which = 0; which < kChunkings; ++which) {
+      INFO("chunking " << kChunkingNames[which]);
+      plan.set_separable_config(chunking(which));
+      const auto shape = plan.separable_shape();
+      CHECK(static_cast<std::int64_t>(shape.rows) * shape.cols == cs.out.voxels());
+      std::vector<cdouble> result(all.size(), cdouble(NAN, NAN));
+      plan.adjoint_f64(c.data(), result.data());
+      const double err = mri::gpu_test::sampled_rel_l2(std::span<const cdouble>(result), all, ref);
+      // The cfloat API: same sum in double, rounded to float at the end.
+      std::vector<cfloat> rf = poisoned(all.size());
+      plan.adjoint(KernelPolicy::SeparableGemm, cf.data(), rf.data());
+      const double err_f = mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(rf), all, ref_f);
+      std::printf("  %-9s %-14s rows %5d cols %5d chunk %5zu x %3zu  f64 rel L2 %.3e  cfloat %.3e\n", cs.name,
+                  kChunkingNames[which], shape.rows, shape.cols, shape.chunk_samples, shape.chunks, err, err_f);
+      CHECK(err <= 1e-10);
+      CHECK(err_f <= 1e-6);
+    }
+  }
+}
+
+TEST_CASE("CUDA forward paths match forward_sum_f64; forward_f64 a long double sum", "[gpu][fhd][small]") {
+  for (const Grid &g : {Grid(33, 27), Grid(15, 13, 9), Grid(16, 12, 10)}) {
     const std::uint64_t seed = fresh_seed();
     INFO("grid " << describe(g) << ", seed " << seed);
     const Trajectory t = random_trajectory(g, 1537, seed);
     mri::Image img(g, random_values(static_cast<std::size_t>(g.voxels()), seed + 1));
     std::vector<cfloat> ref(t.size());
     mri::detail::forward_sum_f64(t, img, ref.data());
+    const std::vector<cdouble> img64 = random_values<double>(static_cast<std::size_t>(g.voxels()), seed + 2);
+    std::vector<std::int64_t> all(t.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+    const std::vector<cdouble> ref64 = mri::gpu_test::forward_at(t, std::span<const cdouble>(img64), g, all);
     FhdPlan plan(t, g, g);
-    std::vector<cfloat> result = poisoned(t.size());
-    plan.forward(img.data(), result.data());
-    const double err = rel_l2(result, ref);
-    std::printf("  forward %-8s rel L2 %.3e\n", describe(g).c_str(), err);
-    CHECK(err <= kTolerance);
+    for (int which = 0; which < kChunkings; ++which) {
+      INFO("chunking " << kChunkingNames[which]);
+      plan.set_separable_config(chunking(which));
+      for (ForwardPath path : {ForwardPath::Reference, ForwardPath::GemmFloat, ForwardPath::GemmDouble}) {
+        INFO("path " << mri::cuda::detail::to_string(path));
+        std::vector<cfloat> result = poisoned(t.size());
+        plan.forward(path, img.data(), result.data());
+        const double err = rel_l2(result, ref);
+        std::printf("  %-8s %-14s %-20s rel L2 %.3e\n", describe(g).c_str(), kChunkingNames[which],
+                    mri::cuda::detail::to_string(path), err);
+        CHECK(err <= kTolerance);
+      }
+      std::vector<cdouble> r64(t.size(), cdouble(NAN, NAN));
+      plan.forward_f64(img64.data(), r64.data());
+      const double err64 = mri::gpu_test::sampled_rel_l2(std::span<const cdouble>(r64), all, ref64);
+      std::printf("  %-8s %-14s forward_f64          rel L2 %.3e (long double)\n", describe(g).c_str(),
+                  kChunkingNames[which], err64);
+      CHECK(err64 <= 1e-10);
+    }
+    // The two-argument forward is the reference kernel, bit for bit.
+    std::vector<cfloat> a = poisoned(t.size()), b = poisoned(t.size());
+    plan.forward(img.data(), a.data());
+    plan.forward(ForwardPath::Reference, img.data(), b.data());
+    CHECK(a == b);
   }
 }
 
@@ -211,61 +287,55 @@ TEST_CASE("CUDA F^H D at M = 2^20 keeps rel L2 <= 1e-5 (blocked sums)", "[gpu][f
   const Trajectory t = random_trajectory(g, m, seed);
   const std::vector<cfloat> c = random_values(m, seed + 1);
 
-  std::mt19937_64 rng(seed + 2);
-  std::uniform_int_distribution<std::int64_t> pick(0, g.voxels() - 1);
-  std::vector<std::int64_t> voxels(48);
-  for (auto &v : voxels) v = pick(rng);
-  std::vector<std::complex<double>> ref(voxels.size());
-  const double w[3] = {2 * std::numbers::pi / g.nx(), 2 * std::numbers::pi / g.ny(), 2 * std::numbers::pi / g.nz()};
-  for (std::size_t i = 0; i < voxels.size(); ++i) {
-    const std::int64_t v = voxels[i];
-    const double x = static_cast<double>(g.coordinate(0, v % g.nx())) * w[0];
-    const double y = static_cast<double>(g.coordinate(1, (v / g.nx()) % g.ny())) * w[1];
-    const double z = static_cast<double>(g.coordinate(2, v / (g.nx() * g.ny()))) * w[2];
-    std::complex<double> s = 0;
-    for (std::size_t j = 0; j < m; ++j) {
-      const double ph = t[j].kx * x + t[j].ky * y + t[j].kz * z;
-      s += std::complex<double>(c[j]) * std::complex<double>(std::cos(ph), std::sin(ph));
-    }
-    ref[i] = s;
-  }
+  const std::vector<std::int64_t> voxels = mri::gpu_test::random_indices(g.voxels(), 48, seed + 2);
+  const std::vector<cdouble> ref = mri::gpu_test::adjoint_at(t, std::span<const cfloat>(c), g, g, voxels);
 
   FhdPlan plan(t, g, g);
+  const auto all_finite = [](const std::vector<cfloat> &v) {
+    return std::all_of(v.begin(), v.end(), [](cfloat r) { return std::isfinite(r.real()) && std::isfinite(r.imag()); });
+  };
   for (KernelPolicy p : {KernelPolicy::Gather, KernelPolicy::Register, KernelPolicy::ConstantChunked,
-                         KernelPolicy::SfuTrig, KernelPolicy::Tuned}) {
+                         KernelPolicy::SfuTrig, KernelPolicy::Tuned, KernelPolicy::SeparableGemm}) {
     INFO("policy " << mri::to_string(p));
     std::vector<cfloat> result = poisoned(static_cast<std::size_t>(g.voxels()));
     plan.adjoint(p, c.data(), result.data());
-    double num = 0, den = 0;
-    bool finite = true;
-    for (std::size_t i = 0; i < voxels.size(); ++i) {
-      const cfloat r = result[static_cast<std::size_t>(voxels[i])];
-      finite = finite && std::isfinite(r.real()) && std::isfinite(r.imag());
-      num += std::norm(std::complex<double>(r) - ref[i]);
-      den += std::norm(ref[i]);
-    }
-    const double err = std::sqrt(num / den);
+    const double err = mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(result), voxels, ref);
     std::printf("  M=2^20+123 %-16s rel L2 %.3e (48 sampled voxels)\n", mri::to_string(p), err);
-    CHECK(finite);
-    for (const cfloat &r : result) finite = finite && std::isfinite(r.real()) && std::isfinite(r.imag());
-    CHECK(finite);
+    CHECK(all_finite(result));
     if (p != KernelPolicy::Gather) CHECK(err <= kTolerance);
   }
   for (int v = 0; v < mri::cuda::detail::tuned_variant_count(); ++v) {
     INFO("tuned variant " << mri::cuda::detail::tuned_variant_name(v));
     std::vector<cfloat> result = poisoned(static_cast<std::size_t>(g.voxels()));
     plan.adjoint_tuned_variant(v, c.data(), result.data());
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < voxels.size(); ++i) {
-      num += std::norm(std::complex<double>(result[static_cast<std::size_t>(voxels[i])]) - ref[i]);
-      den += std::norm(ref[i]);
-    }
-    const double err = std::sqrt(num / den);
+    const double err = mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(result), voxels, ref);
     std::printf("  M=2^20+123 tuned/%-29s rel L2 %.3e (48 sampled voxels)\n", mri::cuda::detail::tuned_variant_name(v), err);
-    bool finite = true;
-    for (const cfloat &r : result) finite = finite && std::isfinite(r.real()) && std::isfinite(r.imag());
-    CHECK(finite);
+    CHECK(all_finite(result));
     CHECK(err <= kTolerance);
+  }
+  // Float64 end to end (SeparableGemm streams 2^20 samples in chunks of 16384): 1e-10.
+  {
+    const std::vector<cdouble> c64(c.begin(), c.end());
+    std::vector<cdouble> result(static_cast<std::size_t>(g.voxels()), cdouble(NAN, NAN));
+    plan.adjoint_f64(c64.data(), result.data());
+    const double err = mri::gpu_test::sampled_rel_l2(std::span<const cdouble>(result), voxels, ref);
+    std::printf("  M=2^20+123 adjoint_f64 (%zu chunks) rel L2 %.3e (48 sampled voxels, long double)\n",
+                plan.separable_shape().chunks, err);
+    CHECK(err <= 1e-10);
+  }
+  // The fast forward paths over 2^20 samples, at 48 sampled samples.
+  {
+    const std::vector<cfloat> img = random_values(static_cast<std::size_t>(g.voxels()), seed + 3);
+    const std::vector<std::int64_t> samples = mri::gpu_test::random_indices(static_cast<std::int64_t>(m), 48, seed + 4);
+    const std::vector<cdouble> fref = mri::gpu_test::forward_at(t, std::span<const cfloat>(img), g, samples);
+    for (ForwardPath path : {ForwardPath::GemmFloat, ForwardPath::GemmDouble}) {
+      std::vector<cfloat> result = poisoned(m);
+      plan.forward(path, img.data(), result.data());
+      const double err = mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(result), samples, fref);
+      std::printf("  M=2^20+123 %-20s rel L2 %.3e (48 sampled samples)\n", mri::cuda::detail::to_string(path), err);
+      CHECK(all_finite(result));
+      CHECK(err <= kTolerance);
+    }
   }
   std::vector<cfloat> sink(static_cast<std::size_t>(g.voxels()));
   CHECK_THROWS_AS(plan.adjoint_tuned_variant(mri::cuda::detail::tuned_variant_count(), c.data(), sink.data()),
@@ -278,12 +348,18 @@ TEST_CASE("CUDA plan rejects bad input like the CPU operators", "[gpu][fhd][smal
   CHECK_THROWS_AS(FhdPlan(Trajectory(2, {{9.f, 0.f, 0.f}}), g, g), mri::InvalidArgument); // k outside [-8, 8)
   CHECK_THROWS_AS(FhdPlan(Trajectory(3, {{0.f, 0.f, 0.f}}), g, g), mri::InvalidArgument); // dims differ
   CHECK_THROWS_AS(FhdPlan(Trajectory(2, {{0.f, 0.f, 0.f}}), Grid(8, 8, 8), g), mri::InvalidArgument);
-  FhdPlan plan(Trajectory(2, {{1.f, 2.f, 0.f}}), g, g);
-  std::vector<cfloat> c(1, cfloat(1, 0)), out(static_cast<std::size_t>(g.voxels()));
+  // Float64 runs only SeparableGemm: a float32 policy is refused, naming the one that runs.
+  CHECK(mri::cuda::detail::resolve_policy(KernelPolicy::Auto, mri::Precision::Float64) == KernelPolicy::SeparableGemm);
   try {
-    plan.adjoint(KernelPolicy::SeparableGemm, c.data(), out.data());
-    FAIL("SeparableGemm should throw Unsupported");
+    mri::cuda::detail::resolve_policy(KernelPolicy::Tuned, mri::Precision::Float64);
+    FAIL("float64 with the tuned policy should throw Unsupported");
   } catch (const mri::Unsupported &e) {
     CHECK(std::string(e.what()).find("separable-gemm") != std::string::npos);
   }
+  // A single sample, a chunk of one: every path still writes every output.
+  FhdPlan plan(Trajectory(2, {{1.f, 2.f, 0.f}}), g, g);
+  std::vector<cfloat> c(1, cfloat(1, 0)), out = poisoned(static_cast<std::size_t>(g.voxels()));
+  plan.adjoint(KernelPolicy::SeparableGemm, c.data(), out.data());
+  // Voxel 0 sits at (-8, -8): phase 2 pi (1 * -8 + 2 * -8) / 16 = -3 pi.
+  CHECK(std::abs(out[0] - cfloat(-1, 0)) < 1e-5f);
 }

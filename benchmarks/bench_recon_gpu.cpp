@@ -1,0 +1,294 @@
+// The GPU reconstruction on MISSION.md's named problems (issue 4):
+//
+//   RECON-3D  128^3 3D Shepp-Logan, koosh M = 2^20 (traj::koosh(grid, 4096, 256)), SNR 50,
+//             20 CG iterations, end to end (F^H D + Q on the 2x grid + CG), and with Q's spectrum
+//             from the cache; one CG iteration alone (Toeplitz apply + the vector updates) for
+//             each way of running the pad/multiply/crop (unfused kernels, cuFFT callbacks)
+//   RECON-2D  256^2 Shepp-Logan, spiral M = 2^16 (traj::spiral(grid, 16, 4096)), SNR 50,
+//             20 CG iterations end to end; and with normal = Direct (two O(N*M) sums per iteration)
+//
+// Timing: end to end = host wall clock of mri::reconstruct (after one untimed warm-up call in the
+// same process: CUDA context, module loading, cuFFT plans and their JIT are paid there; the report
+// still says what each phase took). Per-iteration and per-apply figures: CUDA events on the
+// reconstruction stream (cuda::StreamTimer). Medians of the repetitions.
+// Reference ceilings measured in the same run: a device-to-device copy (bytes read + written per
+// second) and a plain cuFFT C2C forward + inverse of the 2x grid.
+// The Amdahl split (each phase's share of the end-to-end time) is printed last.
+//
+//   MRI_BENCH_256=1 adds a 256^3 reconstruction (koosh 4096 x 256 = 2^20 samples, 2 CG
+//   iterations, no warm-up): the large problem runs, or fails up front naming the memory it needs.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "../cuda/device_image.hpp"
+#include "../cuda/fhd_backend.hpp"
+#include "../cuda/toeplitz_cuda.hpp"
+#include "mri/mri.hpp"
+
+namespace {
+
+using mri::Grid;
+using mri::cuda::DeviceImage;
+using mri::cuda::ToeplitzFft;
+using mri::cuda::ToeplitzOperator;
+using Ops = mri::VectorOps<DeviceImage>;
+
+struct Problem {
+  std::string name;
+  Grid grid;
+  mri::Image truth;
+  std::optional<mri::KSpaceData> data;
+};
+
+Problem make_problem(const std::string &name) {
+  Problem p;
+  p.name = name;
+  if (name == "RECON-3D" || name == "RECON-3D-256") {
+    const std::int64_t n = name == "RECON-3D" ? 128 : 256;
+    p.grid = Grid(n, n, n);
+    const auto phantom = mri::Phantom::shepp_logan_3d();
+    auto t = mri::traj::koosh(p.grid, 4096, 256); // M = 2^20 for both sizes
+    auto s = phantom.kspace(t, p.grid);
+    mri::add_noise(s, 50.0, 1);
+    p.data.emplace(std::move(t), std::move(s));
+    if (n == 128) p.truth = phantom.rasterize(p.grid, 2);
+  } else {
+    p.grid = Grid(256, 256);
+    const auto phantom = mri::Phantom::shepp_logan_2d();
+    auto t = mri::traj::spiral(p.grid, 16, 4096);
+    auto s = phantom.kspace(t, p.grid);
+    mri::add_noise(s, 50.0, 1);
+    p.data.emplace(std::move(t), std::move(s));
+    p.truth = phantom.rasterize(p.grid);
+  }
+  return p;
+}
+
+Problem &problem(const std::string &name) {
+  static std::map<std::string, std::unique_ptr<Problem>> problems;
+  auto &slot = problems[name];
+  if (!slot) slot = std::make_unique<Problem>(make_problem(name));
+  return *slot;
+}
+
+mri::ReconOptions recon_options() {
+  mri::ReconOptions o;
+  o.iterations = 20;
+  o.tolerance = 0; // always 20 iterations
+  o.backend = mri::Backend::Cuda;
+  return o;
+}
+
+// The last report of each end-to-end benchmark, for the Amdahl table.
+std::map<std::string, mri::ReconReport> g_reports;
+std::map<std::string, double> g_psnr;
+std::map<std::string, std::string> g_failures;
+
+void set_phase_counters(benchmark::State &state, const mri::ReconReport &r) {
+  state.counters["fhd_s"] = r.fhd_seconds;
+  state.counters["q_s"] = r.q_seconds;
+  state.counters["fft_setup_s"] = r.fft_setup_seconds;
+  state.counters["cg_s"] = r.cg_seconds;
+  state.counters["transfer_s"] = r.transfer_seconds;
+  state.counters["setup_s"] = r.setup_seconds;
+  state.counters["total_s"] = r.total_seconds;
+  state.counters["cg_iteration_ms"] = r.iterations > 0 ? 1e3 * r.cg_seconds / r.iterations : 0;
+  state.counters["device_GiB"] = static_cast<double>(r.device_bytes) / (1 << 30);
+}
+
+void end_to_end(benchmark::State &state, const std::string &problem_name, const std::string &label,
+                mri::ReconOptions o, bool warm_up = true) {
+  Problem &p = problem(problem_name);
+  static std::map<std::string, bool> warmed;
+  mri::ReconResult r;
+  try {
+    if (warm_up && !warmed[label]) mri::reconstruct(*p.data, p.grid, o); // context, modules, plans, cache entry
+    warmed[label] = true;
+    for (auto _ : state) {
+      r = mri::reconstruct(*p.data, p.grid, o);
+      benchmark::DoNotOptimize(r.image.data());
+      state.SetIterationTime(r.report.total_seconds);
+    }
+  } catch (const mri::Error &e) {
+    g_failures[label] = e.what();
+    state.SkipWithError(e.what());
+    return;
+  }
+  set_phase_counters(state, r.report);
+  if (p.truth.size() > 0) {
+    g_psnr[label] = mri::psnr(r.image, p.truth);
+    state.counters["psnr_dB"] = g_psnr[label];
+  }
+  g_reports[label] = r.report;
+  state.SetLabel(std::string(mri::to_string(r.report.status)) + ", " + r.report.toeplitz_fft + ", q-cache " +
+                 mri::to_string(r.report.q_cache));
+}
+
+std::filesystem::path cache_dir() {
+  static const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mri_bench_qcache_" + std::to_string(::getpid()));
+  return dir;
+}
+
+void BM_Recon3D_EndToEnd(benchmark::State &state) { end_to_end(state, "RECON-3D", "RECON-3D", recon_options()); }
+void BM_Recon3D_EndToEnd_CachedQ(benchmark::State &state) {
+  auto o = recon_options();
+  o.q_cache_dir = cache_dir(); // the warm-up call stores the entry; timed calls hit it
+  end_to_end(state, "RECON-3D", "RECON-3D (Q from cache)", o);
+}
+void BM_Recon2D_EndToEnd(benchmark::State &state) { end_to_end(state, "RECON-2D", "RECON-2D", recon_options()); }
+void BM_Recon2D_EndToEnd_CachedQ(benchmark::State &state) {
+  auto o = recon_options();
+  o.q_cache_dir = cache_dir();
+  end_to_end(state, "RECON-2D", "RECON-2D (Q from cache)", o);
+}
+void BM_Recon2D_Direct(benchmark::State &state) {
+  auto o = recon_options();
+  o.normal = mri::Normal::Direct;
+  end_to_end(state, "RECON-2D", "RECON-2D (normal = direct)", o);
+}
+void BM_Recon3D_256(benchmark::State &state) {
+  auto o = recon_options();
+  o.iterations = 2;
+  end_to_end(state, "RECON-3D-256", "256^3 koosh M=2^20 (2 CG iterations)", o, false);
+}
+
+// One CG iteration of RECON-3D: apply + dot + fused update/norm + xpay, on the operator whose
+// pad/multiply/crop run as `fft`; also the apply alone and the vector work alone.
+struct Recon3DIteration {
+  std::unique_ptr<ToeplitzOperator> op[4]; // Unfused, Pruned, Callbacks, PrunedCallback
+  std::unique_ptr<DeviceImage> x, r, p, ap;
+};
+// Held in a unique_ptr released before main returns: device memory must not outlive the runtime.
+std::unique_ptr<Recon3DIteration> g_iteration;
+Recon3DIteration &recon3d_iteration() {
+  if (!g_iteration) {
+    auto it = std::make_unique<Recon3DIteration>();
+    Problem &pr = problem("RECON-3D");
+    it->op[0] = std::make_unique<ToeplitzOperator>(pr.data->trajectory(), std::span<const float>{}, pr.grid,
+                                                   mri::KernelPolicy::Auto, ToeplitzFft::Unfused);
+    const std::vector<float> spectrum = it->op[0]->spectrum();
+    it->op[1] = std::make_unique<ToeplitzOperator>(pr.grid, spectrum, ToeplitzFft::Pruned);
+    it->op[2] = std::make_unique<ToeplitzOperator>(pr.grid, spectrum, ToeplitzFft::Callbacks);
+    it->op[3] = std::make_unique<ToeplitzOperator>(pr.grid, spectrum, ToeplitzFft::PrunedCallback);
+    const mri::Image rhs = mri::FhDOperator(pr.data->trajectory(), pr.grid, {mri::Backend::Cuda}).apply(*pr.data);
+    it->r = std::make_unique<DeviceImage>(rhs);
+    it->p = std::make_unique<DeviceImage>(rhs);
+    it->x = std::make_unique<DeviceImage>(pr.grid);
+    it->ap = std::make_unique<DeviceImage>(pr.grid);
+    Ops::zero(*it->x);
+    g_iteration = std::move(it);
+  }
+  return *g_iteration;
+}
+
+void BM_Recon3D_CgIteration(benchmark::State &state) {
+  Recon3DIteration &it = recon3d_iteration();
+  const ToeplitzOperator &op = *it.op[state.range(0)];
+  mri::cuda::StreamTimer timer;
+  const double rr = Ops::norm2(*it.r);
+  std::vector<double> apply_ms, vector_ms;
+  for (auto _ : state) {
+    timer.start();
+    op.apply(*it.p, *it.ap);
+    const double a_ms = timer.stop_ms();
+    timer.start();
+    const double pap = Ops::dot(*it.p, *it.ap).real();
+    const double alpha = 1e-3 * rr / pap; // a small step keeps the vectors bounded over many repeats
+    const double rr_next = Ops::update_norm2(alpha, *it.p, *it.ap, *it.x, *it.r);
+    Ops::xpay(*it.r, 0.5 * rr_next / rr, *it.p);
+    const double v_ms = timer.stop_ms();
+    apply_ms.push_back(a_ms);
+    vector_ms.push_back(v_ms);
+    state.SetIterationTime((a_ms + v_ms) * 1e-3);
+  }
+  std::sort(apply_ms.begin(), apply_ms.end());
+  std::sort(vector_ms.begin(), vector_ms.end());
+  state.counters["apply_ms"] = apply_ms[apply_ms.size() / 2];
+  state.counters["vectors_ms"] = vector_ms[vector_ms.size() / 2];
+  state.SetLabel(op.fft_note());
+}
+
+void BM_Cufft_C2C_Pair(benchmark::State &state) {
+  const Grid g = state.range(0) == 3 ? Grid(256, 256, 256) : Grid(512, 512);
+  double ms = 0;
+  for (auto _ : state) {
+    ms = mri::cuda::time_cufft_pair_ms(g, 9);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["pair_ms"] = ms;
+}
+
+void BM_CopyBandwidth(benchmark::State &state) {
+  double bw = 0;
+  for (auto _ : state) {
+    bw = mri::cuda::measure_copy_bandwidth(std::size_t{1} << 30);
+    state.SetIterationTime(2.0 * (1 << 30) / bw);
+  }
+  state.counters["bytes_per_s"] = bw;
+}
+
+void print_amdahl() {
+  std::printf("\n## Amdahl split (share of the end-to-end time; seconds)\n");
+  std::printf("%-40s %8s %8s %8s %8s %8s %8s %8s %8s  %s\n", "problem", "total", "F^H D", "Q", "FFT set", "CG",
+              "xfer", "setup", "it ms", "status / PSNR");
+  for (const auto &[label, r] : g_reports) {
+    const double t = r.total_seconds;
+    const auto pct = [&](double s) { return 100.0 * s / t; };
+    std::printf("%-40s %8.4f %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %7.1f%% %8.3f  %s", label.c_str(), t,
+                pct(r.fhd_seconds), pct(r.q_seconds), pct(r.fft_setup_seconds), pct(r.cg_seconds),
+                pct(r.transfer_seconds), pct(r.setup_seconds),
+                r.iterations > 0 ? 1e3 * r.cg_seconds / r.iterations : 0.0, mri::to_string(r.status));
+    if (g_psnr.count(label)) std::printf(", %.2f dB", g_psnr[label]);
+    std::printf("\n");
+    std::printf("%-40s %8s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f\n", "", "(s)", r.fhd_seconds, r.q_seconds,
+                r.fft_setup_seconds, r.cg_seconds, r.transfer_seconds, r.setup_seconds);
+  }
+  for (const auto &[label, why] : g_failures) std::printf("%-40s FAILED UP FRONT: %s\n", label.c_str(), why.c_str());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  if (!mri::cuda_available()) {
+    std::puts("no usable CUDA device: nothing to measure");
+    return 0;
+  }
+  const auto info = mri::cuda::detail::device_info();
+  std::printf("device: %s, %d SMs; cuFFT callbacks built: %s\n", info.name, info.multiprocessors,
+              mri::cuda::toeplitz_callbacks_built() ? "yes" : "no");
+  benchmark::RegisterBenchmark("Copy/1GiB", BM_CopyBandwidth)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("cuFFT-C2C-fwd+inv/256^3", BM_Cufft_C2C_Pair)->Arg(3)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("cuFFT-C2C-fwd+inv/512^2", BM_Cufft_C2C_Pair)->Arg(2)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D/cg-iteration/unfused", BM_Recon3D_CgIteration)->Arg(0)->UseManualTime()->Iterations(50)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D/cg-iteration/pruned", BM_Recon3D_CgIteration)->Arg(1)->UseManualTime()->Iterations(50)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D/cg-iteration/pruned-callback", BM_Recon3D_CgIteration)->Arg(3)->UseManualTime()->Iterations(50)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D/cg-iteration/callbacks", BM_Recon3D_CgIteration)->Arg(2)->UseManualTime()->Iterations(50)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D/end-to-end", BM_Recon3D_EndToEnd)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D/end-to-end-cached-Q", BM_Recon3D_EndToEnd_CachedQ)->UseManualTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-2D/end-to-end", BM_Recon2D_EndToEnd)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-2D/end-to-end-cached-Q", BM_Recon2D_EndToEnd_CachedQ)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-2D/direct-normal", BM_Recon2D_Direct)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  if (const char *e = std::getenv("MRI_BENCH_256"); e && std::string(e) == "1")
+    benchmark::RegisterBenchmark("RECON-3D-256/end-to-end", BM_Recon3D_256)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  benchmark::RunSpecifiedBenchmarks();
+  print_amdahl();
+  std::fflush(stdout);
+  g_iteration.reset();
+  mri::cuda::release_toeplitz_plans();
+  std::error_code ec;
+  std::filesystem::remove_all(cache_dir(), ec);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,171 @@
+// mri::reconstruct on the GPU: every phase on the device, one transfer of the image back.
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "cuda_check.cuh"
+#include "device_image.hpp"
+#include "fhd_backend.hpp"
+#include "mri/error.hpp"
+#include "mri/toeplitz_cache.hpp"
+#include "recon_cuda.hpp"
+#include "toeplitz_cuda.hpp"
+
+namespace mri::cuda::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::string gib(std::size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB (%zu bytes)", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0),
+                bytes);
+  return buf;
+}
+
+std::string extents(const Grid &g) {
+  return std::to_string(g.nx()) + "x" + std::to_string(g.ny()) + "x" + std::to_string(g.nz());
+}
+
+// The normal operator CG applies: Toeplitz or direct, each with the regulariser fused in.
+struct GpuNormal {
+  const ToeplitzOperator *toeplitz;
+  const DirectNormalOperator *direct;
+  void operator()(const DeviceImage &in, DeviceImage &out) const {
+    if (toeplitz)
+      toeplitz->apply(in, out);
+    else
+      direct->apply(in, out);
+  }
+};
+
+} // namespace
+
+ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
+  const auto t_start = Clock::now();
+  ReconReport report;
+  report.backend = Backend::Cuda;
+  report.normal = options.normal;
+  const bool direct = options.normal == Normal::Direct;
+  const bool use_cache = !direct && !options.q_cache_dir.empty();
+  const Trajectory &trajectory = data.trajectory();
+  // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results rounded
+  // to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
+  const KernelPolicy policy = resolve_policy(options.policy, options.precision);
+
+  // Cache key and the memory check, before any allocation.
+  auto t = Clock::now();
+  ToeplitzCacheKey key;
+  bool cached = false;
+  if (use_cache) {
+    key = toeplitz_cache_key(trajectory, data.weights(), grid, options.precision);
+    report.q_cache_file = toeplitz_cache_file(options.q_cache_dir, key);
+    cached = std::filesystem::exists(report.q_cache_file);
+  }
+  const DeviceBytes need = reconstruct_device_bytes(grid, trajectory.size(), direct, cached);
+  report.device_bytes = need.peak();
+  const DeviceMemory memory = device_memory();
+  std::size_t available = memory.free;
+  if (options.device_memory_limit > 0) available = std::min(available, options.device_memory_limit);
+  if (need.peak() > available)
+    throw Unsupported("reconstruct on the GPU: grid " + extents(grid) + " (Toeplitz grid " + extents(grid.doubled()) +
+                      "), M = " + std::to_string(trajectory.size()) + ", normal = " + to_string(options.normal) +
+                      " needs about " + gib(need.peak()) + " of device memory (F^H D phase " + gib(need.fhd) +
+                      ", Q phase " + gib(need.q) + ", CG phase " + gib(need.cg) + "); available: " + gib(available) +
+                      " (free " + gib(memory.free) + " of " + gib(memory.total) +
+                      (options.device_memory_limit > 0 ? ", limit " + gib(options.device_memory_limit) : "") + ")");
+  StreamHandle stream = default_stream();
+  report.setup_seconds += seconds_since(t);
+
+  // F^H (w .* D)
+  DeviceImage rhs;
+  {
+    t = Clock::now();
+    FhdPlan plan(trajectory, grid, grid); // uploads the trajectory
+    rhs = DeviceImage(grid, stream);
+    report.setup_seconds += seconds_since(t);
+    t = Clock::now();
+    plan.upload_samples(data.weighted_samples().data());
+    report.transfer_seconds += seconds_since(t);
+    t = Clock::now();
+    plan.adjoint_device(policy, plan.device_samples(), rhs.data());
+    plan.synchronize();
+    report.fhd_seconds = seconds_since(t);
+  }
+
+  // The normal operator: Toeplitz (Q computed or from the cache) or direct.
+  std::optional<ToeplitzOperator> toeplitz;
+  std::optional<DirectNormalOperator> direct_op;
+  if (direct) {
+    t = Clock::now();
+    direct_op.emplace(trajectory, data.weights(), grid, policy, options.precision, stream);
+    direct_op->set_regularizer(options.regularizer, options.lambda);
+    report.setup_seconds += seconds_since(t);
+  } else {
+    if (cached) {
+      t = Clock::now();
+      try {
+        const std::vector<float> spectrum = load_toeplitz_spectrum(report.q_cache_file, key, grid);
+        report.q_seconds = seconds_since(t);
+        toeplitz.emplace(grid, spectrum, ToeplitzFft::Auto, stream);
+        report.q_cache = QCacheStatus::Hit;
+      } catch (const IoError &e) {
+        report.q_cache = QCacheStatus::Rejected;
+        report.q_cache_message = e.what();
+        report.q_seconds = seconds_since(t);
+      }
+    } else if (use_cache) {
+      report.q_cache = QCacheStatus::Miss;
+    }
+    if (!toeplitz) {
+      toeplitz.emplace(trajectory, data.weights(), grid, policy, ToeplitzFft::Auto, stream);
+      report.q_seconds += toeplitz->setup().q_seconds;
+      if (use_cache) {
+        t = Clock::now();
+        try {
+          save_toeplitz_spectrum(report.q_cache_file, key, grid, toeplitz->spectrum());
+        } catch (const Error &e) {
+          report.q_cache_message +=
+              std::string(report.q_cache_message.empty() ? "" : "; ") + "not stored: " + e.what();
+        }
+        report.setup_seconds += seconds_since(t);
+      }
+    }
+    report.fft_setup_seconds = toeplitz->setup().fft_setup_seconds;
+    report.transfer_seconds += toeplitz->setup().transfer_seconds;
+    toeplitz->set_regularizer(options.regularizer, options.lambda);
+    report.toeplitz_fft = toeplitz->fft_note();
+  }
+
+  // Conjugate gradient on device vectors: the same template as the CPU path.
+  t = Clock::now();
+  ConjugateGradient<GpuNormal, DeviceImage> cg(GpuNormal{toeplitz ? &*toeplitz : nullptr,
+                                                         direct_op ? &*direct_op : nullptr});
+  cg.set_max_iterations(options.iterations).set_tolerance(options.tolerance);
+  if (options.on_iteration)
+    cg.set_callback([&](int k, const DeviceImage &x, double residual) {
+      const Image host = x.to_host();
+      options.on_iteration(k, host, residual);
+    });
+  DeviceImage x = cg.solve(rhs);
+  MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  report.cg_seconds = seconds_since(t);
+
+  // The one transfer back.
+  t = Clock::now();
+  ReconResult result{x.to_host(), {}};
+  report.transfer_seconds += seconds_since(t);
+
+  report.iterations = cg.iterations();
+  report.status = cg.info();
+  report.residuals = cg.residual_history();
+  report.total_seconds = seconds_since(t_start);
+  result.report = std::move(report);
+  return result;
+}
+
+} // namespace mri::cuda::detail

@@ -1,0 +1,124 @@
+#pragma once
+// The normal operator F^H W F on the GPU, as plain C++ (no CUDA types): the Toeplitz form (Q on
+// the 2x grid, its spectrum kept on the device, two cuFFT transforms per application) and the
+// direct form (forward then adjoint through FhdPlan). Both apply to DeviceImages and can add the
+// regulariser lambda W^H W in the same pass (the definitions of mri/detail/regularizer_stencil.hpp).
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "device_image.hpp"
+#include "mri/grid.hpp"
+#include "mri/options.hpp"
+#include "mri/regularizer.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri::cuda {
+
+// How the Toeplitz application runs its zero-pad, spectrum multiply and crop (measured on the
+// H200 for RECON-3D, 128^3 -> 256^3: docs/performance.md).
+enum class ToeplitzFft {
+  Auto,      // Pruned for 3D padded grids of >= 2^21 voxels, else Unfused
+  Unfused,   // pad kernel (into a buffer whose zeros are never rewritten), out-of-place 3D FFT,
+             // multiply kernel, in-place inverse 3D FFT, crop kernel (+ regulariser)
+  Pruned,    // as Unfused, but the FFTs skip what is known: the forward transforms the slabs
+             // (xy planes in 3D, rows in 2D) only where the input is nonzero (half of them), then
+             // the last axis; the inverse transforms the last axis, then only the slabs the crop
+             // keeps. Same arithmetic per output, about 2/3 of the FFT work and traffic
+  Callbacks, // cuFFT LTO callbacks: pad in the forward FFT's load, multiply in its store, crop
+             // (+ regulariser) in the inverse FFT's store; no pass of their own. Falls back to
+             // Unfused, saying why, when the plan cannot be made (no nvJitLink, JIT failure)
+  PrunedCallback // Pruned, with the multiply as an LTO store callback of the forward last-axis
+                 // transform (falls back to Pruned)
+};
+const char *to_string(ToeplitzFft);
+// True when this build embeds the LTO callbacks (the Callbacks path can be attempted).
+bool toeplitz_callbacks_built();
+
+// Where the construction's time went (seconds; each phase ends with a synchronisation).
+struct ToeplitzSetup {
+  double q_seconds = 0;         // Q on the 2x grid (FhdPlan, half the offsets), incl. its uploads
+  double fft_setup_seconds = 0; // cuFFT plans (JIT for callbacks), Hermitian completion, FFT(Q)
+  double transfer_seconds = 0;  // a host spectrum's upload (from_spectrum)
+};
+
+class ToeplitzOperator {
+public:
+  // Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled() with the F^H D kernel `policy`:
+  // offsets with d_h <= 0 along the last axis h of extent > 1 are summed directly (one FhdPlan on
+  // an (n_h + 1)-plane grid, coefficients modulated to shift its origin), the rest by Q(-d) =
+  // conj(Q(d)); offsets d_a = -n_a never enter the crop and are zeroed. The spectrum
+  // K = Re(FFT(Q)) / L stays on the device. weights: empty (all ones) or one per sample, finite
+  // and >= 0. Throws InvalidArgument (bad input, like QOperator), Unsupported (no device).
+  ToeplitzOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                   KernelPolicy policy = KernelPolicy::Auto, ToeplitzFft fft = ToeplitzFft::Auto,
+                   StreamHandle stream = nullptr);
+  // From a host spectrum (mri/toeplitz_cache.hpp), e.g. read from the cache.
+  ToeplitzOperator(const Grid &grid, std::span<const float> spectrum, ToeplitzFft fft = ToeplitzFft::Auto,
+                   StreamHandle stream = nullptr);
+  ~ToeplitzOperator();
+  ToeplitzOperator(ToeplitzOperator &&) noexcept;
+  ToeplitzOperator &operator=(ToeplitzOperator &&) noexcept;
+
+  const Grid &grid() const;
+  ToeplitzFft fft() const;          // the path that runs (Auto resolved, fallbacks applied)
+  const std::string &fft_note() const; // e.g. "cufft-callbacks" or "unfused (callbacks: <why not>)"
+  const ToeplitzSetup &setup() const;
+  StreamHandle stream() const;
+
+  // Adds lambda W^H W to every later apply(). Throws InvalidArgument if lambda < 0 or not finite.
+  void set_regularizer(Regularizer r, double lambda);
+  // out = F^H W F in (+ lambda W^H W in), enqueued on the operator's stream (ordered after work on
+  // in's stream, and before later work on out's). in and out: distinct images on grid().
+  // Not re-entrant: one operator per host thread.
+  void apply(const DeviceImage &in, DeviceImage &out) const;
+  // The spectrum, downloaded (what the cache stores).
+  std::vector<float> spectrum() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// F^H (w .* (F x)) by FhdPlan's forward then adjoint (the seeds' loop fission of F^H F): two
+// launches of O(N*M) each per application.
+class DirectNormalOperator {
+public:
+  // F x by FhdPlan's fastest forward path of `precision`, F^H y by `policy`.
+  DirectNormalOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                       KernelPolicy policy = KernelPolicy::Auto, Precision precision = Precision::Float32,
+                       StreamHandle stream = nullptr);
+  ~DirectNormalOperator();
+  DirectNormalOperator(DirectNormalOperator &&) noexcept;
+  DirectNormalOperator &operator=(DirectNormalOperator &&) noexcept;
+
+  const Grid &grid() const;
+  void set_regularizer(Regularizer r, double lambda);
+  void apply(const DeviceImage &in, DeviceImage &out) const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Device memory (bytes) a GPU reconstruct of `grid` from `samples` samples needs at its peak,
+// estimated from the buffers each phase holds (F^H D; Q and its spectrum; the CG iterations).
+struct DeviceBytes {
+  std::size_t fhd = 0, q = 0, cg = 0;
+  std::size_t peak() const;
+};
+DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache);
+
+// Benchmark reference: one forward plus one inverse plain C2C cuFFT transform of `grid` (in place,
+// no callbacks), event-timed, median of `repeats` after a warm-up. Milliseconds.
+double time_cufft_pair_ms(const Grid &grid, int repeats = 9);
+
+// Frees the cached cuFFT plans (the Toeplitz plans are kept between operators of one padded
+// grid, so a second reconstruction pays no planning or JIT).
+void release_toeplitz_plans();
+
+} // namespace mri::cuda

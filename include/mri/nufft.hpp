@@ -1,0 +1,141 @@
+#pragma once
+// Fast approximate F and F^H by Kaiser-Bessel gridding (a NUFFT): O(M W^d + G log G) instead
+// of the exact O(N M) sums of fourier.hpp, with the same conventions and scaling, so a
+// NufftOperator is a drop-in approximation of FourierOperator:
+//   forward  (F x)_m   ~ sum_n x_n exp(-i 2 pi k_m . x_n / n)      image -> k-space
+//   adjoint  (F^H y)_n ~ sum_m y_m exp(+i 2 pi k_m . x_n / n)      k-space -> image
+// unnormalised, voxel coordinates {-n/2 .. n/2-1}, k in cycles/FOV in [-n/2, n/2).
+//
+// Adjoint (type 1): grid (convolve every sample with the kernel onto an oversampled grid of
+// G = sigma n points per axis, periodically), inverse FFT, deapodize (divide by the kernel's
+// Fourier transform), crop. Forward (type 2): the exact transpose - pad with the same
+// deapodization, FFT, interpolate with the same kernel - so <F x, y> = <x, F^H y> holds to
+// rounding, whatever the tolerance.
+//
+// Gridding comes in the two forms of the reverse-gridding paper (Yang, Feng, Zhao 2013):
+//   Scatter (GA):  each sample adds its kernel window into the grid (per-thread grids on the
+//                  CPU, reduced in thread order; atomics where those do not fit in memory);
+//   Gather (RGA):  the grid is cut into tiles; once per trajectory every tile gets the list of
+//                  samples whose window reaches it, and each tile sums exactly those, in a
+//                  fixed order: no write conflicts, bitwise identical run to run and for any
+//                  thread count.
+// Interpolation (forward) is a gather by nature and shared by both.
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "mri/image.hpp"
+#include "mri/options.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri {
+
+// The Kaiser-Bessel gridding kernel (Jackson et al. 1991) on an oversampled grid, with the
+// shape parameter of Beatty, Nishimura and Pauly (IEEE TMI 2005, eq. 5):
+//   kernel(u) = I0(beta sqrt(1 - (2u/W)^2)) / I0(beta)   for |u| <= W/2, else 0,
+//   beta      = pi sqrt((W/alpha)^2 (alpha - 1/2)^2 - 0.8),
+// u in points of the oversampled grid, W the width in those points, alpha = G/n.
+struct KaiserBessel {
+  int width = 4;
+  double oversampling = 2.0;
+  double beta = 0.0;
+
+  static constexpr int kMinWidth = 2, kMaxWidth = 16;
+  static double beatty_beta(int width, double oversampling);
+  // Throws InvalidArgument for width outside [2, 16] or oversampling outside [1.25, 4].
+  static KaiserBessel make(int width, double oversampling);
+  // The plan's choice for a target relative L2 error (see docs/performance.md for the
+  // measured error per tolerance). Throws InvalidArgument outside [kMinTolerance, kMaxTolerance].
+  static KaiserBessel for_tolerance(double tolerance);
+
+  // The kernel at offset u (oversampled-grid points); 1 at u = 0, 0 for |u| > W/2.
+  double operator()(double u) const;
+  // Its continuous Fourier transform, integral kernel(u) exp(i 2 pi u xi) du, at xi cycles
+  // per oversampled-grid point (closed form: W sinh(sqrt(beta^2 - (pi W xi)^2)) / (I0(beta)
+  // sqrt(...))). Deapodization divides by it.
+  double fourier(double xi) const;
+};
+
+// The tolerance range a NUFFT plan accepts (relative L2 error against the exact operator).
+inline constexpr double kNufftMinTolerance = 1e-6;
+inline constexpr double kNufftMaxTolerance = 1e-2;
+// Float32 plans (float grid, float FFT) reach about this; tighter tolerances need Float64.
+inline constexpr double kNufftFloat32MinTolerance = 1e-5;
+
+enum class Gridding {
+  Auto,    // Gather (deterministic)
+  Scatter, // GA
+  Gather   // RGA
+};
+const char *to_string(Gridding);
+
+struct NufftOptions {
+  // Target relative L2 error of F and F^H against the exact sums, in [1e-6, 1e-2].
+  double tolerance = 1e-3;
+  // Float32: kernel, grid and FFT in float (tolerance >= 1e-5). Float64: all in double
+  // (inputs and outputs stay complex<float>), for tolerances down to 1e-6.
+  Precision precision = Precision::Float32;
+  Gridding gridding = Gridding::Auto; // how the adjoint grids (the forward always gathers)
+  // Cuda: float32 only (kernel width <= 8); Auto: Cuda when a device is usable and the
+  // options fit it, else Cpu.
+  Backend backend = Backend::Cpu;
+  int threads = 0;                    // OpenMP threads, 0 = omp_get_max_threads()
+  // Expert override of the tolerance's choice: kernel width in [2, 16] (0 = from the
+  // tolerance) and oversampling in [1.25, 4] (0 = 2). The achieved error is then the caller's.
+  int width = 0;
+  double oversampling = 0;
+};
+
+namespace detail {
+class NufftPlan; // the CPU plan (lib/nufft_plan.hpp)
+}
+namespace cuda::detail {
+class NufftDevicePlan; // the CUDA plan (cuda/gridding_cuda.hpp)
+}
+
+// Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
+// builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan;
+// apply/adjoint are not re-entrant across threads on one plan (as FourierOperator).
+class NufftOperator {
+public:
+  // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, a
+  // sample lies outside [-n/2, n/2), the tolerance is outside [1e-6, 1e-2] (or below 1e-5
+  // with Float32), threads < 0; Unsupported for backend = Cuda without a usable device or
+  // with precision = Float64. options() tells which backend runs.
+  NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options = {});
+
+  const Trajectory &trajectory() const { return trajectory_; }
+  const Grid &grid() const { return grid_; }
+  const NufftOptions &options() const { return options_; } // gridding/backend resolved
+  const KaiserBessel &kernel() const { return kernel_; }
+  const Grid &oversampled_grid() const { return oversampled_; }
+
+  // F x. Throws InvalidArgument if the image grid differs from grid() or holds NaN/Inf.
+  std::vector<cfloat> apply(const Image &image) const;
+  // F^H y. Throws InvalidArgument if y.size() != M or y holds NaN/Inf.
+  Image adjoint(std::span<const cfloat> samples) const;
+  // Unchecked forms for solvers: image has grid().voxels() elements, samples M.
+  void apply(const cfloat *image, cfloat *samples) const;
+  void adjoint(const cfloat *samples, cfloat *image) const;
+
+  // The plan that runs: plan() on the CPU backend, device_plan() on Cuda (the other is null).
+  const std::shared_ptr<detail::NufftPlan> &plan() const { return plan_; }
+  const std::shared_ptr<cuda::detail::NufftDevicePlan> &device_plan() const { return device_plan_; }
+
+private:
+  Trajectory trajectory_;
+  Grid grid_;
+  NufftOptions options_;
+  KaiserBessel kernel_;
+  Grid oversampled_;
+  std::shared_ptr<detail::NufftPlan> plan_;
+  std::shared_ptr<cuda::detail::NufftDevicePlan> device_plan_;
+};
+
+// Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(), d in {-n .. n-1} per axis
+// (QOperator::q()'s layout), by one adjoint NUFFT on the doubled grid with the trajectory
+// scaled by 2. weights: empty (all ones) or one finite, non-negative weight per sample.
+Image nufft_q(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+              const NufftOptions &options = {});
+
+} // namespace mri

@@ -1,0 +1,59 @@
+#pragma once
+// A file cache for the Toeplitz kernel. Q (and so its spectrum) depends only on the trajectory,
+// the density weights and the grid, so a scanner's trajectory pays for Q once: reconstruct()
+// with ReconOptions::q_cache_dir looks the spectrum up by a 128-bit hash of all three, and
+// computes and stores it on a miss.
+//
+// What is stored: the Toeplitz spectrum K = Re(FFT(Q)) / L on grid.doubled() (L voxels), in FFT
+// order (offset d at index d mod L per axis), as float32. Q is Hermitian, Q(-d) = conj(Q(d)), so
+// its spectrum is real; the offsets d = -n per axis never enter the cropped convolution and are
+// zeroed. F^H W F x = crop(IFFT(K .* FFT(zero-pad(x)))) with an unnormalised inverse FFT.
+//
+// File: a fixed header (magic, format version, the key, the image and padded grids, the sample
+// count, the payload length and a payload checksum) followed by the L floats. Loading checks
+// every field against what the caller expects: a file written for another trajectory, weights or
+// grid (a stale entry, a renamed file, a hash collision) or a truncated/corrupt one is rejected
+// with an IoError saying which field differs. Writes go to a temporary file renamed into place,
+// so a reader never sees a half-written entry.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mri/grid.hpp"
+#include "mri/options.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri {
+
+struct ToeplitzCacheKey {
+  std::array<std::uint64_t, 2> hash{};
+  std::uint64_t samples = 0;
+  std::string hex() const; // 32 hex digits
+  friend bool operator==(const ToeplitzCacheKey &, const ToeplitzCacheKey &) = default;
+};
+
+// The key of (trajectory, weights, grid, precision of Q). Any change of a coordinate or weight
+// bit, of the sample count or order, of the grid or of the precision gives a different key.
+// Throws InvalidArgument if weights are neither empty nor one per sample.
+ToeplitzCacheKey toeplitz_cache_key(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                                    Precision precision);
+
+// <dir>/toeplitz-<key.hex()>.mriq
+std::filesystem::path toeplitz_cache_file(const std::filesystem::path &dir, const ToeplitzCacheKey &key);
+
+// Writes the spectrum (grid.doubled().voxels() floats). Creates `file`'s directory if needed.
+// Throws InvalidArgument on a wrong length or a non-finite value, IoError when the file cannot be
+// written.
+void save_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key, const Grid &grid,
+                            std::span<const float> spectrum);
+
+// Reads a spectrum written for exactly (key, grid). Throws IoError naming the file and the
+// reason: missing, truncated, not a spectrum file, another format version, another key or grid,
+// checksum mismatch.
+std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key,
+                                          const Grid &grid);
+
+} // namespace mri

@@ -1,0 +1,208 @@
+// The Toeplitz spectrum file cache (see toeplitz_cache.hpp).
+#include "mri/toeplitz_cache.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+
+#include "mri/error.hpp"
+
+namespace mri {
+namespace {
+
+// Two independent 64-bit lanes over 8-byte words (multiply-rotate, splitmix64 finalisers): not
+// cryptographic, but every input bit reaches both lanes and a 128-bit key makes an accidental
+// collision negligible; the header check on load catches the rest.
+class Hasher {
+public:
+  explicit Hasher(std::uint64_t domain) : a_(0x243f6a8885a308d3ULL ^ domain), b_(0x13198a2e03707344ULL + domain) {}
+
+  void bytes(const void *data, std::size_t n) {
+    const auto *p = static_cast<const unsigned char *>(data);
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      word(w);
+    }
+    if (i < n) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, p + i, n - i);
+      word(w ^ (std::uint64_t{0x80} << 56));
+    }
+    length_ += n;
+  }
+  template <class T> void value(const T &v) { bytes(&v, sizeof v); }
+
+  std::array<std::uint64_t, 2> finish() const {
+    return {mix(a_ ^ length_), mix(b_ + 0x9e3779b97f4a7c15ULL * (length_ + 1))};
+  }
+
+private:
+  static std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+  static std::uint64_t mix(std::uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  void word(std::uint64_t w) {
+    a_ = rotl(a_ ^ (w * 0x87c37b91114253d5ULL), 31) * 0x4cf5ad432745937fULL;
+    b_ = rotl(b_ + (w * 0xff51afd7ed558ccdULL), 27) * 0xc4ceb9fe1a85ec53ULL + 0x52dce729ULL;
+  }
+  std::uint64_t a_, b_, length_ = 0;
+};
+
+constexpr char kMagic[8] = {'M', 'R', 'I', 'Q', 'S', 'P', 'E', 'C'};
+constexpr std::uint32_t kVersion = 1;
+// What the cache stores; changing the definition of Q or of the spectrum bumps this.
+constexpr std::uint64_t kDefinition = 0x51'7370'6563'0001ULL; // "Q spec" v1
+
+struct Header {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_bytes;
+  std::uint64_t key[2];
+  std::uint64_t samples;
+  std::int64_t grid[3];
+  std::int64_t padded[3];
+  std::uint64_t count;    // floats in the payload
+  std::uint64_t checksum; // Hasher over the payload bytes, first lane
+};
+
+std::uint64_t payload_checksum(std::span<const float> v) {
+  Hasher h(0x70617946ULL);
+  h.bytes(v.data(), v.size_bytes());
+  return h.finish()[0];
+}
+
+std::string grid_string(const std::int64_t *e) {
+  return std::to_string(e[0]) + "x" + std::to_string(e[1]) + "x" + std::to_string(e[2]);
+}
+
+[[noreturn]] void reject(const std::filesystem::path &file, const std::string &why) {
+  throw IoError("Toeplitz cache file " + file.string() + " rejected: " + why);
+}
+
+} // namespace
+
+std::string ToeplitzCacheKey::hex() const {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(hash[0]),
+                static_cast<unsigned long long>(hash[1]));
+  return buf;
+}
+
+ToeplitzCacheKey toeplitz_cache_key(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                                    Precision precision) {
+  if (!weights.empty() && weights.size() != trajectory.size())
+    detail::invalid_argument("weights.size()", weights.size(),
+                             "must be 0 or trajectory.size() = " + std::to_string(trajectory.size()));
+  Hasher h(kDefinition);
+  h.value(std::uint64_t{0x7472616a}); // "traj"
+  h.value(static_cast<std::int32_t>(trajectory.dims()));
+  h.value(static_cast<std::uint64_t>(trajectory.size()));
+  h.bytes(trajectory.data(), trajectory.size() * sizeof(KPoint));
+  h.value(std::uint64_t{0x77656967}); // "weig"
+  h.value(static_cast<std::uint64_t>(weights.size()));
+  h.bytes(weights.data(), weights.size_bytes());
+  h.value(std::uint64_t{0x67726964}); // "grid"
+  for (int a = 0; a < 3; ++a) h.value(grid.extent(a));
+  h.value(static_cast<std::int32_t>(precision));
+  ToeplitzCacheKey key;
+  key.hash = h.finish();
+  key.samples = trajectory.size();
+  return key;
+}
+
+std::filesystem::path toeplitz_cache_file(const std::filesystem::path &dir, const ToeplitzCacheKey &key) {
+  return dir / ("toeplitz-" + key.hex() + ".mriq");
+}
+
+void save_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key, const Grid &grid,
+                            std::span<const float> spectrum) {
+  const Grid padded = grid.doubled();
+  if (spectrum.size() != static_cast<std::size_t>(padded.voxels()))
+    detail::invalid_argument("spectrum.size()", spectrum.size(),
+                             "must be grid.doubled().voxels() = " + std::to_string(padded.voxels()));
+  for (std::size_t i = 0; i < spectrum.size(); ++i)
+    if (!std::isfinite(spectrum[i]))
+      detail::invalid_argument("spectrum[" + std::to_string(i) + "]", spectrum[i], "must be finite (not cached)");
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.version = kVersion;
+  h.header_bytes = sizeof(Header);
+  h.key[0] = key.hash[0];
+  h.key[1] = key.hash[1];
+  h.samples = key.samples;
+  for (int a = 0; a < 3; ++a) {
+    h.grid[a] = grid.extent(a);
+    h.padded[a] = padded.extent(a);
+  }
+  h.count = spectrum.size();
+  h.checksum = payload_checksum(spectrum);
+
+  std::error_code ec;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+  if (ec) throw IoError("Toeplitz cache: cannot create " + file.parent_path().string() + ": " + ec.message());
+  // Unique temporary name in the same directory, renamed into place (atomic on POSIX).
+  std::filesystem::path tmp = file;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw IoError("Toeplitz cache: cannot write " + tmp.string());
+    out.write(reinterpret_cast<const char *>(&h), sizeof h);
+    out.write(reinterpret_cast<const char *>(spectrum.data()), static_cast<std::streamsize>(spectrum.size_bytes()));
+    out.close();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      throw IoError("Toeplitz cache: writing " + tmp.string() + " failed (disk full?)");
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw IoError("Toeplitz cache: cannot rename into " + file.string());
+  }
+}
+
+std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key,
+                                          const Grid &grid) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError("Toeplitz cache file " + file.string() + " not found or not readable");
+  Header h{};
+  in.read(reinterpret_cast<char *>(&h), sizeof h);
+  if (in.gcount() != static_cast<std::streamsize>(sizeof h)) reject(file, "truncated header");
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) reject(file, "not a Toeplitz spectrum file (bad magic)");
+  if (h.version != kVersion || h.header_bytes != sizeof(Header))
+    reject(file, "format version " + std::to_string(h.version) + ", this build reads " + std::to_string(kVersion));
+  if (h.key[0] != key.hash[0] || h.key[1] != key.hash[1] || h.samples != key.samples) {
+    ToeplitzCacheKey found;
+    found.hash = {h.key[0], h.key[1]};
+    reject(file, "written for another trajectory/weights/grid (key " + found.hex() + ", " + std::to_string(h.samples) +
+                     " samples; expected " + key.hex() + ", " + std::to_string(key.samples) + " samples)");
+  }
+  const Grid padded = grid.doubled();
+  const std::int64_t expect_grid[3] = {grid.nx(), grid.ny(), grid.nz()};
+  const std::int64_t expect_padded[3] = {padded.nx(), padded.ny(), padded.nz()};
+  if (std::memcmp(h.grid, expect_grid, sizeof expect_grid) != 0 ||
+      std::memcmp(h.padded, expect_padded, sizeof expect_padded) != 0)
+    reject(file, "grid " + grid_string(h.grid) + " (padded " + grid_string(h.padded) + "), expected " +
+                     grid_string(expect_grid) + " (padded " + grid_string(expect_padded) + ")");
+  if (h.count != static_cast<std::uint64_t>(padded.voxels()))
+    reject(file, "payload of " + std::to_string(h.count) + " values, expected " + std::to_string(padded.voxels()));
+  std::vector<float> spectrum(static_cast<std::size_t>(h.count));
+  in.read(reinterpret_cast<char *>(spectrum.data()), static_cast<std::streamsize>(spectrum.size() * sizeof(float)));
+  if (in.gcount() != static_cast<std::streamsize>(spectrum.size() * sizeof(float)))
+    reject(file, "truncated payload (" + std::to_string(in.gcount()) + " of " +
+                     std::to_string(spectrum.size() * sizeof(float)) + " bytes)");
+  if (in.peek() != std::ifstream::traits_type::eof()) reject(file, "trailing bytes after the payload");
+  if (payload_checksum(spectrum) != h.checksum) reject(file, "payload checksum mismatch (corrupt file)");
+  return spectrum; // finite: save refuses anything else and the checksum vouches for the bytes
+}
+
+} // namespace mri

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Issue 4's device call (GPU reconstruction), logs and results under $OUT:
+#   tests     mri_gpu_tests "[recon]"                       -> recon-tests.log
+#   bench     bench_recon_gpu (MRI_BENCH_256=1: + 256^3)    -> bench_recon_gpu.json, bench-recon.log
+#   sanitize  compute-sanitizer memcheck on "[recon][small]", racecheck on "[recon][vector-ops]"
+#   example   examples/koosh_3d (RECON-3D) and the README demo on cuda -> koosh_3d.png, examples.log
+#
+#   BUILD_DIR=build-f scripts/recon-device.sh [steps...]   (default: tests bench sanitize example)
+# through the device tool, with the tree built here: run(command=..., carry=["build-f"]).
+# Exit status: non-zero if any step failed (the others still run).
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build-f}
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(tests bench sanitize example)
+has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+status=0
+summary="$OUT/summary.txt"
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+{
+  echo "== $(date -u +%FT%TZ) $(hostname)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,memory.used,memory.total --format=csv 2>&1
+} | tee -a "$summary"
+
+TESTS="$BUILD_DIR/tests/mri_gpu_tests"
+BENCH="$BUILD_DIR/benchmarks/bench_recon_gpu"
+export LD_LIBRARY_PATH="$PWD/$BUILD_DIR/lib:$PWD/$BUILD_DIR/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cuFFT, nvJitLink, cuBLAS: libmri's RUNPATH names the CUDA of the build machine; look elsewhere
+# when that path does not hold them here.
+for lib in libcufft.so.12 libnvJitLink.so.13 libcublas.so.13; do
+  if ldd "$BUILD_DIR/lib/libmri.so" 2>&1 | grep -q "$lib => not found"; then
+    found=$(find /usr/local /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
+    [ -n "$found" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
+    note "$lib: not on libmri's RUNPATH here; using ${found:-NOTHING FOUND}"
+  fi
+done
+missing=$(ldd "$TESTS" "$BENCH" 2>&1 | grep "not found" | sort -u)
+[ -n "$missing" ] && note "missing libraries: $missing"
+
+if has tests; then
+  t0=$SECONDS
+  timeout "${TESTS_TIMEOUT:-100}" "$TESTS" "[recon]" --durations yes >"$OUT/recon-tests.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "tests [recon]: rc=$rc ($((SECONDS - t0)) s): $(grep -E '^(All tests passed|test cases:)' "$OUT/recon-tests.log" | tail -1)"
+  grep -E 'rel L2|runs:|PSNR|needs about' "$OUT/recon-tests.log" | sort | uniq -c | head -40 | tee -a "$summary"
+  grep -B2 -A12 -E 'FAILED|failed' "$OUT/recon-tests.log" | head -120 | tee -a "$summary"
+fi
+
+if has bench; then
+  t0=$SECONDS
+  MRI_BENCH_256=${MRI_BENCH_256:-1} timeout "${BENCH_TIMEOUT:-120}" "$BENCH" --benchmark_out="$OUT/bench_recon_gpu.json" \
+    --benchmark_out_format=json ${BENCH_FILTER:+--benchmark_filter="$BENCH_FILTER"} >"$OUT/bench-recon.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "bench: rc=$rc ($((SECONDS - t0)) s)"
+  grep -vE '^\s*$' "$OUT/bench-recon.log" | grep -E 'median|Copy|cuFFT|direct|256|Amdahl|problem|RECON|%|FAILED|device' | tee -a "$summary"
+fi
+
+if has sanitize; then
+  t0=$SECONDS
+  timeout "${SANITIZE_TIMEOUT:-90}" compute-sanitizer --tool memcheck --error-exitcode 86 "$TESTS" "[recon][small]" >"$OUT/sanitize.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "compute-sanitizer memcheck [recon][small]: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'ERROR SUMMARY' "$OUT/sanitize.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/sanitize.log" | tail -1)"
+  t0=$SECONDS
+  timeout "${RACECHECK_TIMEOUT:-40}" compute-sanitizer --tool racecheck --error-exitcode 86 "$TESTS" "[recon][vector-ops]" >>"$OUT/sanitize.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "compute-sanitizer racecheck [recon][vector-ops]: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'RACECHECK SUMMARY' "$OUT/sanitize.log" | tail -1)"
+  grep -E '^=========' "$OUT/sanitize.log" | grep -v "SUMMARY" | head -20 | tee -a "$summary"
+fi
+
+if has example; then
+  t0=$SECONDS
+  {
+    timeout 60 "$BUILD_DIR/examples/koosh_3d" --out "$OUT/koosh_3d.png"
+    echo "koosh_3d rc=$?"
+    timeout 30 "$BUILD_DIR/examples/demo_spiral_2d" --backend cuda --out /tmp/demo_cuda.png
+    echo "demo rc=$?"
+  } >"$OUT/examples.log" 2>&1
+  grep -q "koosh_3d rc=0" "$OUT/examples.log" && grep -q "demo rc=0" "$OUT/examples.log" || status=1
+  note "examples ($((SECONDS - t0)) s):"
+  grep -E '^(backend|PSNR|grid|koosh|demo|error)' "$OUT/examples.log" | tee -a "$summary"
+fi
+
+note "status: $status"
+exit $status

@@ -1,0 +1,125 @@
+#pragma once
+// What the GPU tests and the GPU benchmark share: random inputs and the direct sums at a few
+// sampled voxels (or samples) in long double or double, for problems where the full float64
+// reference (mri::detail::adjoint_sum_f64 over every voxel) would take minutes.
+//
+//   adjoint: s(x) = sum_m c_m exp(+i 2 pi sum_a k_ma x_a / period_a), x on `out`
+//   forward: (F x)_m = sum_n x_n exp(-i 2 pi sum_a k_ma x_a / n_a), x on the image grid
+// Both are split over the host's cores (std::thread; one reference point per task).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <random>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "mri/grid.hpp"
+#include "mri/image.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri::gpu_test {
+
+// n complex values, real and imaginary parts N(0, 1) (never zeros: they hide unwritten output).
+template <class Real = float> std::vector<std::complex<Real>> random_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<Real> g(0, 1);
+  std::vector<std::complex<Real>> v(n);
+  for (auto &x : v) x = std::complex<Real>(g(rng), g(rng));
+  return v;
+}
+
+// `count` indices drawn uniformly from [0, n).
+inline std::vector<std::int64_t> random_indices(std::int64_t n, std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> pick(0, n - 1);
+  std::vector<std::int64_t> v(count);
+  for (auto &i : v) i = pick(rng);
+  return v;
+}
+
+// f(i) for i in [0, n), spread over the host's cores.
+template <class F> void parallel_for(std::size_t n, F &&f) {
+  const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(n, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (std::size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (std::size_t i = w; i < n; i += workers) f(i);
+    });
+  for (auto &t : pool) t.join();
+}
+
+// Centred coordinate of voxel v of g along every axis, in turns per unit k (x_a / period_a).
+template <class Real> std::array<Real, 3> scaled_coordinates(const Grid &g, const Grid &period, std::int64_t v) {
+  const std::int64_t i[3] = {v % g.nx(), (v / g.nx()) % g.ny(), v / (g.nx() * g.ny())};
+  std::array<Real, 3> x{};
+  for (int a = 0; a < 3; ++a)
+    x[static_cast<std::size_t>(a)] = static_cast<Real>(g.coordinate(a, i[a])) / static_cast<Real>(period.extent(a));
+  return x;
+}
+
+// The adjoint sum at the voxels `voxels` of `out`, accumulated in Real (long double or double).
+template <class Real = long double, class C>
+std::vector<std::complex<double>> adjoint_at(const Trajectory &t, std::span<const std::complex<C>> c, const Grid &out,
+                                             const Grid &period, std::span<const std::int64_t> voxels) {
+  std::vector<std::complex<double>> ref(voxels.size());
+  const Real two_pi = 2 * std::numbers::pi_v<Real>;
+  parallel_for(voxels.size(), [&](std::size_t i) {
+    const auto x = scaled_coordinates<Real>(out, period, voxels[i]);
+    Real re = 0, im = 0;
+    for (std::size_t m = 0; m < t.size(); ++m) {
+      const Real ph = two_pi * (static_cast<Real>(t[m].kx) * x[0] + static_cast<Real>(t[m].ky) * x[1] +
+                                static_cast<Real>(t[m].kz) * x[2]);
+      const Real cs = std::cos(ph), sn = std::sin(ph);
+      const Real cr = static_cast<Real>(c[m].real()), ci = static_cast<Real>(c[m].imag());
+      re += cr * cs - ci * sn;
+      im += cr * sn + ci * cs;
+    }
+    ref[i] = {static_cast<double>(re), static_cast<double>(im)};
+  });
+  return ref;
+}
+
+// The forward sum of `image` (on grid g, period g) at the samples `samples`, in Real.
+template <class Real = long double, class C>
+std::vector<std::complex<double>> forward_at(const Trajectory &t, std::span<const std::complex<C>> image, const Grid &g,
+                                             std::span<const std::int64_t> samples) {
+  std::vector<std::complex<double>> ref(samples.size());
+  const Real two_pi = 2 * std::numbers::pi_v<Real>;
+  parallel_for(samples.size(), [&](std::size_t i) {
+    const KPoint &k = t[static_cast<std::size_t>(samples[i])];
+    Real re = 0, im = 0;
+    for (std::int64_t v = 0; v < g.voxels(); ++v) {
+      const auto x = scaled_coordinates<Real>(g, g, v);
+      const Real ph = -two_pi * (static_cast<Real>(k.kx) * x[0] + static_cast<Real>(k.ky) * x[1] +
+                                 static_cast<Real>(k.kz) * x[2]);
+      const Real cs = std::cos(ph), sn = std::sin(ph);
+      const auto val = image[static_cast<std::size_t>(v)];
+      const Real vr = static_cast<Real>(val.real()), vi = static_cast<Real>(val.imag());
+      re += vr * cs - vi * sn;
+      im += vr * sn + vi * cs;
+    }
+    ref[i] = {static_cast<double>(re), static_cast<double>(im)};
+  });
+  return ref;
+}
+
+// ||result[at] - ref|| / ||ref|| over the sampled points; +inf when any of them is not finite.
+template <class C>
+double sampled_rel_l2(std::span<const std::complex<C>> result, std::span<const std::int64_t> at,
+                      std::span<const std::complex<double>> ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    const std::complex<double> r(result[static_cast<std::size_t>(at[i])]);
+    if (!std::isfinite(r.real()) || !std::isfinite(r.imag())) return std::numeric_limits<double>::infinity();
+    num += std::norm(r - ref[i]);
+    den += std::norm(ref[i]);
+  }
+  return std::sqrt(num / den);
+}
+
+} // namespace mri::gpu_test
