@@ -1,6 +1,7 @@
 // Density compensation: analytic radial and spiral weights, Pipe-Menon iteration.
 #include "mri/density.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>

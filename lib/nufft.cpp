@@ -79,9 +79,6 @@ template <> struct Fftw<double> {
   static void destroy(plan p) { fftw_destroy_plan(p); }
 };
 
-// The GPU kernels' widest kernel (cuda/gridding_cuda.hpp's kMaxDeviceWidth).
-constexpr int kMaxGpuWidth = 8;
-
 // Per-thread grids for scatter are used up to this many bytes in total, atomics beyond.
 constexpr std::size_t kMaxPrivateGridBytes = std::size_t{1} << 30;
 
@@ -220,6 +217,9 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
     unstage(p, out);
   }
 };
+
+// The GPU kernels' widest kernel (cuda/gridding_cuda.hpp's kMaxDeviceWidth).
+constexpr int kMaxGpuWidth = 8;
 
 NufftChoice choose_nufft(const Grid &grid, const NufftOptions &options) {
   NufftChoice c;
@@ -423,13 +423,13 @@ NufftOptions validated(NufftOptions o) {
   // Backend: the GPU path is float32 with kernels up to width 8 (tolerance >= 1e-5 always
   // fits). An explicit Cuda request that cannot run says why; Auto falls back to the CPU.
   const int width = o.width != 0 ? o.width : KaiserBessel::for_tolerance(o.tolerance).width;
-  const bool gpu_fits = o.precision == Precision::Float32 && width <= kMaxGpuWidth;
+  const bool gpu_fits = o.precision == Precision::Float32 && width <= detail::kMaxGpuWidth;
   if (o.backend == Backend::Cuda) {
     if (!cuda_available())
       throw Unsupported("NufftOperator: backend = cuda: no CUDA device is usable (or the build has no CUDA backend)");
     if (!gpu_fits)
       throw Unsupported("NufftOperator: backend = cuda runs precision = float32 with kernel width <= " +
-                        std::to_string(kMaxGpuWidth) + "; use backend = cpu for float64");
+                        std::to_string(detail::kMaxGpuWidth) + "; use backend = cpu for float64");
   } else if (o.backend == Backend::Auto) {
     o.backend = gpu_fits && cuda_available() ? Backend::Cuda : Backend::Cpu;
   }

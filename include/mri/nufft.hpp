@@ -13,13 +13,17 @@
 // rounding, whatever the tolerance.
 //
 // Gridding comes in the two forms of the reverse-gridding paper (Yang, Feng, Zhao 2013):
-//   Scatter (GA):  each sample adds its kernel window into the grid (per-thread grids on the
-//                  CPU, reduced in thread order; atomics where those do not fit in memory);
-//   Gather (RGA):  the grid is cut into tiles; once per trajectory every tile gets the list of
-//                  samples whose window reaches it, and each tile sums exactly those, in a
-//                  fixed order: no write conflicts, bitwise identical run to run and for any
-//                  thread count.
-// Interpolation (forward) is a gather by nature and shared by both.
+//   Scatter (GA):  each sample adds its kernel window into the grid (CPU: per-thread grids
+//                  reduced in thread order, atomics where those do not fit in memory; GPU:
+//                  thread per sample, float2 atomics);
+//   Gather (RGA):  CPU: the grid is cut into tiles; once per trajectory every tile gets the
+//                  list of samples whose window reaches it, and each tile sums exactly those
+//                  in a fixed order. GPU: thread per grid point over the samples sorted by
+//                  cell. No write conflicts: bitwise identical run to run (and on the CPU for
+//                  any thread count).
+// Interpolation (forward) is a gather by nature and shared by both. A plan (the trajectory
+// sorted, lists, FFT plans, buffers) is made once per trajectory and executed many times.
+// Measured accuracy per tolerance and timings: docs/performance.md, "Gridding NUFFT".
 #include <memory>
 #include <span>
 #include <vector>

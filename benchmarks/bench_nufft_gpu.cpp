@@ -1,0 +1,209 @@
+// The CUDA gridding NUFFT (issue 5's GPU targets, cuFINUFFT's H200 figures in brackets):
+//
+//   NUFFT2D_adjoint/<method>/<tol>   256^2, M = 2^20 uniform random   (<= 0.16 ms at 1e-3)
+//   NUFFT3D_adjoint/<method>/<tol>   128^3, M = 2^21 uniform random   (<= 1.1 ms at 1e-3, 1.9 ms at 1e-5)
+//   NUFFT2D_forward, NUFFT3D_forward the same problems, interpolation (RGA plan)
+//   NUFFT2D_plan, NUFFT3D_plan       NufftOperator construction, host wall clock: validation,
+//                                    kernel fit, trajectory upload, device setup + sort +
+//                                    offsets, cuFFT plan (<= 2 ms); setup_ms = device part
+//   GRID2D/<method>                  PROPELLER 256^2 (16 x 32 x 256 = 2^17), adjoint, GA vs RGA
+// method: 0 = Scatter (GA, atomics), 1 = Gather (RGA, deterministic). tol: -log10.
+//
+// Time: CUDA events around one execute on device-resident data (permute, grid, cuFFT,
+// deapodize/crop; transfers excluded, as cuFINUFFT's execute figures), median of 20 after a
+// warm-up, reported as manual time. Counters: points/s = M / time; rel_err against the exact
+// sums (float32 separable path) on the central 32^2 / 8^3 voxels (adjoint) or every 1024th
+// sample (forward); W and G as chosen.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "../cuda/gridding_cuda.hpp"
+#include "mri/fourier.hpp"
+#include "mri/nufft.hpp"
+#include "mri/options.hpp"
+#include "mri/trajectory.hpp"
+
+namespace {
+
+using namespace mri;
+
+constexpr int kReps = 20;
+
+std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<cfloat> v(n);
+  for (auto &c : v) c = {g(rng), g(rng)};
+  return v;
+}
+
+double relative_error(const std::vector<cfloat> &a, const std::vector<cfloat> &b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
+    den += std::norm(cdouble(b[i]));
+  }
+  return std::sqrt(num / den);
+}
+
+struct Problem {
+  Grid grid;
+  Trajectory traj;
+  std::vector<cfloat> data;
+  Image image;
+};
+
+const Problem &problem(int dims) {
+  static const Problem p2 = [] {
+    Problem q{Grid(256, 256), {}, {}, {}};
+    q.traj = traj::uniform_random(q.grid, std::size_t{1} << 20, 7);
+    q.data = random_complex(q.traj.size(), 1);
+    q.image = Image(q.grid, random_complex(static_cast<std::size_t>(q.grid.voxels()), 2));
+    return q;
+  }();
+  static const Problem p3 = [] {
+    Problem q{Grid(128, 128, 128), {}, {}, {}};
+    q.traj = traj::uniform_random(q.grid, std::size_t{1} << 21, 8);
+    q.data = random_complex(q.traj.size(), 3);
+    q.image = Image(q.grid, random_complex(static_cast<std::size_t>(q.grid.voxels()), 4));
+    return q;
+  }();
+  return dims == 3 ? p3 : p2;
+}
+
+NufftOptions options(double tol, Gridding g) {
+  NufftOptions o;
+  o.tolerance = tol;
+  o.gridding = g;
+  o.backend = Backend::Cuda;
+  return o;
+}
+
+double adjoint_error(const Problem &p, const Image &nufft) {
+  const std::int64_t c = p.grid.dims() == 3 ? 8 : 32;
+  const Grid centre(c, c, p.grid.dims() == 3 ? c : 1);
+  std::vector<cfloat> exact(static_cast<std::size_t>(centre.voxels())), mine(exact.size());
+  detail::adjoint_sum_f32(p.traj, p.data, centre, p.grid, exact.data());
+  for (std::int64_t z = 0; z < centre.nz(); ++z)
+    for (std::int64_t y = 0; y < c; ++y)
+      for (std::int64_t x = 0; x < c; ++x)
+        mine[static_cast<std::size_t>(centre.index(x, y, z))] =
+            nufft.at(x + p.grid.nx() / 2 - c / 2, y + p.grid.ny() / 2 - c / 2,
+                     p.grid.dims() == 3 ? z + p.grid.nz() / 2 - c / 2 : 0);
+  return relative_error(mine, exact);
+}
+
+double forward_error(const Problem &p, const std::vector<cfloat> &nufft) {
+  std::vector<KPoint> sub;
+  std::vector<cfloat> mine;
+  for (std::size_t m = 0; m < p.traj.size(); m += 1024) {
+    sub.push_back(p.traj[m]);
+    mine.push_back(nufft[m]);
+  }
+  std::vector<cfloat> exact(sub.size());
+  detail::forward_sum_f32(Trajectory(p.grid.dims(), sub), p.image, exact.data());
+  return relative_error(mine, exact);
+}
+
+void skip_without_gpu(benchmark::State &state) {
+  if (!cuda_available()) state.SkipWithError("no usable CUDA device");
+}
+
+// range(0): dims, range(1): method, range(2): -log10(tol)
+void NUFFT_adjoint(benchmark::State &state) {
+  skip_without_gpu(state);
+  if (state.error_occurred()) return;
+  const Problem &p = problem(static_cast<int>(state.range(0)));
+  const double tol = std::pow(10.0, -static_cast<double>(state.range(2)));
+  const Gridding g = state.range(1) ? Gridding::Gather : Gridding::Scatter;
+  const NufftOperator op(p.traj, p.grid, options(tol, g));
+  auto &plan = *op.device_plan();
+  plan.upload_samples(p.data.data());
+  double ms = 0;
+  for (auto _ : state) {
+    ms = plan.time_adjoint_ms(g, kReps);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  Image out(p.grid);
+  plan.download_image(out.data());
+  state.counters["points/s"] = static_cast<double>(p.traj.size()) / (ms * 1e-3);
+  state.counters["rel_err"] = adjoint_error(p, out);
+  state.counters["W"] = op.kernel().width;
+  state.counters["G"] = static_cast<double>(op.oversampled_grid().nx());
+}
+BENCHMARK(NUFFT_adjoint)
+    ->ArgNames({"dims", "rga", "tol"})
+    ->ArgsProduct({{2}, {0, 1}, {3, 5}})
+    ->ArgsProduct({{3}, {0, 1}, {3, 5}})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void NUFFT_forward(benchmark::State &state) {
+  skip_without_gpu(state);
+  if (state.error_occurred()) return;
+  const Problem &p = problem(static_cast<int>(state.range(0)));
+  const double tol = std::pow(10.0, -static_cast<double>(state.range(1)));
+  const NufftOperator op(p.traj, p.grid, options(tol, Gridding::Gather));
+  auto &plan = *op.device_plan();
+  plan.upload_image(p.image.data());
+  double ms = 0;
+  for (auto _ : state) {
+    ms = plan.time_forward_ms(kReps);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  std::vector<cfloat> out(p.traj.size());
+  plan.download_samples(out.data());
+  state.counters["points/s"] = static_cast<double>(p.traj.size()) / (ms * 1e-3);
+  state.counters["rel_err"] = forward_error(p, out);
+  state.counters["W"] = op.kernel().width;
+}
+BENCHMARK(NUFFT_forward)
+    ->ArgNames({"dims", "tol"})
+    ->ArgsProduct({{2, 3}, {3, 5}})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+void NUFFT_plan(benchmark::State &state) {
+  skip_without_gpu(state);
+  if (state.error_occurred()) return;
+  const Problem &p = problem(static_cast<int>(state.range(0)));
+  { const NufftOperator warm(p.traj, p.grid, options(1e-3, Gridding::Gather)); } // cuFFT/CUDA first-use costs
+  double setup = 0;
+  for (auto _ : state) {
+    const NufftOperator op(p.traj, p.grid, options(1e-3, Gridding::Gather));
+    setup = op.device_plan()->setup_ms();
+  }
+  state.counters["setup_ms"] = setup;
+}
+BENCHMARK(NUFFT_plan)->ArgName("dims")->Arg(2)->Arg(3)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void GRID2D(benchmark::State &state) {
+  skip_without_gpu(state);
+  if (state.error_occurred()) return;
+  static const Trajectory t = traj::propeller(Grid(256, 256), 16, 32, 256);
+  static const std::vector<cfloat> data = random_complex(t.size(), 5);
+  const Gridding g = state.range(0) ? Gridding::Gather : Gridding::Scatter;
+  const NufftOperator op(t, Grid(256, 256), options(1e-3, g));
+  auto &plan = *op.device_plan();
+  plan.upload_samples(data.data());
+  double ms = 0;
+  for (auto _ : state) {
+    ms = plan.time_adjoint_ms(g, kReps);
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["points/s"] = static_cast<double>(t.size()) / (ms * 1e-3);
+}
+BENCHMARK(GRID2D)->ArgName("rga")->Arg(0)->Arg(1)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Copies what the device machine runs (libmri, test, benchmark and example binaries, and the
+# shared libraries it lacks) from a build made here into .devstage/, under the build tree's
+# layout, so the device call carries a few MB instead of the whole build folder:
+#   scripts/stage-device.sh [build-dir]   then   run(..., carry=[".devstage"]) with BUILD_DIR=.devstage
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-build-gpu}"
+rm -rf .devstage
+mkdir -p .devstage/lib .devstage/tests .devstage/benchmarks .devstage/examples .devstage/runtime-libs
+cp -L "$build"/lib/libmri.so.0 .devstage/lib/
+cp "$build"/tests/mri_gpu_tests "$build"/tests/mri_tests .devstage/tests/
+find "$build/benchmarks" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .devstage/benchmarks/ \;
+find "$build/examples" -maxdepth 1 -type f -perm -u+x -exec cp {} .devstage/examples/ \;
+cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian .devstage/runtime-libs/ # not on the device
+du -sh .devstage
