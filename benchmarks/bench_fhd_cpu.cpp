@@ -21,37 +21,21 @@
 // Median of 5 repetitions (real time) is the figure to quote; the machine's cores are shared.
 #include <benchmark/benchmark.h>
 
-#include <cmath>
-#include <complex>
 #include <cstdint>
-#include <random>
+#include <utility>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "mri/fourier.hpp"
 #include "mri/trajectory.hpp"
 
 namespace {
 
 using namespace mri;
+using bench::random_complex;
+using bench::relative_error;
 
 constexpr std::size_t kSubsetSize = 1024;
-
-std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<cfloat> v(n);
-  for (auto &c : v) c = {g(rng), g(rng)};
-  return v;
-}
-
-double relative_error(const cfloat *a, const cfloat *b, std::size_t n) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
-    den += std::norm(cdouble(b[i]));
-  }
-  return std::sqrt(num / den);
-}
 
 struct Fhd2d {
   Grid grid{256, 256};
@@ -67,13 +51,9 @@ const Fhd2d &fhd2d() {
     Fhd2d q;
     q.traj = traj::spiral(q.grid, 16, 4096);
     q.data = random_complex(q.traj.size(), 1);
-    const std::size_t stride = q.traj.size() / kSubsetSize;
-    std::vector<KPoint> points;
-    for (std::size_t m = 0; m < q.traj.size() && points.size() < kSubsetSize; m += stride) {
-      points.push_back(q.traj[m]);
-      q.subset_data.push_back(q.data[m]);
-    }
-    q.subset = Trajectory(2, std::move(points));
+    bench::SampleSubset sub = bench::every_nth_sample(q.traj, q.data, q.traj.size() / kSubsetSize, kSubsetSize);
+    q.subset = Trajectory(2, std::move(sub.points));
+    q.subset_data = std::move(sub.values);
     q.image = Image(q.grid, random_complex(static_cast<std::size_t>(q.grid.voxels()), 2));
     return q;
   }();
@@ -93,9 +73,9 @@ const Errors &errors() {
     Errors r;
     const FourierOperator fast(p.subset, p.grid, kFast), ref(p.subset, p.grid, kReference);
     const Image a = fast.adjoint(p.subset_data), b = ref.adjoint(p.subset_data);
-    r.adjoint = relative_error(a.data(), b.data(), a.size());
+    r.adjoint = relative_error(a, b);
     const auto fa = fast.apply(p.image), fb = ref.apply(p.image);
-    r.forward = relative_error(fa.data(), fb.data(), fa.size());
+    r.forward = relative_error(fa, fb);
 
     // Full M on the central 16x16 voxels (coordinates -8..7, image indices 120..135).
     const Grid centre(16, 16);
@@ -104,7 +84,7 @@ const Errors &errors() {
     const Image full = FourierOperator(p.traj, p.grid, kFast).adjoint(p.data);
     for (std::int64_t y = 0; y < 16; ++y)
       for (std::int64_t x = 0; x < 16; ++x) fast_centre.push_back(full.at(120 + x, 120 + y));
-    r.adjoint_full_m = relative_error(fast_centre.data(), reference.data(), reference.size());
+    r.adjoint_full_m = relative_error(fast_centre, reference);
     return r;
   }();
   return e;

@@ -20,11 +20,10 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
-#include <complex>
 #include <cstdint>
-#include <random>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
 #include "mri/trajectory.hpp"
@@ -32,23 +31,8 @@
 namespace {
 
 using namespace mri;
-
-std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<cfloat> v(n);
-  for (auto &c : v) c = {g(rng), g(rng)};
-  return v;
-}
-
-double relative_error(const cfloat *a, const cfloat *b, std::size_t n) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
-    den += std::norm(cdouble(b[i]));
-  }
-  return std::sqrt(num / den);
-}
+using bench::random_complex;
+using bench::relative_error;
 
 struct Problem {
   Grid grid{256, 256};
@@ -87,19 +71,14 @@ double adjoint_error(const Problem &p, const Image &nufft) {
   for (std::int64_t y = 0; y < 32; ++y)
     for (std::int64_t x = 0; x < 32; ++x)
       mine[static_cast<std::size_t>(y * 32 + x)] = nufft.at(x + 128 - 16, y + 128 - 16);
-  return relative_error(mine.data(), exact.data(), exact.size());
+  return relative_error(mine, exact);
 }
 
 double forward_error(const Problem &p, const std::vector<cfloat> &nufft) {
-  std::vector<KPoint> sub;
-  std::vector<cfloat> mine;
-  for (std::size_t m = 0; m < p.traj.size(); m += 1024) {
-    sub.push_back(p.traj[m]);
-    mine.push_back(nufft[m]);
-  }
-  std::vector<cfloat> exact(sub.size());
-  detail::forward_sum_f64(Trajectory(2, sub), p.image, exact.data());
-  return relative_error(mine.data(), exact.data(), exact.size());
+  const bench::SampleSubset sub = bench::every_nth_sample(p.traj, nufft, 1024);
+  std::vector<cfloat> exact(sub.points.size());
+  detail::forward_sum_f64(Trajectory(2, sub.points), p.image, exact.data());
+  return relative_error(sub.values, exact);
 }
 
 NufftOptions options(double tol, Gridding method) {
@@ -110,18 +89,24 @@ NufftOptions options(double tol, Gridding method) {
   return o;
 }
 
+// The timed loop of an execute benchmark: `execute()` once per iteration, then the counter
+// points/s = `points` / real time.
+template <class Execute> void time_execute(benchmark::State &state, std::size_t points, Execute &&execute) {
+  for (auto _ : state) execute();
+  state.counters["points/s"] =
+      benchmark::Counter(static_cast<double>(points), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // range(0): 0 scatter (GA), 1 gather (RGA); range(1): -log10(tolerance).
 void NUFFT2D_adjoint(benchmark::State &state) {
   const Problem &p = random_2d();
   const double tol = std::pow(10.0, -static_cast<double>(state.range(1)));
   const NufftOperator op(p.traj, p.grid, options(tol, state.range(0) ? Gridding::Gather : Gridding::Scatter));
   Image out(p.grid);
-  for (auto _ : state) {
+  time_execute(state, p.traj.size(), [&] {
     op.adjoint(p.data.data(), out.data());
     benchmark::DoNotOptimize(out.data());
-  }
-  state.counters["points/s"] =
-      benchmark::Counter(static_cast<double>(p.traj.size()), benchmark::Counter::kIsIterationInvariantRate);
+  });
   state.counters["rel_err"] = adjoint_error(p, out);
   state.counters["W"] = op.kernel().width;
   state.counters["G"] = static_cast<double>(op.oversampled_grid().nx());
@@ -141,12 +126,10 @@ void NUFFT2D_forward(benchmark::State &state) {
   const double tol = std::pow(10.0, -static_cast<double>(state.range(0)));
   const NufftOperator op(p.traj, p.grid, options(tol, Gridding::Gather));
   std::vector<cfloat> out(p.traj.size());
-  for (auto _ : state) {
+  time_execute(state, p.traj.size(), [&] {
     op.apply(p.image.data(), out.data());
     benchmark::DoNotOptimize(out.data());
-  }
-  state.counters["points/s"] =
-      benchmark::Counter(static_cast<double>(p.traj.size()), benchmark::Counter::kIsIterationInvariantRate);
+  });
   state.counters["rel_err"] = forward_error(p, out);
   state.counters["W"] = op.kernel().width;
 }
@@ -171,12 +154,10 @@ void GRID2D(benchmark::State &state) {
   const Problem &p = propeller_2d();
   const NufftOperator op(p.traj, p.grid, options(1e-3, state.range(0) ? Gridding::Gather : Gridding::Scatter));
   Image out(p.grid);
-  for (auto _ : state) {
+  time_execute(state, p.traj.size(), [&] {
     op.adjoint(p.data.data(), out.data());
     benchmark::DoNotOptimize(out.data());
-  }
-  state.counters["points/s"] =
-      benchmark::Counter(static_cast<double>(p.traj.size()), benchmark::Counter::kIsIterationInvariantRate);
+  });
 }
 BENCHMARK(GRID2D)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
 

@@ -18,13 +18,12 @@
 
 #include <chrono>
 #include <cmath>
-#include <complex>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "../cuda/gridding_cuda.hpp"
+#include "bench_support.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
@@ -33,25 +32,10 @@
 namespace {
 
 using namespace mri;
+using bench::random_complex;
+using bench::relative_error;
 
 constexpr int kReps = 20;
-
-std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> g(0.0f, 1.0f);
-  std::vector<cfloat> v(n);
-  for (auto &c : v) c = {g(rng), g(rng)};
-  return v;
-}
-
-double relative_error(const std::vector<cfloat> &a, const std::vector<cfloat> &b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
-    den += std::norm(cdouble(b[i]));
-  }
-  return std::sqrt(num / den);
-}
 
 struct Problem {
   Grid grid;
@@ -101,39 +85,42 @@ double adjoint_error(const Problem &p, const Image &nufft) {
 }
 
 double forward_error(const Problem &p, const std::vector<cfloat> &nufft) {
-  std::vector<KPoint> sub;
-  std::vector<cfloat> mine;
-  for (std::size_t m = 0; m < p.traj.size(); m += 1024) {
-    sub.push_back(p.traj[m]);
-    mine.push_back(nufft[m]);
-  }
-  std::vector<cfloat> exact(sub.size());
-  detail::forward_sum_f32(Trajectory(p.grid.dims(), sub), p.image, exact.data());
-  return relative_error(mine, exact);
+  const bench::SampleSubset sub = bench::every_nth_sample(p.traj, nufft, 1024);
+  std::vector<cfloat> exact(sub.points.size());
+  detail::forward_sum_f32(Trajectory(p.grid.dims(), sub.points), p.image, exact.data());
+  return relative_error(sub.values, exact);
 }
 
-void skip_without_gpu(benchmark::State &state) {
-  if (!cuda_available()) state.SkipWithError("no usable CUDA device");
+// False, with the benchmark marked skipped and why, where no CUDA device is usable.
+bool gpu_usable(benchmark::State &state) {
+  if (cuda_available()) return true;
+  state.SkipWithError("no usable CUDA device");
+  return false;
+}
+
+// The timed loop of a device execute: `time_ms()` (an event-timed median of kReps runs) is each
+// iteration's manual time; then points/s = `points` / that time.
+template <class TimeMs> void time_device(benchmark::State &state, std::size_t points, TimeMs &&time_ms) {
+  double ms = 0;
+  for (auto _ : state) {
+    ms = time_ms();
+    state.SetIterationTime(ms * 1e-3);
+  }
+  state.counters["points/s"] = static_cast<double>(points) / (ms * 1e-3);
 }
 
 // range(0): dims, range(1): method, range(2): -log10(tol)
 void NUFFT_adjoint(benchmark::State &state) {
-  skip_without_gpu(state);
-  if (state.error_occurred()) return;
+  if (!gpu_usable(state)) return;
   const Problem &p = problem(static_cast<int>(state.range(0)));
   const double tol = std::pow(10.0, -static_cast<double>(state.range(2)));
   const Gridding g = state.range(1) ? Gridding::Gather : Gridding::Scatter;
   const NufftOperator op(p.traj, p.grid, options(tol, g));
   auto &plan = *op.device_plan();
   plan.upload_samples(p.data.data());
-  double ms = 0;
-  for (auto _ : state) {
-    ms = plan.time_adjoint_ms(g, kReps);
-    state.SetIterationTime(ms * 1e-3);
-  }
+  time_device(state, p.traj.size(), [&] { return plan.time_adjoint_ms(g, kReps); });
   Image out(p.grid);
   plan.download_image(out.data());
-  state.counters["points/s"] = static_cast<double>(p.traj.size()) / (ms * 1e-3);
   state.counters["rel_err"] = adjoint_error(p, out);
   state.counters["W"] = op.kernel().width;
   state.counters["G"] = static_cast<double>(op.oversampled_grid().nx());
@@ -147,21 +134,15 @@ BENCHMARK(NUFFT_adjoint)
     ->Unit(benchmark::kMillisecond);
 
 void NUFFT_forward(benchmark::State &state) {
-  skip_without_gpu(state);
-  if (state.error_occurred()) return;
+  if (!gpu_usable(state)) return;
   const Problem &p = problem(static_cast<int>(state.range(0)));
   const double tol = std::pow(10.0, -static_cast<double>(state.range(1)));
   const NufftOperator op(p.traj, p.grid, options(tol, Gridding::Gather));
   auto &plan = *op.device_plan();
   plan.upload_image(p.image.data());
-  double ms = 0;
-  for (auto _ : state) {
-    ms = plan.time_forward_ms(kReps);
-    state.SetIterationTime(ms * 1e-3);
-  }
+  time_device(state, p.traj.size(), [&] { return plan.time_forward_ms(kReps); });
   std::vector<cfloat> out(p.traj.size());
   plan.download_samples(out.data());
-  state.counters["points/s"] = static_cast<double>(p.traj.size()) / (ms * 1e-3);
   state.counters["rel_err"] = forward_error(p, out);
   state.counters["W"] = op.kernel().width;
 }
@@ -173,8 +154,7 @@ BENCHMARK(NUFFT_forward)
     ->Unit(benchmark::kMillisecond);
 
 void NUFFT_plan(benchmark::State &state) {
-  skip_without_gpu(state);
-  if (state.error_occurred()) return;
+  if (!gpu_usable(state)) return;
   const Problem &p = problem(static_cast<int>(state.range(0)));
   { const NufftOperator warm(p.traj, p.grid, options(1e-3, Gridding::Gather)); } // cuFFT/CUDA first-use costs
   double setup = 0;
@@ -187,20 +167,14 @@ void NUFFT_plan(benchmark::State &state) {
 BENCHMARK(NUFFT_plan)->ArgName("dims")->Arg(2)->Arg(3)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void GRID2D(benchmark::State &state) {
-  skip_without_gpu(state);
-  if (state.error_occurred()) return;
+  if (!gpu_usable(state)) return;
   static const Trajectory t = traj::propeller(Grid(256, 256), 16, 32, 256);
   static const std::vector<cfloat> data = random_complex(t.size(), 5);
   const Gridding g = state.range(0) ? Gridding::Gather : Gridding::Scatter;
   const NufftOperator op(t, Grid(256, 256), options(1e-3, g));
   auto &plan = *op.device_plan();
   plan.upload_samples(data.data());
-  double ms = 0;
-  for (auto _ : state) {
-    ms = plan.time_adjoint_ms(g, kReps);
-    state.SetIterationTime(ms * 1e-3);
-  }
-  state.counters["points/s"] = static_cast<double>(t.size()) / (ms * 1e-3);
+  time_device(state, t.size(), [&] { return plan.time_adjoint_ms(g, kReps); });
 }
 BENCHMARK(GRID2D)->ArgName("rga")->Arg(0)->Arg(1)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 

@@ -61,15 +61,46 @@ struct SeparableGemmShape {
   std::size_t chunks = 0;            // GEMMs per call
 };
 
+// How much device memory an FhdPlan may hold (see FhdPlan: resident or chunked).
+struct FhdPlanOptions {
+  // 0: 90% of the free device memory (cudaMemGetInfo) when the plan is created; the rest is
+  // left to cuBLAS/cuFFT work areas and the caller's buffers. Tests force small values.
+  std::size_t memory_budget_bytes = 0;
+};
+
 // A plan owns the device copies of one trajectory and the buffers of one problem size,
 // allocated once (per-policy scratch on first use) and reused by every call. Not thread-safe:
 // one plan per host thread. Movable, not copyable.
+//
+// Memory layout, chosen at construction against the memory budget (FhdPlanOptions):
+//  - resident (everything fits: resident_bytes(out, M) <= budget and M < 2^31): the whole
+//    trajectory and an M-sample buffer live on the device; every entry point works.
+//  - chunked (otherwise): the plan keeps a host copy of the trajectory and at most
+//    chunk_samples() samples on the device (trajectory, coefficients / results and the
+//    running policy's scratch, in two upload slots), C = the largest multiple of
+//    kChunkQuantum with chunked_bytes(out, C) <= budget (at most 2^30). The host entry points
+//    (adjoint, forward, adjoint_f64, forward_f64) stream chunk after chunk, uploading chunk
+//    i+1 on a second stream while chunk i computes, and accumulate the partial images in
+//    double (adjoint) or copy each chunk's samples back (forward): the same sums as the
+//    resident plan up to float rounding. M may exceed 2^31 (chunks stay int32-indexed). The
+//    device-pointer entry points and the resident buffers (adjoint_device, forward_device,
+//    adjoint_f64_device, forward_f64_device, device_samples, upload_samples,
+//    download_samples, time_*_ms, adjoint_tuned_variant) need the resident layout and throw
+//    Unsupported on a chunked plan; device_image / upload_image / download_image work.
+//    Running a policy frees the per-sample scratch another policy left (one policy's scratch
+//    at a time).
+// A budget that cannot hold even one chunk of kChunkQuantum samples (or, for M <=
+// kChunkQuantum, the resident plan) throws Unsupported naming the bytes needed and free.
 class FhdPlan {
 public:
+  using Options = FhdPlanOptions;
+
   // Throws InvalidArgument when the trajectory is empty, out and period differ in dims, or a
   // sample lies outside period's k-space (the CPU operators' check, Trajectory::check_within);
-  // Unsupported when no CUDA device is usable or a size exceeds the 32-bit index range.
+  // Unsupported when no CUDA device is usable, the output grid exceeds the 32-bit index range,
+  // or the memory budget cannot hold the smallest chunk.
   FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &period);
+  FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &period, const FhdPlanOptions &options);
   ~FhdPlan();
   FhdPlan(FhdPlan &&) noexcept;
   FhdPlan &operator=(FhdPlan &&) noexcept;
@@ -81,6 +112,26 @@ public:
   const Grid &out() const;
   const Grid &period() const;
 
+  // The layout chosen at construction (see above).
+  bool chunked() const;
+  std::size_t chunk_samples() const;       // samples on the device at a time: M when resident
+  std::size_t chunks() const;              // chunks per host call: 1 when resident
+  std::size_t memory_budget_bytes() const; // the budget the layout was chosen against
+  // Chunks hold a multiple of this many samples (a multiple of Register's 1024-sample blocks
+  // and the constant policies' 1536-sample launches, so their sums group the samples as in
+  // the resident plan); also the smallest chunk.
+  static constexpr std::size_t kChunkQuantum = 3072;
+  // The device bytes the layout rule compares with the budget, for a plan on `out` (current
+  // device): resident with `samples` samples, or chunked with chunks of `chunk_samples`.
+  // Per sample: resident 12 (trajectory) + 8 (samples) + 96 (the largest policy scratch,
+  // Tuned's records); chunked 2 x (12 + 16) (two upload slots, sized for complex double) + 96.
+  // Per voxel 36 (the image, a complex-double image: SeparableGemm's or the chunked
+  // accumulator, Gather's coordinates), plus a bound on Tuned's split partial images.
+  // SeparableGemm's operands: resident, their own budget (SeparableGemmConfig); chunked, at
+  // most 96 bytes per chunk sample unless SeparableGemmConfig::memory_budget_bytes says more.
+  static std::size_t resident_bytes(const Grid &out, std::size_t samples);
+  static std::size_t chunked_bytes(const Grid &out, std::size_t chunk_samples);
+
   // Host arrays: c_host holds M values, result_host out.voxels(). Blocks until the result is
   // on the host; every element of result_host is written.
   void adjoint(KernelPolicy policy, const cfloat *c_host, cfloat *result_host);
@@ -91,14 +142,15 @@ public:
 
   // Device pointers (any device allocation, e.g. device_samples()/device_image() or a GPU CG's
   // vectors): enqueued on the plan's stream, returns without waiting (synchronize() waits).
-  // c_dev must not alias result_dev.
+  // c_dev must not alias result_dev. Resident plans only (Unsupported when chunked).
   void adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev);
   void forward_device(const cfloat *image_dev, cfloat *result_dev); // ForwardPath::Reference
   void forward_device(ForwardPath path, const cfloat *image_dev, cfloat *result_dev);
   void synchronize();
   void *stream() const; // the cudaStream_t the plan enqueues on, as void*
 
-  // The plan's resident device buffers: M samples and out.voxels() image values.
+  // The plan's resident device buffers: M samples and out.voxels() image values (a chunked
+  // plan has no M-sample buffer: the *_samples calls throw Unsupported there).
   cfloat *device_samples();
   cfloat *device_image();
   void upload_samples(const cfloat *host);
@@ -114,8 +166,9 @@ public:
   float time_forward_ms(ForwardPath path);
 
   // Float64 end to end through the SeparableGemm policy (ZGEMM): coefficients, image and
-  // results in complex double (the cfloat API rounds its output to float). Host forms block;
-  // device forms enqueue on the plan's stream (inputs must not alias outputs).
+  // results in complex double (the cfloat API rounds its output to float). Host forms block
+  // (and stream on a chunked plan); device forms enqueue on the plan's stream (inputs must not
+  // alias outputs; resident plans only).
   void adjoint_f64(const std::complex<double> *c_host, std::complex<double> *result_host);
   void adjoint_f64_device(const std::complex<double> *c_dev, std::complex<double> *result_dev);
   void forward_f64(const std::complex<double> *image_host, std::complex<double> *result_host);
@@ -128,6 +181,7 @@ public:
   // The Tuned policy's variants (cuda/fhd_tuned.cu; KernelPolicy::Tuned runs
   // tuned_default_variant()), for the benchmark's ablation and the tests. Same semantics as
   // adjoint / adjoint_device / time_adjoint_ms; InvalidArgument for an unknown variant.
+  // Resident plans only.
   void adjoint_tuned_variant(int variant, const cfloat *c_host, cfloat *result_host);
   void adjoint_device_tuned_variant(int variant, const cfloat *c_dev, cfloat *result_dev);
   float time_tuned_variant_ms(int variant);

@@ -51,10 +51,7 @@ ForwardPath forward_path(Precision precision) {
   return precision == Precision::Float64 ? ForwardPath::GemmDouble : ForwardPath::GemmFloat;
 }
 
-void FhdPlan::forward_device(ForwardPath path, const cfloat *image_dev, cfloat *result_dev) {
-  const PlanState &s = impl_->state;
-  const auto *image = reinterpret_cast<const float2 *>(image_dev);
-  auto *result = reinterpret_cast<float2 *>(result_dev);
+void run_forward_path(const PlanState &s, ForwardPath path, const float2 *image, float2 *result) {
   switch (path) {
   case ForwardPath::Reference: return run_forward(s, image, result);
   case ForwardPath::GemmFloat: return run_forward_gemm(s, image, result, false);
@@ -63,10 +60,33 @@ void FhdPlan::forward_device(ForwardPath path, const cfloat *image_dev, cfloat *
   mri::detail::invalid_argument("forward path", static_cast<int>(path), "unknown");
 }
 
+void FhdPlan::forward_device(ForwardPath path, const cfloat *image_dev, cfloat *result_dev) {
+  require_resident(*impl_, "forward_device");
+  run_forward_path(impl_->state, path, reinterpret_cast<const float2 *>(image_dev),
+                   reinterpret_cast<float2 *>(result_dev));
+}
+
+SampleScratch sample_scratch(KernelPolicy policy) {
+  switch (policy) {
+  case KernelPolicy::Gather: return SampleScratch::Soa;
+  case KernelPolicy::Register:
+  case KernelPolicy::ConstantChunked:
+  case KernelPolicy::SfuTrig: return SampleScratch::Packed;
+  case KernelPolicy::Tuned: return SampleScratch::Tuned;
+  case KernelPolicy::SeparableGemm: return SampleScratch::Gemm;
+  case KernelPolicy::ScatterAtomic:
+  case KernelPolicy::Auto: break;
+  }
+  return SampleScratch::None;
+}
+
 void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev) {
-  const PlanState &s = impl_->state;
-  const auto *c = reinterpret_cast<const float2 *>(c_dev);
-  auto *out = reinterpret_cast<float2 *>(result_dev);
+  require_resident(*impl_, "adjoint_device");
+  run_adjoint_policy(impl_->state, policy, reinterpret_cast<const float2 *>(c_dev),
+                     reinterpret_cast<float2 *>(result_dev));
+}
+
+void run_adjoint_policy(const PlanState &s, KernelPolicy policy, const float2 *c, float2 *out) {
   switch (resolve_policy(policy)) {
   case KernelPolicy::ScatterAtomic: return run_adjoint<KernelPolicy::ScatterAtomic>(s, c, out);
   case KernelPolicy::Gather: return run_adjoint<KernelPolicy::Gather>(s, c, out);

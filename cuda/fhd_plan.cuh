@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "cuda_check.cuh"
 #include "fhd_backend.hpp"
@@ -122,7 +123,14 @@ struct Workspace {
   bool voxel_coords_ready = false;
   std::unique_ptr<GemmScratch, GemmScratchDeleter> gemm; // SeparableGemm
   SeparableGemmConfig gemm_config;
+  // The operand budget SeparableGemm uses when gemm_config.memory_budget_bytes is 0; 0: its own
+  // default (a quarter of the free memory, at most 2 GiB). A chunked plan sets its share.
+  std::size_t gemm_default_budget = 0;
 };
+
+// Which per-sample scratch buffer of the Workspace a call uses (a chunked plan frees the others
+// before it runs: one policy's O(M) scratch at a time).
+enum class SampleScratch { None, Soa, Packed, Tuned, Gemm };
 
 struct PlanState {
   const KPoint *k = nullptr; // the trajectory on the device, AoS (mri::KPoint, 12 bytes)
@@ -138,20 +146,49 @@ struct PlanState {
   Workspace *ws = nullptr;
 };
 
+// A chunked plan's streaming state (fhd_plan.cu). Chunk i of `chunk` samples goes through slot
+// i % 2: its trajectory into k[slot] and its coefficients (adjoint, float or double) into
+// io[slot] on the `upload` stream, then uploaded[slot] is recorded; the compute stream waits
+// for it, computes (the forward writes its results into io[slot] and copies them back), and
+// records consumed[slot], which the next upload into that slot waits for.
+struct Streaming {
+  std::vector<KPoint> host_k; // the whole trajectory, on the host
+  std::size_t chunk = 0;
+  Stream upload;
+  Event uploaded[2], consumed[2];
+  DeviceBuffer<KPoint> k[2];   // chunk each
+  DeviceBuffer<double2> io[2]; // chunk each: coefficients in, forward results out
+  DeviceBuffer<double2> acc;   // out.voxels(): the adjoint's double accumulator, or the
+                               // forward's image in double (GemmDouble, forward_f64)
+};
+
 // What an FhdPlan owns (fhd_plan.cu builds it; fhd_dispatch.cu reads `state`).
 struct FhdPlan::Impl {
   Grid out, period;
   std::size_t m = 0;
+  std::size_t chunk = 0;  // samples on the device at a time (m when resident)
+  std::size_t budget = 0; // bytes, what the layout was chosen against
   Stream stream;
   Stream copy_stream;
   Event packed_ready, copy_done0, copy_done1, kernel_done0, kernel_done1;
   Event start{true}, stop{true};
-  DeviceBuffer<KPoint> k;
-  DeviceBuffer<float2> samples; // M
+  DeviceBuffer<KPoint> k;       // resident: M
+  DeviceBuffer<float2> samples; // resident: M
   DeviceBuffer<float2> image;   // out.voxels()
   Workspace ws;
+  // Resident: the whole problem. Chunked: k = slot 0, m = chunk (the views each chunk runs
+  // on replace k and m; see stream_chunks in fhd_plan.cu).
   PlanState state;
+  std::unique_ptr<Streaming> streaming; // null when resident
 };
+
+// Throws Unsupported naming `entry_point` when the plan is chunked (fhd_plan.cu).
+void require_resident(const FhdPlan::Impl &p, const char *entry_point);
+// The host entry points of a chunked plan (fhd_plan.cu); `policy` already resolved.
+void streamed_adjoint(FhdPlan::Impl &p, KernelPolicy policy, const float2 *c_host, float2 *result_host);
+void streamed_adjoint_f64(FhdPlan::Impl &p, const double2 *c_host, double2 *result_host);
+void streamed_forward(FhdPlan::Impl &p, ForwardPath path, const float2 *image_host, float2 *result_host);
+void streamed_forward_f64(FhdPlan::Impl &p, const double2 *image_host, double2 *result_host);
 
 
 // ---------------------------------------------------------------------------------------
@@ -179,10 +216,26 @@ using SfuTrigTag = PolicyTag<KernelPolicy::SfuTrig>;
 using TunedTag = PolicyTag<KernelPolicy::Tuned>;
 using SeparableGemmTag = PolicyTag<KernelPolicy::SeparableGemm>;
 
+// The one runtime switch over policies / forward paths (fhd_dispatch.cu), on any PlanState
+// (the plan's own, or a chunk's view of it).
+void run_adjoint_policy(const PlanState &plan, KernelPolicy policy, const float2 *c, float2 *out);
+void run_forward_path(const PlanState &plan, ForwardPath path, const float2 *image, float2 *result);
+// The per-sample scratch `policy` (resolved) uses.
+SampleScratch sample_scratch(KernelPolicy policy);
+
 // The forward reference kernel (fhd_forward.cu).
 void run_forward(const PlanState &plan, const float2 *image, float2 *result);
 // The separable GEMM forward (fhd_separable_gemm.cu): CGEMM or ZGEMM, result rounded to float.
 void run_forward_gemm(const PlanState &plan, const float2 *image, float2 *result, bool in_double);
+// SeparableGemm pieces a chunked plan streams with (fhd_separable_gemm.cu):
+// R (out.voxels, complex double) = (accumulate ? R : 0) + the sum over plan's samples;
+void separable_adjoint_into(const PlanState &plan, const float2 *c, double2 *R, bool accumulate);
+void separable_adjoint_into(const PlanState &plan, const double2 *c, double2 *R, bool accumulate);
+// the ZGEMM forward of an image already in double, result in float or double;
+void separable_forward_double(const PlanState &plan, const double2 *image, float2 *result);
+void separable_forward_double(const PlanState &plan, const double2 *image, double2 *result);
+// frees the operand and staging buffers (keeps the cuBLAS handle, the split and the R image).
+void release_separable_operands(Workspace &ws);
 
 // Shared passes (fhd_plan.cu). Phase unit of a packed record:
 enum class PhaseUnit { Radians, Turns };

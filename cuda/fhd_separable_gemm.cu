@@ -19,6 +19,8 @@
 // phase in turns formed in double from the float trajectory, evaluated with sincospi (exact
 // argument reduction); then cublasZgemm accumulates R (beta = 1 after the first chunk). The
 // policy's API stays cfloat (c widened, R rounded at the end); adjoint_f64 keeps double.
+// A chunked FhdPlan (fhd_plan.cu) runs this per chunk of its samples, accumulating R across
+// its chunks too (separable_adjoint_into), with the operands sized from its memory budget.
 //
 // Forward, with the same column operand B:
 //     T[r, m] = sum_q img[r + rows q] conj(B[m, q])        one GEMM per chunk (img times B^H)
@@ -116,7 +118,7 @@ GemmScratch &scratch(const PlanState &plan) {
   if (!g.ready) {
     g.split = choose_split(plan);
     const SeparableGemmConfig &cfg = ws.gemm_config;
-    std::size_t budget = cfg.memory_budget_bytes;
+    std::size_t budget = cfg.memory_budget_bytes ? cfg.memory_budget_bytes : ws.gemm_default_budget;
     if (budget == 0) {
       std::size_t free_bytes = 0, total_bytes = 0;
       MRI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -300,8 +302,9 @@ void gemm(cublasHandle_t h, bool gauss_3m, cublasOperation_t ta, cublasOperation
         __FILE__, __LINE__);
 }
 
-// R (rows x cols = the output grid, complex double) = sum over all samples of A^T B.
-template <class Tc> void separable_adjoint(const PlanState &plan, const Tc *c, double2 *R) {
+// R (rows x cols = the output grid, complex double) = sum over all samples of A^T B, added to R
+// when `accumulate` (a chunked plan's later chunks).
+template <class Tc> void separable_adjoint(const PlanState &plan, const Tc *c, double2 *R, bool accumulate = false) {
   GemmScratch &g = scratch(plan);
   const SplitGeom &s = g.split;
   const int chunk = static_cast<int>(g.chunk);
@@ -312,7 +315,8 @@ template <class Tc> void separable_adjoint(const PlanState &plan, const Tc *c, d
     const int count = std::min(chunk, plan.m - first);
     launch_operand<true>(plan, s, c, first, count, chunk, A);
     launch_operand<false>(plan, s, static_cast<const Tc *>(nullptr), first, count, chunk, B);
-    gemm(g.handle, gauss_3m, CUBLAS_OP_T, CUBLAS_OP_N, s.rows, s.cols, count, A, chunk, B, chunk, first > 0, R, s.rows);
+    gemm(g.handle, gauss_3m, CUBLAS_OP_T, CUBLAS_OP_N, s.rows, s.cols, count, A, chunk, B, chunk, accumulate || first > 0,
+         R, s.rows);
   }
 }
 
@@ -363,15 +367,40 @@ void run_forward_gemm(const PlanState &plan, const float2 *image, float2 *result
   separable_forward(plan, static_cast<const double2 *>(img), result);
 }
 
+void separable_adjoint_into(const PlanState &plan, const float2 *c, double2 *R, bool accumulate) {
+  separable_adjoint(plan, c, R, accumulate);
+}
+void separable_adjoint_into(const PlanState &plan, const double2 *c, double2 *R, bool accumulate) {
+  separable_adjoint(plan, c, R, accumulate);
+}
+void separable_forward_double(const PlanState &plan, const double2 *image, float2 *result) {
+  separable_forward(plan, image, result);
+}
+void separable_forward_double(const PlanState &plan, const double2 *image, double2 *result) {
+  separable_forward(plan, image, result);
+}
+
+void release_separable_operands(Workspace &ws) {
+  if (!ws.gemm) return;
+  ws.gemm->rows_op = DeviceBuffer<double2>();
+  ws.gemm->cols_op = DeviceBuffer<double2>();
+  ws.gemm->io_in = DeviceBuffer<double2>();
+  ws.gemm->io_out = DeviceBuffer<double2>();
+}
+
 void FhdPlan::adjoint_f64_device(const std::complex<double> *c_dev, std::complex<double> *result_dev) {
+  require_resident(*impl_, "adjoint_f64_device");
   separable_adjoint(impl_->state, reinterpret_cast<const double2 *>(c_dev), reinterpret_cast<double2 *>(result_dev));
 }
 
 void FhdPlan::forward_f64_device(const std::complex<double> *image_dev, std::complex<double> *result_dev) {
+  require_resident(*impl_, "forward_f64_device");
   separable_forward(impl_->state, reinterpret_cast<const double2 *>(image_dev), reinterpret_cast<double2 *>(result_dev));
 }
 
 void FhdPlan::adjoint_f64(const std::complex<double> *c_host, std::complex<double> *result_host) {
+  if (impl_->streaming)
+    return streamed_adjoint_f64(*impl_, reinterpret_cast<const double2 *>(c_host), reinterpret_cast<double2 *>(result_host));
   const PlanState &s = impl_->state;
   GemmScratch &g = scratch(s);
   double2 *c = g.io_in.grow(impl_->m);
@@ -383,6 +412,9 @@ void FhdPlan::adjoint_f64(const std::complex<double> *c_host, std::complex<doubl
 }
 
 void FhdPlan::forward_f64(const std::complex<double> *image_host, std::complex<double> *result_host) {
+  if (impl_->streaming)
+    return streamed_forward_f64(*impl_, reinterpret_cast<const double2 *>(image_host),
+                                reinterpret_cast<double2 *>(result_host));
   const PlanState &s = impl_->state;
   GemmScratch &g = scratch(s);
   double2 *img = g.io_in.grow(voxels());
@@ -406,7 +438,9 @@ SeparableGemmShape FhdPlan::separable_shape() {
   shape.split_axis = g.split.axis;
   shape.split_low = g.split.lo;
   shape.chunk_samples = g.chunk;
-  shape.chunks = (impl_->m + g.chunk - 1) / g.chunk;
+  // GEMMs per call: per plan chunk (all of M when resident) ceil(its samples / g.chunk).
+  const std::size_t whole = impl_->m / impl_->chunk, rest = impl_->m % impl_->chunk;
+  shape.chunks = whole * ((impl_->chunk + g.chunk - 1) / g.chunk) + (rest + g.chunk - 1) / g.chunk;
   return shape;
 }
 

@@ -394,6 +394,7 @@ const char *tuned_variant_name(int variant) {
 }
 
 void FhdPlan::adjoint_device_tuned_variant(int variant, const cfloat *c_dev, cfloat *result_dev) {
+  require_resident(*impl_, "adjoint_device_tuned_variant");
   if (variant < 0 || variant >= kVariantCount)
     mri::detail::invalid_argument("tuned variant", variant, "out of range");
   run_tuned(impl_->state, reinterpret_cast<const float2 *>(c_dev), reinterpret_cast<float2 *>(result_dev), variant);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "../lib/recon_report.hpp"
 #include "cuda_check.cuh"
 #include "device_image.hpp"
 #include "fhd_backend.hpp"
@@ -124,16 +125,7 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
     if (!toeplitz) {
       toeplitz.emplace(trajectory, data.weights(), grid, policy, ToeplitzFft::Auto, stream);
       report.q_seconds += toeplitz->setup().q_seconds;
-      if (use_cache) {
-        t = Clock::now();
-        try {
-          save_toeplitz_spectrum(report.q_cache_file, key, grid, toeplitz->spectrum());
-        } catch (const Error &e) {
-          report.q_cache_message +=
-              std::string(report.q_cache_message.empty() ? "" : "; ") + "not stored: " + e.what();
-        }
-        report.setup_seconds += seconds_since(t);
-      }
+      if (use_cache) mri::detail::store_q_spectrum(report, key, grid, [&] { return toeplitz->spectrum(); });
     }
     report.fft_setup_seconds = toeplitz->setup().fft_setup_seconds;
     report.transfer_seconds += toeplitz->setup().transfer_seconds;
@@ -157,15 +149,9 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
 
   // The one transfer back.
   t = Clock::now();
-  ReconResult result{x.to_host(), {}};
+  Image image = x.to_host();
   report.transfer_seconds += seconds_since(t);
-
-  report.iterations = cg.iterations();
-  report.status = cg.info();
-  report.residuals = cg.residual_history();
-  report.total_seconds = seconds_since(t_start);
-  result.report = std::move(report);
-  return result;
+  return mri::detail::finish_recon(std::move(image), std::move(report), cg, t_start);
 }
 
 } // namespace mri::cuda::detail

@@ -288,28 +288,48 @@ FftShape fft_shape(const Grid &padded) {
   return s;
 }
 
-// Creates a C2C plan without its own work area; returns the work size it needs.
-std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s) {
+// A cuFFT handle without its own work area: every plan of a set shares set.work (make_plan_set).
+void create_plan(cufftHandle &h, bool &has) {
   MRI_CUFFT_CHECK(cufftCreate(&h));
   has = true;
   MRI_CUFFT_CHECK(cufftSetAutoAllocation(h, 0));
+}
+
+// Plans handle `h` (created) as one C2C transform of the whole padded grid; returns the work
+// size it needs.
+std::size_t plan_whole_grid(cufftHandle h, const FftShape &s) {
   std::size_t work = 0;
   int n[3] = {s.n[0], s.n[1], s.n[2]};
   MRI_CUFFT_CHECK(cufftMakePlanMany(h, s.rank, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, 1, &work));
   return work;
 }
 
-// Pruned's two plans: the slabs (rank dims-1, contiguous, batch n_last) and the last axis
-// (rank 1, stride = slab size, batch = slab size).
+// Creates a C2C plan without its own work area; returns the work size it needs.
+std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s) {
+  create_plan(h, has);
+  return plan_whole_grid(h, s);
+}
+
+// Plans handle `h` (created) as Pruned's last-axis transform: rank 1, stride = slab size,
+// batch = slab size. Returns the work size it needs.
+std::size_t plan_last_axis(cufftHandle h, const PlanSet &set) {
+  const Grid &p = set.padded;
+  int last_n[1] = {static_cast<int>(p.extent(p.dims() - 1))};
+  int embed[1] = {last_n[0]};
+  const int stride = static_cast<int>(set.slab_size);
+  std::size_t w = 0;
+  MRI_CUFFT_CHECK(cufftMakePlanMany(h, 1, last_n, embed, stride, 1, embed, stride, 1, CUFFT_C2C, stride, &w));
+  return w;
+}
+
+// Pruned's two plans: the slabs (rank dims-1, contiguous, batch n_last) and the last axis.
 std::size_t make_pruned_plans(PlanSet &set) {
   const Grid &p = set.padded;
   const int last_axis = p.dims() - 1;
   set.slab_size = p.voxels() / p.extent(last_axis);
   set.slabs = p.extent(last_axis) / 2;
   std::size_t work = 0, w = 0;
-  MRI_CUFFT_CHECK(cufftCreate(&set.slab));
-  set.has_slab = true;
-  MRI_CUFFT_CHECK(cufftSetAutoAllocation(set.slab, 0));
+  create_plan(set.slab, set.has_slab);
   int slab_n[2] = {static_cast<int>(p.ny()), static_cast<int>(p.nx())};
   if (p.dims() == 3)
     MRI_CUFFT_CHECK(cufftMakePlanMany(set.slab, 2, slab_n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C,
@@ -318,51 +338,40 @@ std::size_t make_pruned_plans(PlanSet &set) {
     MRI_CUFFT_CHECK(cufftMakePlanMany(set.slab, 1, slab_n + 1, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C,
                                       static_cast<int>(set.slabs), &w));
   work = std::max(work, w);
-  MRI_CUFFT_CHECK(cufftCreate(&set.last));
-  set.has_last = true;
-  MRI_CUFFT_CHECK(cufftSetAutoAllocation(set.last, 0));
-  int last_n[1] = {static_cast<int>(p.extent(last_axis))};
-  int embed[1] = {last_n[0]};
-  const int stride = static_cast<int>(set.slab_size);
-  MRI_CUFFT_CHECK(cufftMakePlanMany(set.last, 1, last_n, embed, stride, 1, embed, stride, 1, CUFFT_C2C, stride, &w));
-  return std::max(work, w);
+  create_plan(set.last, set.has_last);
+  return std::max(work, plan_last_axis(set.last, set));
 }
 
 #ifdef MRI_TOEPLITZ_LTO
+// The device copy of the callbacks' parameters, passed to them as caller_info.
+void allocate_callback_params(PlanSet &set) {
+  void *p = nullptr;
+  MRI_CUDA_CHECK(cudaMalloc(&p, sizeof(ToeplitzCallbackParams)));
+  set.params_dev = static_cast<ToeplitzCallbackParams *>(p);
+  set.caller_info[0] = set.params_dev;
+}
+
+// Attaches the callback `name` (from the embedded LTO fatbin) to plan h, before it is planned.
+void set_callback(cufftHandle h, const char *name, cufftXtCallbackType type, PlanSet &set) {
+  MRI_CUFFT_CHECK(cufftXtSetJITCallback(h, name, mri_toeplitz_callbacks_fatbin, sizeof(mri_toeplitz_callbacks_fatbin),
+                                        type, set.caller_info));
+}
+
 std::size_t make_callback_plan(cufftHandle &h, bool &has, const FftShape &s, PlanSet &set, const char *load,
                                const char *store) {
-  MRI_CUFFT_CHECK(cufftCreate(&h));
-  has = true;
-  MRI_CUFFT_CHECK(cufftSetAutoAllocation(h, 0));
-  const void *fatbin = mri_toeplitz_callbacks_fatbin;
-  const std::size_t size = sizeof(mri_toeplitz_callbacks_fatbin);
-  if (load)
-    MRI_CUFFT_CHECK(cufftXtSetJITCallback(h, load, fatbin, size, CUFFT_CB_LD_COMPLEX, set.caller_info));
-  if (store)
-    MRI_CUFFT_CHECK(cufftXtSetJITCallback(h, store, fatbin, size, CUFFT_CB_ST_COMPLEX, set.caller_info));
-  std::size_t work = 0;
-  int n[3] = {s.n[0], s.n[1], s.n[2]};
-  MRI_CUFFT_CHECK(cufftMakePlanMany(h, s.rank, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, 1, &work));
-  return work;
+  create_plan(h, has);
+  if (load) set_callback(h, load, CUFFT_CB_LD_COMPLEX, set);
+  if (store) set_callback(h, store, CUFFT_CB_ST_COMPLEX, set);
+  return plan_whole_grid(h, s);
 }
 #endif
 
 #ifdef MRI_TOEPLITZ_LTO
 // The last-axis plan of Pruned with the spectrum multiply as its store callback.
 std::size_t make_last_callback_plan(PlanSet &set) {
-  const Grid &p = set.padded;
-  MRI_CUFFT_CHECK(cufftCreate(&set.last_cb));
-  set.has_last_cb = true;
-  MRI_CUFFT_CHECK(cufftSetAutoAllocation(set.last_cb, 0));
-  MRI_CUFFT_CHECK(cufftXtSetJITCallback(set.last_cb, "mri_toeplitz_store_multiply", mri_toeplitz_callbacks_fatbin,
-                                        sizeof(mri_toeplitz_callbacks_fatbin), CUFFT_CB_ST_COMPLEX,
-                                        set.caller_info));
-  int last_n[1] = {static_cast<int>(p.extent(p.dims() - 1))};
-  int embed[1] = {last_n[0]};
-  const int stride = static_cast<int>(set.slab_size);
-  std::size_t w = 0;
-  MRI_CUFFT_CHECK(cufftMakePlanMany(set.last_cb, 1, last_n, embed, stride, 1, embed, stride, 1, CUFFT_C2C, stride, &w));
-  return w;
+  create_plan(set.last_cb, set.has_last_cb);
+  set_callback(set.last_cb, "mri_toeplitz_store_multiply", CUFFT_CB_ST_COMPLEX, set);
+  return plan_last_axis(set.last_cb, set);
 }
 #endif
 
@@ -376,10 +385,7 @@ std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft) {
   if (fft == ToeplitzFft::Callbacks) {
 #ifdef MRI_TOEPLITZ_LTO
     try {
-      void *p = nullptr;
-      MRI_CUDA_CHECK(cudaMalloc(&p, sizeof(ToeplitzCallbackParams)));
-      set->params_dev = static_cast<ToeplitzCallbackParams *>(p);
-      set->caller_info[0] = set->params_dev;
+      allocate_callback_params(*set);
       work = std::max(work, make_callback_plan(set->cb_fwd, set->has_cb_fwd, shape, *set, "mri_toeplitz_load_pad",
                                                "mri_toeplitz_store_multiply"));
       work = std::max(work, make_callback_plan(set->cb_inv, set->has_cb_inv, shape, *set, nullptr,
@@ -412,10 +418,7 @@ std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft) {
   if (fft == ToeplitzFft::PrunedCallback && set->fft == ToeplitzFft::Pruned) {
 #ifdef MRI_TOEPLITZ_LTO
     try {
-      void *p = nullptr;
-      MRI_CUDA_CHECK(cudaMalloc(&p, sizeof(ToeplitzCallbackParams)));
-      set->params_dev = static_cast<ToeplitzCallbackParams *>(p);
-      set->caller_info[0] = set->params_dev;
+      allocate_callback_params(*set);
       work = std::max(work, make_last_callback_plan(*set));
       set->fft = ToeplitzFft::PrunedCallback;
       set->note = "pruned + multiply callback";

@@ -4,9 +4,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <map>
 
 #include <mri/mri.hpp>
+
+#include "example_support.hpp"
 
 int main(int argc, char **argv) {
   CLI::App app{"mri demo: 2D spiral Shepp-Logan, adjoint vs CG"};
@@ -14,15 +15,13 @@ int main(int argc, char **argv) {
   double snr = 50, lambda = 0;
   std::string out = "demo.png";
   mri::Backend backend = mri::Backend::Auto;
-  const std::map<std::string, mri::Backend> backends{
-      {"auto", mri::Backend::Auto}, {"cpu", mri::Backend::Cpu}, {"cuda", mri::Backend::Cuda}};
   app.add_option("--size", size, "image size n (n x n)")->check(CLI::Range(8, 1024));
   app.add_option("--interleaves", interleaves, "spiral interleaves")->check(CLI::PositiveNumber);
   app.add_option("--samples", samples, "samples per interleave")->check(CLI::PositiveNumber);
   app.add_option("--snr", snr, "signal-to-noise ratio (linear, RMS signal / noise std)")->check(CLI::PositiveNumber);
   app.add_option("--iterations", iterations, "CG iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--lambda", lambda, "Tikhonov weight")->check(CLI::NonNegativeNumber);
-  app.add_option("--backend", backend, "auto | cpu | cuda")->transform(CLI::CheckedTransformer(backends));
+  example::add_backend_option(app, backend, "auto | cpu | cuda");
   app.add_option("--out", out, "PNG to write");
   CLI11_PARSE(app, argc, argv);
 
@@ -31,8 +30,7 @@ int main(int argc, char **argv) {
     const auto phantom = mri::Phantom::shepp_logan_2d();
     const mri::Image truth = phantom.rasterize(grid);
     auto traj = mri::traj::spiral(grid, interleaves, samples);
-    auto samples_k = phantom.kspace(traj, grid);
-    mri::add_noise(samples_k, snr, 2026);
+    auto samples_k = example::noisy_kspace(phantom, traj, grid, snr);
     const mri::KSpaceData data(std::move(traj), std::move(samples_k));
     std::printf("grid %lldx%lld, spiral %d x %d = %zu samples, SNR %.0f\n", static_cast<long long>(grid.nx()),
                 static_cast<long long>(grid.ny()), interleaves, samples, data.samples_per_coil(), snr);
@@ -52,8 +50,7 @@ int main(int argc, char **argv) {
     const mri::cfloat s = mri::best_scale(adjoint, truth);
     for (auto &v : adjoint.values()) v *= s;
 
-    mri::Image error(grid);
-    for (std::size_t i = 0; i < error.size(); ++i) error[i] = result.image[i] - truth[i];
+    const mri::Image error = example::error_image(result.image, truth);
     const auto &r = result.report;
     std::printf("backend %s: F^H D %.3f s, Q %.3f s, CG %.3f s (%d iterations, %s), total %.3f s\n",
                 mri::to_string(r.backend), r.fhd_seconds, r.q_seconds, r.cg_seconds, r.iterations,
@@ -62,7 +59,7 @@ int main(int argc, char **argv) {
                 mri::psnr(result.image, truth));
     mri::write_png_montage(out, {{&truth, 1.0f}, {&adjoint, 1.0f}, {&result.image, 1.0f}, {&error, 0.25f}});
     std::printf("wrote %s (truth | adjoint | CG | error x4)\n", out.c_str());
-    return r.status == mri::CgStatus::NonFinite ? 1 : 0;
+    return example::exit_status(r);
   } catch (const mri::Error &e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

@@ -9,9 +9,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
 
 #include <mri/mri.hpp>
+
+#include "example_support.hpp"
 
 namespace {
 
@@ -38,16 +39,13 @@ int main(int argc, char **argv) {
   double snr = 50, lambda = 0;
   std::string out = "koosh_3d.png", cache;
   mri::Backend backend = mri::Backend::Auto;
-  const std::map<std::string, mri::Backend> backends{
-      {"auto", mri::Backend::Auto}, {"cpu", mri::Backend::Cpu}, {"cuda", mri::Backend::Cuda}};
   app.add_option("--size", size, "image size n (n^3 voxels)")->check(CLI::Range(8, 512));
   app.add_option("--spokes", spokes, "radial spokes")->check(CLI::PositiveNumber);
   app.add_option("--readout", readout, "samples per spoke")->check(CLI::PositiveNumber);
   app.add_option("--snr", snr, "signal-to-noise ratio (linear)")->check(CLI::PositiveNumber);
   app.add_option("--iterations", iterations, "CG iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--lambda", lambda, "finite-difference regularisation weight")->check(CLI::NonNegativeNumber);
-  app.add_option("--backend", backend, "auto | cpu | cuda (the CPU takes minutes at 128^3)")
-      ->transform(CLI::CheckedTransformer(backends));
+  example::add_backend_option(app, backend, "auto | cpu | cuda (the CPU takes minutes at 128^3)");
   app.add_option("--q-cache", cache, "directory of the Toeplitz kernel cache (a second run loads Q)");
   app.add_option("--out", out, "PNG to write");
   CLI11_PARSE(app, argc, argv);
@@ -56,8 +54,7 @@ int main(int argc, char **argv) {
     const mri::Grid grid(size, size, size);
     const auto phantom = mri::Phantom::shepp_logan_3d();
     auto traj = mri::traj::koosh(grid, spokes, readout);
-    auto samples = phantom.kspace(traj, grid);
-    mri::add_noise(samples, snr, 2026);
+    auto samples = example::noisy_kspace(phantom, traj, grid, snr);
     const mri::KSpaceData data(std::move(traj), std::move(samples));
     const mri::Image truth = phantom.rasterize(grid, 2);
     std::printf("grid %d^3, koosh %d x %d = %zu samples, SNR %.0f\n", size, spokes, readout, data.samples_per_coil(),
@@ -84,14 +81,13 @@ int main(int argc, char **argv) {
     // truth's maximum (the error panel x4).
     float peak = 0;
     for (const auto &v : truth.values()) peak = std::max(peak, std::abs(v));
-    mri::Image error(grid);
-    for (std::size_t i = 0; i < error.size(); ++i) error[i] = result.image[i] - truth[i];
+    const mri::Image error = example::error_image(result.image, truth);
     const mri::Image truth_xy = central_slice(truth, 2), xy = central_slice(result.image, 2),
                      xz = central_slice(result.image, 1), yz = central_slice(result.image, 0),
                      error_xy = central_slice(error, 2);
     mri::write_png_montage(out, {{&truth_xy, peak}, {&xy, peak}, {&xz, peak}, {&yz, peak}, {&error_xy, peak / 4}});
     std::printf("wrote %s (truth xy | CG xy | CG xz | CG yz | error xy x4)\n", out.c_str());
-    return r.status == mri::CgStatus::NonFinite ? 1 : 0;
+    return example::exit_status(r);
   } catch (const mri::Error &e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

@@ -7,11 +7,14 @@
 // complex scale as for an unnormalised adjoint), and writes truth | GA | RGA | CG | CG error x4.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
+#include <vector>
 
 #include <mri/mri.hpp>
+
+#include "example_support.hpp"
 
 namespace {
 
@@ -34,8 +37,6 @@ int main(int argc, char **argv) {
   double snr = 50, tolerance = 1e-3;
   std::string out = "propeller.png";
   mri::Backend backend = mri::Backend::Auto;
-  const std::map<std::string, mri::Backend> backends{
-      {"auto", mri::Backend::Auto}, {"cpu", mri::Backend::Cpu}, {"cuda", mri::Backend::Cuda}};
   app.add_option("--size", size, "image size n (n x n); blades are n samples long")->check(CLI::Range(16, 1024));
   app.add_option("--blades", blades, "PROPELLER blades")->check(CLI::PositiveNumber);
   app.add_option("--lines", lines, "phase-encode lines per blade")->check(CLI::PositiveNumber);
@@ -43,7 +44,7 @@ int main(int argc, char **argv) {
   app.add_option("--tolerance", tolerance, "gridding NUFFT tolerance (1e-6 .. 1e-2)");
   app.add_option("--iterations", iterations, "CG iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--pipe-menon", pm_iterations, "Pipe-Menon iterations")->check(CLI::NonNegativeNumber);
-  app.add_option("--backend", backend, "iterative backend: auto | cpu | cuda")->transform(CLI::CheckedTransformer(backends));
+  example::add_backend_option(app, backend, "iterative backend: auto | cpu | cuda");
   app.add_option("--out", out, "PNG to write");
   CLI11_PARSE(app, argc, argv);
 
@@ -52,8 +53,7 @@ int main(int argc, char **argv) {
     const auto phantom = mri::Phantom::shepp_logan_2d();
     const mri::Image truth = phantom.rasterize(grid);
     auto traj = mri::traj::propeller(grid, blades, lines, size);
-    auto samples = phantom.kspace(traj, grid);
-    mri::add_noise(samples, snr, 2026);
+    const auto samples = example::noisy_kspace(phantom, traj, grid, snr);
     std::printf("grid %dx%d, PROPELLER %d blades x %d lines x %d samples = %zu samples, SNR %.0f\n", size, size,
                 blades, lines, size, traj.size(), snr);
 
@@ -104,15 +104,14 @@ int main(int argc, char **argv) {
                 mri::to_string(r.backend), r.iterations, mri::to_string(r.status), r.total_seconds, r.fhd_seconds,
                 r.q_seconds, r.cg_seconds, mri::psnr(result.image, truth), scaled_psnr(result.image, truth));
 
-    mri::Image error(grid);
-    for (std::size_t i = 0; i < error.size(); ++i) error[i] = result.image[i] - truth[i];
+    const mri::Image error = example::error_image(result.image, truth);
     mri::write_png_montage(out, {{&truth, 1.0f},
                                  {&gridded[0], 1.0f},
                                  {&gridded[1], 1.0f},
                                  {&result.image, 1.0f},
                                  {&error, 0.25f}});
     std::printf("wrote %s (truth | gridding GA | gridding RGA | iterative | iterative error x4)\n", out.c_str());
-    return r.status == mri::CgStatus::NonFinite ? 1 : 0;
+    return example::exit_status(r);
   } catch (const mri::Error &e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;

@@ -17,9 +17,9 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <utility>
 
+#include "cpu_isa.hpp"
 #include "mri/error.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -105,20 +105,30 @@ template <class T, int D, int W> struct Weights {
   }
 };
 
-// Samples [begin, end) (sorted order) scattered into grid (interleaved complex).
-template <class T, int D, int W, bool Atomic>
-MRI_ALWAYS_INLINE void scatter_body(const GriddingArgs<T> &a, const T *coef2, const std::complex<T> *c, i64 begin,
-                                    i64 end, T *__restrict grid) {
+// The thread-per-sample passes over samples [begin, end) (sorted order): Scatter adds sample
+// c[m], weighted, into its window of `grid` (ScatterAtomic: with atomic adds, scalar);
+// Interpolate sets out[m] to the weighted sum of its window of `grid`. One body, so that both
+// walk a window alike: W (2D) or W^2 (3D) rows wrapped on the periodic grid, each one vector of
+// 2 Wp values unless its x-run wraps (then value by value).
+enum class Pass { Scatter, ScatterAtomic, Interpolate };
+
+// GridValue: T (the scatters write the grid) or const T (interpolation reads it).
+template <class T, int D, int W, Pass P, class GridValue>
+MRI_ALWAYS_INLINE void window_pass(const GriddingArgs<T> &a, const T *coef2, const std::complex<T> *c, i64 begin,
+                                   i64 end, GridValue *__restrict grid, std::complex<T> *out) {
   using S = Simd<T, W>;
+  using V = typename S::V;
+  constexpr bool kScatter = P != Pass::Interpolate, kAtomic = P == Pass::ScatterAtomic;
   const GriddingLayout &L = *a.layout;
   const i64 gx = L.g[0], gy = L.g[1], gz = L.g[2];
   constexpr int WZ = D == 3 ? W : 1;
   for (i64 m = begin; m < end; ++m) {
     const Weights<T, D, W> k(a, coef2, m);
     const std::int32_t *j = &L.j0[static_cast<std::size_t>(3 * m)];
-    const typename S::V v = k.x * S::complex_broadcast(c + m);
+    V v = {}; // Scatter: the weighted sample; Interpolate: the sum over the window's rows
+    if constexpr (kScatter) v = k.x * S::complex_broadcast(c + m);
     const i64 jx = j[0];
-    const bool contiguous = !Atomic && jx + S::Wp <= gx;
+    const bool contiguous = !kAtomic && jx + S::Wp <= gx;
     for (int dz = 0; dz < WZ; ++dz) {
       i64 z = D == 3 ? j[2] + dz : 0;
       if (z >= gz) z -= gz;
@@ -126,20 +136,44 @@ MRI_ALWAYS_INLINE void scatter_body(const GriddingArgs<T> &a, const T *coef2, co
         i64 y = j[1] + dy;
         if (y >= gy) y -= gy;
         const T w = k.wz(dz) * k.wy(dy);
-        T *row = grid + 2 * ((z * gy + y) * gx);
-        if (contiguous) {
-          T *p = row + 2 * jx;
-          S::store(p, S::load(p) + w * v);
+        GridValue *row = grid + 2 * ((z * gy + y) * gx);
+        if constexpr (kScatter) {
+          if (contiguous) {
+            T *p = row + 2 * jx;
+            S::store(p, S::load(p) + w * v);
+          } else {
+            const V wv = w * v;
+            for (int i = 0; i < W; ++i) {
+              i64 x = jx + i;
+              if (x >= gx) x -= gx;
+              add_to<T, kAtomic>(row + 2 * x, wv[2 * i]);
+              add_to<T, kAtomic>(row + 2 * x + 1, wv[2 * i + 1]);
+            }
+          }
         } else {
-          const typename S::V wv = w * v;
-          for (int i = 0; i < W; ++i) {
-            i64 x = jx + i;
-            if (x >= gx) x -= gx;
-            add_to<T, Atomic>(row + 2 * x, wv[2 * i]);
-            add_to<T, Atomic>(row + 2 * x + 1, wv[2 * i + 1]);
+          if (contiguous) {
+            v += w * S::load(row + 2 * jx);
+          } else {
+            V r = {};
+            for (int i = 0; i < W; ++i) {
+              i64 x = jx + i;
+              if (x >= gx) x -= gx;
+              r[2 * i] = row[2 * x];
+              r[2 * i + 1] = row[2 * x + 1];
+            }
+            v += w * r;
           }
         }
       }
+    }
+    if constexpr (!kScatter) {
+      const V prod = v * k.x;
+      T re = 0, im = 0;
+      for (int i = 0; i < S::R; i += 2) {
+        re += prod[i];
+        im += prod[i + 1];
+      }
+      out[m] = {re, im};
     }
   }
 }
@@ -188,52 +222,6 @@ MRI_ALWAYS_INLINE void gather_body(const GriddingArgs<T> &a, const T *coef2, con
                   local + 2 * (lx * (zl * ty + yl) + (W - 1)), sizeof(T) * 2 * static_cast<std::size_t>(tx));
 }
 
-template <class T, int D, int W>
-MRI_ALWAYS_INLINE void interp_body(const GriddingArgs<T> &a, const T *coef2, const T *__restrict grid, i64 begin,
-                                   i64 end, std::complex<T> *out) {
-  using S = Simd<T, W>;
-  using V = typename S::V;
-  const GriddingLayout &L = *a.layout;
-  const i64 gx = L.g[0], gy = L.g[1], gz = L.g[2];
-  constexpr int WZ = D == 3 ? W : 1;
-  for (i64 m = begin; m < end; ++m) {
-    const Weights<T, D, W> k(a, coef2, m);
-    const std::int32_t *j = &L.j0[static_cast<std::size_t>(3 * m)];
-    V acc = {};
-    const i64 jx = j[0];
-    const bool contiguous = jx + S::Wp <= gx;
-    for (int dz = 0; dz < WZ; ++dz) {
-      i64 z = D == 3 ? j[2] + dz : 0;
-      if (z >= gz) z -= gz;
-      for (int dy = 0; dy < W; ++dy) {
-        i64 y = j[1] + dy;
-        if (y >= gy) y -= gy;
-        const T w = k.wz(dz) * k.wy(dy);
-        const T *row = grid + 2 * ((z * gy + y) * gx);
-        if (contiguous) {
-          acc += w * S::load(row + 2 * jx);
-        } else {
-          V r = {};
-          for (int i = 0; i < W; ++i) {
-            i64 x = jx + i;
-            if (x >= gx) x -= gx;
-            r[2 * i] = row[2 * x];
-            r[2 * i + 1] = row[2 * x + 1];
-          }
-          acc += w * r;
-        }
-      }
-    }
-    const V prod = acc * k.x;
-    T re = 0, im = 0;
-    for (int i = 0; i < S::R; i += 2) {
-      re += prod[i];
-      im += prod[i + 1];
-    }
-    out[m] = {re, im};
-  }
-}
-
 template <class T> struct Kernels {
   void (*scatter)(const GriddingArgs<T> &, const T *, const std::complex<T> *, i64, i64, T *);
   void (*scatter_atomic)(const GriddingArgs<T> &, const T *, const std::complex<T> *, i64, i64, T *);
@@ -249,12 +237,12 @@ template <class T> struct Kernels {
   namespace NS {                                                                                         \
   template <class T, int D, int W>                                                                       \
   ATTR void scatter(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, i64 b, i64 e, T *g) { \
-    scatter_body<T, D, W, false>(a, k, c, b, e, g);                                                      \
+    window_pass<T, D, W, Pass::Scatter>(a, k, c, b, e, g, nullptr);                                      \
   }                                                                                                      \
   template <class T, int D, int W>                                                                       \
   ATTR void scatter_atomic(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, i64 b, i64 e,  \
                            T *g) {                                                                       \
-    scatter_body<T, D, W, true>(a, k, c, b, e, g);                                                       \
+    window_pass<T, D, W, Pass::ScatterAtomic>(a, k, c, b, e, g, nullptr);                                \
   }                                                                                                      \
   template <class T, int D, int W>                                                                       \
   ATTR void gather(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, i64 t, T *local, T *g) { \
@@ -262,7 +250,7 @@ template <class T> struct Kernels {
   }                                                                                                      \
   template <class T, int D, int W>                                                                       \
   ATTR void interp(const GriddingArgs<T> &a, const T *k, const T *g, i64 b, i64 e, std::complex<T> *out) { \
-    interp_body<T, D, W>(a, k, g, b, e, out);                                                            \
+    window_pass<T, D, W, Pass::Interpolate>(a, k, nullptr, b, e, g, out);                                \
   }                                                                                                      \
   template <class T, int D, int W> Kernels<T> kernels(i64 tile_x) {                                      \
     return {&scatter<T, D, W>, &scatter_atomic<T, D, W>, &gather<T, D, W>, &interp<T, D, W>,             \
@@ -276,27 +264,10 @@ MRI_GRIDDING_ISA(isa_avx2, __attribute__((target("avx2,fma"))))
 MRI_GRIDDING_ISA(isa_avx512, __attribute__((target("avx512f,avx512vl,avx2,fma"))))
 #endif
 
-enum class Isa { Generic, Avx2, Avx512 };
+using Isa = CpuIsa;
 
-Isa select_isa() {
-  Isa best = Isa::Generic;
-#if MRI_GRIDDING_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl"))
-    best = Isa::Avx512;
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    best = Isa::Avx2;
-#endif
-  if (const char *env = std::getenv("MRI_GRIDDING_KERNEL")) {
-    const std::string_view v(env);
-    Isa want = best;
-    if (v == "generic") want = Isa::Generic;
-    else if (v == "avx2") want = Isa::Avx2;
-    else if (v == "avx512") want = Isa::Avx512;
-    if (static_cast<int>(want) < static_cast<int>(best)) best = want;
-  }
-  return best;
-}
+// isa_avx512 above is compiled for AVX-512F and AVX-512VL.
+Isa select_isa() { return select_cpu_isa("MRI_GRIDDING_KERNEL", /*avx512_needs_vl=*/true); }
 
 template <class T, int D, int W> Kernels<T> pick_isa(Isa isa, i64 tx) {
 #if MRI_GRIDDING_X86

@@ -8,6 +8,7 @@
 #include "mri/fourier.hpp"
 #include "mri/toeplitz.hpp"
 #include "mri/toeplitz_cache.hpp"
+#include "recon_report.hpp"
 #ifdef MRI_HAVE_CUDA
 #include "recon_cuda.hpp"
 #endif
@@ -126,13 +127,7 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
       t = Clock::now();
       q.emplace(data.trajectory(), data.weights(), grid, op);
       report.q_seconds = seconds_since(t);
-      t = Clock::now();
-      try {
-        save_toeplitz_spectrum(report.q_cache_file, key, grid, q->spectrum());
-      } catch (const Error &e) {
-        report.q_cache_message += std::string(report.q_cache_message.empty() ? "" : "; ") + "not stored: " + e.what();
-      }
-      report.setup_seconds += seconds_since(t);
+      detail::store_q_spectrum(report, key, grid, [&] { return q->spectrum(); });
     }
   } else {
     t = Clock::now();
@@ -145,15 +140,9 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
       CpuNormal{q ? &*q : nullptr, direct ? &*direct : nullptr, options.regularizer, options.lambda});
   cg.set_max_iterations(options.iterations).set_tolerance(options.tolerance);
   if (options.on_iteration) cg.set_callback(options.on_iteration);
-  ReconResult result{cg.solve(rhs), {}};
+  Image image = cg.solve(rhs);
   report.cg_seconds = seconds_since(t);
-
-  report.iterations = cg.iterations();
-  report.status = cg.info();
-  report.residuals = cg.residual_history();
-  report.total_seconds = seconds_since(t_start);
-  result.report = std::move(report);
-  return result;
+  return detail::finish_recon(std::move(image), std::move(report), cg, t_start);
 }
 
 } // namespace

@@ -52,7 +52,6 @@
 #include <exception>
 #include <new>
 #include <numbers>
-#include <string_view>
 #include <vector>
 
 #ifdef _OPENMP
@@ -72,6 +71,7 @@
 #define MRI_ALWAYS_INLINE inline
 #endif
 
+#include "cpu_isa.hpp"
 #include "mri/fourier.hpp"
 
 namespace mri::detail {
@@ -332,27 +332,10 @@ struct Avx512Kernel {
 };
 #endif
 
-enum class Isa { Generic, Avx2, Avx512 };
+using Isa = CpuIsa;
 
-Isa select_isa() {
-  Isa best = Isa::Generic;
-#if MRI_SEPARABLE_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    best = Isa::Avx512;
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    best = Isa::Avx2;
-#endif
-  if (const char *env = std::getenv("MRI_SEPARABLE_KERNEL")) {
-    const std::string_view v(env);
-    Isa want = best;
-    if (v == "generic") want = Isa::Generic;
-    else if (v == "avx2") want = Isa::Avx2;
-    else if (v == "avx512") want = Isa::Avx512;
-    if (static_cast<int>(want) < static_cast<int>(best)) best = want;
-  }
-  return best;
-}
+// Avx512Kernel above is compiled for AVX-512F (no VL).
+Isa select_isa() { return select_cpu_isa("MRI_SEPARABLE_KERNEL", /*avx512_needs_vl=*/false); }
 
 // Runs body(thread_scratch, task) for task in [0, tasks) on the OpenMP team; an exception
 // thrown by a task (bad_alloc) is rethrown on the calling thread.

@@ -16,23 +16,10 @@
 #   run(command="scripts/device-bench.sh", carry=["build-gpu"])
 # Exit status: non-zero if any step failed (the other steps still run).
 set -u -o pipefail
-cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests sanitize bench sass)
-status=0
-summary="$OUT/summary.txt"
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
-
-{
-  echo "== $(date -u +%FT%TZ) $(hostname)"
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv 2>&1
-  nvcc --version 2>&1 | tail -1
-} | tee -a "$summary"
+default_steps=(tests sanitize bench sass)
+source "$(dirname "$0")/device-common.sh" "$@"
+machine_header name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw nvcc --version
 
 if has build; then
   t0=$SECONDS
@@ -45,9 +32,7 @@ fi
 
 TESTS="$BUILD_DIR/tests/mri_gpu_tests"
 BENCH="$BUILD_DIR/benchmarks/bench_fhd_gpu"
-# The build tree's RPATH is absolute to where it was built; the checkout may sit elsewhere here.
-# runtime-libs: shared libraries of this machine missing there (Debian libbenchmark.so.1debian).
-export LD_LIBRARY_PATH="$PWD/$BUILD_DIR/lib:$PWD/$BUILD_DIR/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_build_libraries
 # cuBLAS (SeparableGemm): the build's RUNPATH names this machine's CUDA; look where the device has it.
 if ldd "$TESTS" 2>&1 | grep -q "libcublas.*not found"; then
   for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
@@ -55,8 +40,7 @@ if ldd "$TESTS" 2>&1 | grep -q "libcublas.*not found"; then
     [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d" && break
   done
 fi
-missing=$(ldd "$TESTS" "$BENCH" 2>&1 | grep "not found" | sort -u)
-[ -n "$missing" ] && note "missing libraries: $missing"
+note_missing_libraries "$TESTS" "$BENCH"
 
 if has tests; then
   t0=$SECONDS

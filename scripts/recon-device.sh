@@ -9,25 +9,14 @@
 # through the device tool, with the tree built here: run(command=..., carry=["build-f"]).
 # Exit status: non-zero if any step failed (the others still run).
 set -u -o pipefail
-cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-f}
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(tests bench sanitize example)
-has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
-status=0
-summary="$OUT/summary.txt"
-: >"$summary"
-note() { echo "$*" | tee -a "$summary"; }
-{
-  echo "== $(date -u +%FT%TZ) $(hostname)"
-  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,memory.used,memory.total --format=csv 2>&1
-} | tee -a "$summary"
+default_steps=(tests bench sanitize example)
+source "$(dirname "$0")/device-common.sh" "$@"
+machine_header name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw,memory.used,memory.total
 
 TESTS="$BUILD_DIR/tests/mri_gpu_tests"
 BENCH="$BUILD_DIR/benchmarks/bench_recon_gpu"
-export LD_LIBRARY_PATH="$PWD/$BUILD_DIR/lib:$PWD/$BUILD_DIR/runtime-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+use_build_libraries
 # cuFFT, nvJitLink, cuBLAS: libmri's RUNPATH names the CUDA of the build machine; look elsewhere
 # when that path does not hold them here.
 for lib in libcufft.so.12 libnvJitLink.so.13 libcublas.so.13; do
@@ -37,8 +26,7 @@ for lib in libcufft.so.12 libnvJitLink.so.13 libcublas.so.13; do
     note "$lib: not on libmri's RUNPATH here; using ${found:-NOTHING FOUND}"
   fi
 done
-missing=$(ldd "$TESTS" "$BENCH" 2>&1 | grep "not found" | sort -u)
-[ -n "$missing" ] && note "missing libraries: $missing"
+note_missing_libraries "$TESTS" "$BENCH"
 
 if has tests; then
   t0=$SECONDS

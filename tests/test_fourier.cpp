@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,24 +19,6 @@
 using namespace mri;
 
 namespace {
-
-// M points uniform in [-n/2, n/2) per axis from std::mt19937_64 (a value that rounds up to
-// n/2 in float is moved just inside).
-Trajectory random_trajectory(const Grid &grid, std::size_t m, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  std::vector<KPoint> points(m);
-  for (auto &p : points) {
-    float k[3] = {0, 0, 0};
-    for (int a = 0; a < grid.dims(); ++a) {
-      const float half = static_cast<float>(grid.extent(a)) / 2;
-      k[a] = static_cast<float>(u(rng) * static_cast<double>(grid.extent(a)));
-      if (k[a] >= half) k[a] = std::nextafter(half, 0.0f);
-    }
-    p = {k[0], k[1], k[2]};
-  }
-  return Trajectory(grid.dims(), std::move(points));
-}
 
 double norm2(std::span<const cfloat> v) {
   double s = 0;
@@ -121,7 +102,7 @@ TEST_CASE("fourier: the float64 operator is adjoint, <F x, y> = <x, F^H y>", "[f
   // re-implementing the double sums here would only test the copy. The float32 path is held
   // to the same identity at its own accuracy (kFloat32Tolerance).
   const Grid grid = GENERATE(Grid(16, 12), Grid(15, 17), Grid(6, 5, 4), Grid(7, 3, 5));
-  const auto t = random_trajectory(grid, 333, 101 + static_cast<std::uint64_t>(grid.voxels()));
+  const auto t = test::random_trajectory(grid, 333, 101 + static_cast<std::uint64_t>(grid.voxels()));
   const Image x = test::random_image(grid, 7);
   const auto y = test::random_complex(t.size(), 8);
 
@@ -143,24 +124,24 @@ TEST_CASE("fourier: float32 adjoint matches the float64 reference", "[fourier]")
   // 2D and 3D, odd and even extents; M not a multiple of the 256-sample chunk, and M = 1.
   SECTION("2D 32x32, M = 2000") {
     const Grid g(32, 32);
-    check_adjoint_f32(random_trajectory(g, 2000, 1), g, g, 2);
+    check_adjoint_f32(test::random_trajectory(g, 2000, 1), g, g, 2);
   }
   SECTION("2D 15x17, M = 2037") {
     const Grid g(15, 17);
-    check_adjoint_f32(random_trajectory(g, 2037, 3), g, g, 4);
+    check_adjoint_f32(test::random_trajectory(g, 2037, 3), g, g, 4);
   }
   SECTION("2D 40x2, M = 300 and 1") {
     const Grid g(40, 2);
-    check_adjoint_f32(random_trajectory(g, 300, 5), g, g, 6);
-    check_adjoint_f32(random_trajectory(g, 1, 7), g, g, 8);
+    check_adjoint_f32(test::random_trajectory(g, 300, 5), g, g, 6);
+    check_adjoint_f32(test::random_trajectory(g, 1, 7), g, g, 8);
   }
   SECTION("3D 9x7x5, M = 1111") {
     const Grid g(9, 7, 5);
-    check_adjoint_f32(random_trajectory(g, 1111, 9), g, g, 10);
+    check_adjoint_f32(test::random_trajectory(g, 1111, 9), g, g, 10);
   }
   SECTION("3D 8x6x4, M = 700") {
     const Grid g(8, 6, 4);
-    check_adjoint_f32(random_trajectory(g, 700, 11), g, g, 12);
+    check_adjoint_f32(test::random_trajectory(g, 700, 11), g, g, 12);
   }
 }
 
@@ -168,35 +149,35 @@ TEST_CASE("fourier: float32 Q sum on the doubled grid matches the float64 refere
   // Q uses out = 2n with period n (coordinates -n..n-1, phases beyond one period).
   SECTION("2D 15x17") {
     const Grid g(15, 17);
-    check_adjoint_f32(random_trajectory(g, 1500, 13), g.doubled(), g, 14);
+    check_adjoint_f32(test::random_trajectory(g, 1500, 13), g.doubled(), g, 14);
   }
   SECTION("3D 9x7x5") {
     const Grid g(9, 7, 5);
-    check_adjoint_f32(random_trajectory(g, 600, 15), g.doubled(), g, 16);
+    check_adjoint_f32(test::random_trajectory(g, 600, 15), g.doubled(), g, 16);
   }
 }
 
 TEST_CASE("fourier: float32 forward matches the float64 reference", "[fourier]") {
   SECTION("2D 32x32, M = 2000") {
     const Grid g(32, 32);
-    check_forward_f32(random_trajectory(g, 2000, 21), g, 22);
+    check_forward_f32(test::random_trajectory(g, 2000, 21), g, 22);
   }
   SECTION("2D 15x17, M = 2037") {
     const Grid g(15, 17);
-    check_forward_f32(random_trajectory(g, 2037, 23), g, 24);
+    check_forward_f32(test::random_trajectory(g, 2037, 23), g, 24);
   }
   SECTION("2D 40x2, M = 1 and 300") {
     const Grid g(40, 2);
-    check_forward_f32(random_trajectory(g, 1, 25), g, 26);
-    check_forward_f32(random_trajectory(g, 300, 27), g, 28);
+    check_forward_f32(test::random_trajectory(g, 1, 25), g, 26);
+    check_forward_f32(test::random_trajectory(g, 300, 27), g, 28);
   }
   SECTION("3D 9x7x5, M = 1111") {
     const Grid g(9, 7, 5);
-    check_forward_f32(random_trajectory(g, 1111, 29), g, 30);
+    check_forward_f32(test::random_trajectory(g, 1111, 29), g, 30);
   }
   SECTION("3D 8x6x4, M = 700") {
     const Grid g(8, 6, 4);
-    check_forward_f32(random_trajectory(g, 700, 31), g, 32);
+    check_forward_f32(test::random_trajectory(g, 700, 31), g, 32);
   }
 }
 
@@ -204,14 +185,14 @@ TEST_CASE("fourier: float32 error does not grow with the trajectory length", "[f
   // 2^17 samples on an 8x8 grid: a float accumulator over all M would reach
   // ~eps * sqrt(M / 2) ~ 1.5e-5; the chunked float + double accumulation stays ~1e-6.
   const Grid g(8, 8);
-  const auto t = random_trajectory(g, std::size_t{1} << 17, 41);
+  const auto t = test::random_trajectory(g, std::size_t{1} << 17, 41);
   check_adjoint_f32(t, g, g, 42);
   check_forward_f32(t, g, 43);
 }
 
 TEST_CASE("fourier: FourierOperator float32 agrees with float64 through the public API", "[fourier]") {
   const Grid g(24, 20);
-  const auto t = random_trajectory(g, 900, 51);
+  const auto t = test::random_trajectory(g, 900, 51);
   const FourierOperator f32(t, g, {Backend::Cpu, Precision::Float32});
   const FourierOperator f64(t, g, {Backend::Cpu, Precision::Float64});
   const auto y = test::random_complex(t.size(), 52);
@@ -222,7 +203,7 @@ TEST_CASE("fourier: FourierOperator float32 agrees with float64 through the publ
 
 TEST_CASE("fourier: FourierOperator rejects bad input", "[fourier][bad-input]") {
   const Grid g(8, 8);
-  const auto t = random_trajectory(g, 50, 61);
+  const auto t = test::random_trajectory(g, 50, 61);
   const FourierOperator f(t, g);
 
   SECTION("image on a different grid") {

@@ -27,23 +27,6 @@ using namespace mri;
 
 namespace {
 
-// M points uniform in [-n/2, n/2) per axis.
-Trajectory random_trajectory(const Grid &grid, std::size_t m, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  std::vector<KPoint> points(m);
-  for (auto &p : points) {
-    float k[3] = {0, 0, 0};
-    for (int a = 0; a < grid.dims(); ++a) {
-      const float half = static_cast<float>(grid.extent(a)) / 2;
-      k[a] = static_cast<float>(u(rng) * static_cast<double>(grid.extent(a)));
-      if (k[a] >= half) k[a] = std::nextafter(half, 0.0f);
-    }
-    p = {k[0], k[1], k[2]};
-  }
-  return Trajectory(grid.dims(), std::move(points));
-}
-
 std::vector<cfloat> exact_forward(const Trajectory &t, const Image &x) {
   std::vector<cfloat> y(t.size());
   detail::forward_sum_f64(t, x, y.data());
@@ -61,7 +44,7 @@ struct Errors {
 };
 
 Errors measure(const Grid &g, std::size_t m, const NufftOptions &o, std::uint64_t seed) {
-  const Trajectory t = random_trajectory(g, m, seed);
+  const Trajectory t = test::random_trajectory(g, m, seed);
   const auto y = test::random_complex(t.size(), seed + 1);
   const Image x = test::random_image(g, seed + 2);
   const NufftOperator op(t, g, o);
@@ -146,7 +129,7 @@ TEST_CASE("nufft: relative error vs the exact float64 F and F^H is within the to
   std::uint64_t seed = 1000;
   for (const Case &c : cases) {
     // The exact sums once per case; every tolerance, precision and method against them.
-    const Trajectory t = random_trajectory(c.grid, c.m, seed += 10);
+    const Trajectory t = test::random_trajectory(c.grid, c.m, seed += 10);
     const auto y = test::random_complex(t.size(), seed + 1);
     const Image x = test::random_image(c.grid, seed + 2);
     const Image adjoint_ref = exact_adjoint(t, y, c.grid);
@@ -209,7 +192,7 @@ TEST_CASE("nufft: scatter (GA) and gather (RGA) agree to rounding; RGA is bitwis
           "[nufft]") {
   const Grid g2(64, 48), g3(12, 10, 8);
   for (const Grid &g : {g2, g3}) {
-    const Trajectory t = random_trajectory(g, g.dims() == 2 ? 20000 : 6000, 77);
+    const Trajectory t = test::random_trajectory(g, g.dims() == 2 ? 20000 : 6000, 77);
     const auto y = test::random_complex(t.size(), 78);
     for (const Precision precision : {Precision::Float32, Precision::Float64}) {
       NufftOptions o;
@@ -239,7 +222,7 @@ TEST_CASE("nufft: the NUFFT pair is adjoint, <F x, y> = <x, F^H y>", "[nufft]") 
   // to rounding whatever the tolerance: the output rounding to complex<float> bounds it by
   // ~2^-24 of the scale (float64 path), the float arithmetic by ~1e-6 (float32 path).
   for (const Grid g : {Grid(32, 24), Grid(9, 7, 5)}) {
-    const Trajectory t = random_trajectory(g, 2000, 91);
+    const Trajectory t = test::random_trajectory(g, 2000, 91);
     const auto y = test::random_complex(t.size(), 92);
     const Image x = test::random_image(g, 93);
     for (const Precision precision : {Precision::Float64, Precision::Float32}) {
@@ -264,7 +247,7 @@ TEST_CASE("nufft: the NUFFT pair is adjoint, <F x, y> = <x, F^H y>", "[nufft]") 
 
 TEST_CASE("nufft: Q on the doubled grid by NUFFT matches the exact Q sum", "[nufft]") {
   for (const Grid g : {Grid(16, 12), Grid(6, 5, 4)}) {
-    const Trajectory t = random_trajectory(g, 700, 55);
+    const Trajectory t = test::random_trajectory(g, 700, 55);
     std::vector<float> w(t.size());
     std::mt19937_64 rng(56);
     std::uniform_real_distribution<float> u(0.0f, 2.0f);
@@ -287,7 +270,7 @@ TEST_CASE("nufft: Q on the doubled grid by NUFFT matches the exact Q sum", "[nuf
 
 TEST_CASE("nufft: bad input raises SDK exceptions naming the argument and value", "[nufft][bad-input]") {
   const Grid g(8, 8);
-  const Trajectory t = random_trajectory(g, 40, 3);
+  const Trajectory t = test::random_trajectory(g, 40, 3);
   auto with_tol = [](double tol, Precision p = Precision::Float32) {
     NufftOptions o;
     o.tolerance = tol;

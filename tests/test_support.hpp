@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for the tests: random inputs and double-precision comparisons.
 #include <cmath>
+#include <cstdint>
 #include <complex>
 #include <filesystem>
 #include <stdexcept>
@@ -8,9 +9,11 @@
 #include <random>
 #include <unistd.h>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "mri/image.hpp"
+#include "mri/trajectory.hpp"
 
 namespace mri::test {
 
@@ -24,6 +27,33 @@ inline std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
 
 inline Image random_image(const Grid &grid, std::uint64_t seed) {
   return Image(grid, random_complex(static_cast<std::size_t>(grid.voxels()), seed));
+}
+
+// m sample weights uniform in [0.1, 2).
+inline std::vector<float> random_weights(std::size_t m, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0.1f, 2.0f);
+  std::vector<float> w(m);
+  for (auto &v : w) v = u(rng);
+  return w;
+}
+
+// M points uniform in [-n/2, n/2) per axis from std::mt19937_64 (a value that rounds up to
+// n/2 in float is moved just inside).
+inline Trajectory random_trajectory(const Grid &grid, std::size_t m, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  std::vector<KPoint> points(m);
+  for (auto &p : points) {
+    float k[3] = {0, 0, 0};
+    for (int a = 0; a < grid.dims(); ++a) {
+      const float half = static_cast<float>(grid.extent(a)) / 2;
+      k[a] = static_cast<float>(u(rng) * static_cast<double>(grid.extent(a)));
+      if (k[a] >= half) k[a] = std::nextafter(half, 0.0f);
+    }
+    p = {k[0], k[1], k[2]};
+  }
+  return Trajectory(grid.dims(), std::move(points));
 }
 
 // ||a - b|| / ||b|| in double.

@@ -5,19 +5,9 @@
 #include "mri/toeplitz.hpp"
 #include "test_support.hpp"
 
-#include <random>
-
 using namespace mri;
 
 namespace {
-
-std::vector<float> random_weights(std::size_t m, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(0.1f, 2.0f);
-  std::vector<float> w(m);
-  for (auto &v : w) v = u(rng);
-  return w;
-}
 
 // F^H (w .* F x) with the float64 reference sums.
 Image explicit_normal(const Trajectory &t, const std::vector<float> &w, const Image &x) {
@@ -36,7 +26,7 @@ TEST_CASE("toeplitz: Q-embedded F^H W F equals F^H(W F x)", "[toeplitz]") {
   const Grid grid = GENERATE(Grid(16, 16), Grid(15, 12), Grid(8, 6, 5));
   const bool weighted = GENERATE(false, true);
   const auto t = traj::uniform_random(grid, 700, 11);
-  const auto w = weighted ? random_weights(t.size(), 3) : std::vector<float>{};
+  const auto w = weighted ? test::random_weights(t.size(), 3) : std::vector<float>{};
   const Image x = test::random_image(grid, 5);
   const QOperator q(t, w, grid, {Backend::Cpu, Precision::Float64});
   CHECK(q.q().grid() == grid.doubled());
@@ -46,7 +36,7 @@ TEST_CASE("toeplitz: Q-embedded F^H W F equals F^H(W F x)", "[toeplitz]") {
 TEST_CASE("toeplitz: Q is Hermitian symmetric and its centre is the weight sum", "[toeplitz]") {
   const Grid grid(10, 10);
   const auto t = traj::uniform_random(grid, 300, 2);
-  const auto w = random_weights(t.size(), 9);
+  const auto w = test::random_weights(t.size(), 9);
   const QOperator q(t, w, grid, {Backend::Cpu, Precision::Float64});
   double wsum = 0;
   for (float v : w) wsum += v;

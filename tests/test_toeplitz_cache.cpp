@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 
 #include "catch.hpp"
 #include "mri/error.hpp"
@@ -19,14 +18,6 @@
 using namespace mri;
 
 namespace {
-
-std::vector<float> random_weights(std::size_t m, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(0.1f, 2.0f);
-  std::vector<float> w(m);
-  for (auto &v : w) v = u(rng);
-  return w;
-}
 
 KSpaceData spiral_data(const Grid &grid, std::vector<float> weights = {}) {
   const auto phantom = Phantom::shepp_logan_2d();
@@ -53,7 +44,7 @@ void flip_byte(const std::filesystem::path &file, std::streamoff offset, unsigne
 TEST_CASE("toeplitz cache: keys change with trajectory, weights, grid and precision", "[q-cache]") {
   const Grid grid(12, 10);
   const auto t = traj::uniform_random(grid, 200, 5);
-  const auto w = random_weights(t.size(), 6);
+  const auto w = test::random_weights(t.size(), 6);
   const auto key = toeplitz_cache_key(t, w, grid, Precision::Float32);
   CHECK(key == toeplitz_cache_key(t, w, grid, Precision::Float32));
   CHECK(key.hex().size() == 32);
@@ -74,7 +65,7 @@ TEST_CASE("toeplitz cache: keys change with trajectory, weights, grid and precis
 TEST_CASE("toeplitz cache: round trip, and a QOperator from the spectrum is the same operator", "[q-cache][toeplitz]") {
   const Grid grid = GENERATE(Grid(12, 9), Grid(6, 5, 4));
   const auto t = traj::uniform_random(grid, 300, 7);
-  const auto w = random_weights(t.size(), 8);
+  const auto w = test::random_weights(t.size(), 8);
   const QOperator q(t, w, grid, {Backend::Cpu, Precision::Float64});
   const std::vector<float> spectrum = q.spectrum();
   REQUIRE(spectrum.size() == static_cast<std::size_t>(grid.doubled().voxels()));
@@ -131,7 +122,7 @@ TEST_CASE("toeplitz cache: stale, mismatched and corrupt files are rejected with
 TEST_CASE("reconstruct (cpu): the Q cache misses, then hits with the same image; a bad entry is replaced",
           "[q-cache][reconstruct]") {
   const Grid grid(24, 24);
-  const KSpaceData data = spiral_data(grid, random_weights(8 * 1024, 4));
+  const KSpaceData data = spiral_data(grid, test::random_weights(8 * 1024, 4));
   test::TempDir dir("qcache_recon");
   ReconOptions o;
   o.iterations = 6;
@@ -163,7 +154,7 @@ TEST_CASE("reconstruct (cpu): the Q cache misses, then hits with the same image;
 
 TEST_CASE("reconstruct (cpu): normal = direct agrees with toeplitz", "[reconstruct]") {
   const Grid grid(20, 20);
-  const KSpaceData data = spiral_data(grid, random_weights(8 * 1024, 2));
+  const KSpaceData data = spiral_data(grid, test::random_weights(8 * 1024, 2));
   ReconOptions o;
   o.iterations = 5;
   o.backend = Backend::Cpu;

@@ -42,9 +42,7 @@ TEST_CASE("cuda operators: F^H, F and Q match the float64 reference for every po
   const auto fx = gpu.apply(x), fx_ref = ref.apply(x);
   CHECK(test::relative_error(std::span<const cfloat>(fx), std::span<const cfloat>(fx_ref)) < 1e-5);
 
-  std::vector<float> w(t.size());
-  std::mt19937_64 rng(seed + 3);
-  for (auto &v : w) v = std::uniform_real_distribution<float>(0.1f, 2.0f)(rng);
+  const std::vector<float> w = test::random_weights(t.size(), seed + 3);
   const QOperator q_gpu(t, w, grid, {Backend::Cuda, Precision::Float32, policy});
   const QOperator q_ref(t, w, grid, kReference);
   CHECK(test::relative_error(q_gpu.q(), q_ref.q()) < 1e-5);

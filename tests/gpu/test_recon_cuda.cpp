@@ -44,14 +44,6 @@ std::uint64_t fresh_seed() {
   return base + 0x9e3779b97f4a7c15ULL * ++counter;
 }
 
-std::vector<float> random_weights(std::size_t m, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(0.1f, 2.0f);
-  std::vector<float> w(m);
-  for (auto &v : w) v = u(rng);
-  return w;
-}
-
 // F^H (w .* F x) (+ lambda W^H W x) with the CPU float64 sums.
 Image explicit_normal(const Trajectory &t, const std::vector<float> &w, const Image &x,
                       Regularizer r = Regularizer::None, double lambda = 0) {
@@ -86,7 +78,7 @@ Phantom2D spiral_problem(std::int64_t n, int interleaves, int samples, bool weig
   auto s = phantom.kspace(t, grid);
   add_noise(s, 50.0, 11);
   std::vector<float> w;
-  if (weighted) w = random_weights(t.size(), 12);
+  if (weighted) w = test::random_weights(t.size(), 12);
   return {grid, phantom.rasterize(grid), KSpaceData(std::move(t), std::move(s), std::move(w))};
 }
 
@@ -140,7 +132,7 @@ void check_toeplitz(const Grid &grid, ToeplitzFft fft, bool weighted) {
   INFO("grid " << describe(grid) << ", " << cuda::to_string(fft) << (weighted ? ", weighted" : "") << ", seed "
                << seed);
   const auto t = traj::uniform_random(grid, 700 + seed % 97, seed);
-  const auto w = weighted ? random_weights(t.size(), seed + 1) : std::vector<float>{};
+  const auto w = weighted ? test::random_weights(t.size(), seed + 1) : std::vector<float>{};
   const Image x = test::random_image(grid, seed + 2);
 
   ToeplitzOperator q(t, w, grid, KernelPolicy::Auto, fft);
@@ -193,7 +185,7 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the pruned and callback paths equa
   const std::uint64_t seed = fresh_seed();
   INFO("grid " << describe(grid) << ", seed " << seed);
   const auto t = traj::uniform_random(grid, 3000, seed);
-  const auto w = random_weights(t.size(), seed + 1);
+  const auto w = test::random_weights(t.size(), seed + 1);
   ToeplitzOperator unfused(t, w, grid, KernelPolicy::Auto, ToeplitzFft::Unfused);
   const std::vector<float> spectrum = unfused.spectrum();
   const DeviceImage x(test::random_image(grid, seed + 2));
@@ -226,7 +218,7 @@ TEST_CASE("gpu direct normal operator: forward then adjoint equals the explicit 
   const std::uint64_t seed = fresh_seed();
   INFO("grid " << describe(grid) << ", seed " << seed);
   const auto t = traj::uniform_random(grid, 900, seed);
-  const auto w = random_weights(t.size(), seed + 1);
+  const auto w = test::random_weights(t.size(), seed + 1);
   const Image x = test::random_image(grid, seed + 2);
   DirectNormalOperator d(t, w, grid);
   const DeviceImage dx(x);
@@ -243,7 +235,7 @@ TEST_CASE("gpu cg: the CPU ConjugateGradient template on device images, same ite
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   const auto t = traj::uniform_random(grid, 1500, seed);
-  const auto w = random_weights(t.size(), seed + 1);
+  const auto w = test::random_weights(t.size(), seed + 1);
   const Image b = test::random_image(grid, seed + 2);
 
   const QOperator q_cpu(t, w, grid, {Backend::Cpu, Precision::Float64});

@@ -1,0 +1,42 @@
+#pragma once
+// What the CPU (lib/reconstruct.cpp) and GPU (cuda/recon_cuda.cu) reconstructions write into
+// their ReconReport alike, so that the two report the same way: a Q spectrum stored in the
+// cache, and the conjugate gradient's outcome at the end.
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "mri/error.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri/toeplitz_cache.hpp"
+
+namespace mri::detail {
+
+using ReconClock = std::chrono::steady_clock;
+
+// Writes spectrum() to report.q_cache_file, the time counted as setup. A failure (computing the
+// spectrum included) is noted in q_cache_message, not thrown: the reconstruction does not need
+// the cache.
+template <class Spectrum>
+void store_q_spectrum(ReconReport &report, const ToeplitzCacheKey &key, const Grid &grid, Spectrum &&spectrum) {
+  const auto t = ReconClock::now();
+  try {
+    save_toeplitz_spectrum(report.q_cache_file, key, grid, spectrum());
+  } catch (const Error &e) {
+    report.q_cache_message += std::string(report.q_cache_message.empty() ? "" : "; ") + "not stored: " + e.what();
+  }
+  report.setup_seconds += std::chrono::duration<double>(ReconClock::now() - t).count();
+}
+
+// The result: the image, and the report completed with the solver's outcome and the total time
+// since t_start.
+template <class Solver>
+ReconResult finish_recon(Image image, ReconReport report, const Solver &cg, ReconClock::time_point t_start) {
+  report.iterations = cg.iterations();
+  report.status = cg.info();
+  report.residuals = cg.residual_history();
+  report.total_seconds = std::chrono::duration<double>(ReconClock::now() - t_start).count();
+  return {std::move(image), std::move(report)};
+}
+
+} // namespace mri::detail
