@@ -11,6 +11,8 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 #include <limits>
 #include <numbers>
 #include <random>
@@ -118,6 +120,45 @@ double sampled_rel_l2(std::span<const std::complex<C>> result, std::span<const s
     if (!std::isfinite(r.real()) || !std::isfinite(r.imag())) return std::numeric_limits<double>::infinity();
     num += std::norm(r - ref[i]);
     den += std::norm(ref[i]);
+  }
+  return std::sqrt(num / den);
+}
+
+// Fresh inputs every run; the seed is printed so a failure can be replayed (MRI_GPU_TEST_SEED).
+inline std::uint64_t fresh_seed() {
+  static const std::uint64_t base = []() -> std::uint64_t {
+    if (const char *s = std::getenv("MRI_GPU_TEST_SEED")) return std::stoull(s);
+    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ static_cast<std::uint64_t>(std::random_device{}());
+  }();
+  static std::uint64_t counter = 0;
+  return base + 0x9e3779b97f4a7c15ULL * ++counter;
+}
+
+// M points uniform in [-n/2, n/2) of `period` (kz == 0 in 2D).
+inline Trajectory random_trajectory(const Grid &period, std::size_t m, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  std::vector<mri::KPoint> pts(m);
+  for (auto &p : pts) {
+    const auto draw = [&](std::int64_t n) {
+      const float k = u(rng) * static_cast<float>(n);
+      return k >= static_cast<float>(n) / 2 ? -static_cast<float>(n) / 2 : k;
+    };
+    p.kx = draw(period.nx());
+    p.ky = draw(period.ny());
+    p.kz = period.dims() == 3 ? draw(period.nz()) : 0.f;
+  }
+  return Trajectory(period.dims(), std::move(pts));
+}
+
+// ||a - ref|| / ||ref||; any non-finite element of `a` (an unwritten NaN) gives +inf.
+template <class C, class R> double rel_l2(const std::vector<C> &a, const std::vector<R> &ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::complex<double> x(a[i]), r(ref[i]);
+    if (!std::isfinite(x.real()) || !std::isfinite(x.imag())) return std::numeric_limits<double>::infinity();
+    num += std::norm(x - r);
+    den += std::norm(r);
   }
   return std::sqrt(num / den);
 }

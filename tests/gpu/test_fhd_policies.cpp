@@ -29,7 +29,10 @@ using mri::KernelPolicy;
 using mri::Trajectory;
 using mri::cuda::detail::FhdPlan;
 using mri::cuda::detail::ForwardPath;
+using mri::gpu_test::fresh_seed;
+using mri::gpu_test::random_trajectory;
 using mri::gpu_test::random_values;
+using mri::gpu_test::rel_l2;
 using cdouble = std::complex<double>;
 
 constexpr KernelPolicy kAllPolicies[] = {KernelPolicy::ScatterAtomic, KernelPolicy::Gather,
@@ -37,43 +40,8 @@ constexpr KernelPolicy kAllPolicies[] = {KernelPolicy::ScatterAtomic, KernelPoli
                                          KernelPolicy::SfuTrig,       KernelPolicy::Tuned,
                                          KernelPolicy::SeparableGemm, KernelPolicy::Auto};
 
-// Fresh inputs every run; the seed is printed so a failure can be replayed (MRI_GPU_TEST_SEED).
-std::uint64_t fresh_seed() {
-  static const std::uint64_t base = []() -> std::uint64_t {
-    if (const char *s = std::getenv("MRI_GPU_TEST_SEED")) return std::stoull(s);
-    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ static_cast<std::uint64_t>(std::random_device{}());
-  }();
-  static std::uint64_t counter = 0;
-  return base + 0x9e3779b97f4a7c15ULL * ++counter;
-}
 
-// M points uniform in [-n/2, n/2) of `period` (kz == 0 in 2D).
-Trajectory random_trajectory(const Grid &period, std::size_t m, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  std::vector<mri::KPoint> pts(m);
-  for (auto &p : pts) {
-    const auto draw = [&](std::int64_t n) {
-      float k = u(rng) * static_cast<float>(n);
-      return k >= static_cast<float>(n) / 2 ? -static_cast<float>(n) / 2 : k; // keep [-n/2, n/2)
-    };
-    p.kx = draw(period.nx());
-    p.ky = draw(period.ny());
-    p.kz = period.dims() == 3 ? draw(period.nz()) : 0.f;
-  }
-  return Trajectory(period.dims(), std::move(pts));
-}
 
-// ||a - ref|| / ||ref||; any non-finite element of `a` (an unwritten NaN) gives +inf.
-double rel_l2(const std::vector<cfloat> &a, const std::vector<cfloat> &ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i].real()) || !std::isfinite(a[i].imag())) return std::numeric_limits<double>::infinity();
-    num += std::norm(std::complex<double>(a[i]) - std::complex<double>(ref[i]));
-    den += std::norm(std::complex<double>(ref[i]));
-  }
-  return std::sqrt(num / den);
-}
 
 std::vector<cfloat> poisoned(std::size_t n) {
   return std::vector<cfloat>(n, cfloat(std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::quiet_NaN()));
