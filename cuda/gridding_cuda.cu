@@ -161,6 +161,30 @@ __global__ void __launch_bounds__(256) gather_kernel(const float4 *__restrict__ 
   grid[(static_cast<unsigned>(z) * d.gy + y) * d.gx + x] = make_float2(ar, ai);
 }
 
+// The window of sorted sample i (record r, cell key) for the thread-per-sample kernels: calls
+// row(first, jx, wx, wyz) for each of its W (2D) or W^2 (3D) rows on the periodic grid, where
+// grid point x of the row is first + wrap(jx + dx, gx) with weight wx[dx] * wyz (wz = 1 in 2D).
+template <int D, int W, class Row>
+__device__ __forceinline__ void for_each_window_row(const float *c, const Dev &d, float4 r, unsigned key, Row &&row) {
+  const int jx = __float_as_int(r.w), jy = static_cast<int>((key / d.gx) % d.gy), jz = static_cast<int>(key / (static_cast<unsigned>(d.gx) * d.gy));
+  float wx[W], wy[W], wz[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    wx[k] = poly<W>(c, d.degree, k, r.x);
+    wy[k] = poly<W>(c, d.degree, k, r.y);
+    wz[k] = D == 3 ? poly<W>(c, d.degree, k, r.z) : 1.f;
+  }
+#pragma unroll
+  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
+    const int zz = D == 3 ? wrap(jz + dz, d.gz) : 0;
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) {
+      const int yy = wrap(jy + dy, d.gy);
+      row((static_cast<unsigned>(zz) * d.gy + yy) * d.gx, jx, wx, wy[dy] * wz[dz]);
+    }
+  }
+}
+
 // GA: thread per sample (cell order, for locality), atomicAdd into its window.
 template <int D, int W>
 __global__ void __launch_bounds__(256) scatter_kernel(const float4 *__restrict__ rec, const unsigned *__restrict__ keys,
@@ -170,32 +194,16 @@ __global__ void __launch_bounds__(256) scatter_kernel(const float4 *__restrict__
   load_coef<W>(coef, d.degree, c);
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const float4 r = rec[i];
-  const unsigned key = keys[i];
-  const int jx = __float_as_int(r.w), jy = static_cast<int>((key / d.gx) % d.gy), jz = static_cast<int>(key / (static_cast<unsigned>(d.gx) * d.gy));
-  float wx[W], wy[W], wz[W];
+  for_each_window_row<D, W>(c, d, rec[i], keys[i], [&](unsigned first, int jx, const float(&wx)[W], float wyz) {
+    // Read here, not ahead of the window's weights, where it cost registers in 3D; one load remains.
+    const float2 v = val[i];
+    float2 *row = grid + first;
 #pragma unroll
-  for (int k = 0; k < W; ++k) {
-    wx[k] = poly<W>(c, d.degree, k, r.x);
-    wy[k] = poly<W>(c, d.degree, k, r.y);
-    wz[k] = D == 3 ? poly<W>(c, d.degree, k, r.z) : 1.f;
-  }
-  const float2 v = val[i];
-#pragma unroll
-  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
-    const int zz = D == 3 ? wrap(jz + dz, d.gz) : 0;
-#pragma unroll
-    for (int dy = 0; dy < W; ++dy) {
-      const int yy = wrap(jy + dy, d.gy);
-      const float wyz = wy[dy] * wz[dz];
-      float2 *row = grid + (static_cast<unsigned>(zz) * d.gy + yy) * d.gx;
-#pragma unroll
-      for (int dx = 0; dx < W; ++dx) {
-        const float w = wyz * wx[dx];
-        atomicAdd(&row[wrap(jx + dx, d.gx)], make_float2(w * v.x, w * v.y));
-      }
+    for (int dx = 0; dx < W; ++dx) {
+      const float w = wyz * wx[dx];
+      atomicAdd(&row[wrap(jx + dx, d.gx)], make_float2(w * v.x, w * v.y));
     }
-  }
+  });
 }
 
 // Interpolation: thread per sample, writes out[perm[i]] (sample order).
@@ -208,36 +216,19 @@ __global__ void __launch_bounds__(256) interp_kernel(const float4 *__restrict__ 
   load_coef<W>(coef, d.degree, c);
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const float4 r = rec[i];
-  const unsigned key = keys[i];
-  const int jx = __float_as_int(r.w), jy = static_cast<int>((key / d.gx) % d.gy), jz = static_cast<int>(key / (static_cast<unsigned>(d.gx) * d.gy));
-  float wx[W], wy[W], wz[W];
-#pragma unroll
-  for (int k = 0; k < W; ++k) {
-    wx[k] = poly<W>(c, d.degree, k, r.x);
-    wy[k] = poly<W>(c, d.degree, k, r.y);
-    wz[k] = D == 3 ? poly<W>(c, d.degree, k, r.z) : 1.f;
-  }
   float ar = 0.f, ai = 0.f;
+  for_each_window_row<D, W>(c, d, rec[i], keys[i], [&](unsigned first, int jx, const float(&wx)[W], float wyz) {
+    const float2 *row = grid + first;
+    float rr = 0.f, ri = 0.f;
 #pragma unroll
-  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
-    const int zz = D == 3 ? wrap(jz + dz, d.gz) : 0;
-#pragma unroll
-    for (int dy = 0; dy < W; ++dy) {
-      const int yy = wrap(jy + dy, d.gy);
-      const float2 *row = grid + (static_cast<unsigned>(zz) * d.gy + yy) * d.gx;
-      float rr = 0.f, ri = 0.f;
-#pragma unroll
-      for (int dx = 0; dx < W; ++dx) {
-        const float2 g = row[wrap(jx + dx, d.gx)];
-        rr = fmaf(wx[dx], g.x, rr);
-        ri = fmaf(wx[dx], g.y, ri);
-      }
-      const float w = wy[dy] * wz[dz];
-      ar = fmaf(w, rr, ar);
-      ai = fmaf(w, ri, ai);
+    for (int dx = 0; dx < W; ++dx) {
+      const float2 g = row[wrap(jx + dx, d.gx)];
+      rr = fmaf(wx[dx], g.x, rr);
+      ri = fmaf(wx[dx], g.y, ri);
     }
-  }
+    ar = fmaf(wyz, rr, ar);
+    ai = fmaf(wyz, ri, ai);
+  });
   out[perm[i]] = make_float2(ar, ai);
 }
 
