@@ -1,13 +1,23 @@
 // The CUDA gridding NUFFT (issue 5's GPU targets, cuFINUFFT's H200 figures in brackets):
 //
-//   NUFFT2D_adjoint/<method>/<tol>   256^2, M = 2^20 uniform random   (<= 0.16 ms at 1e-3)
-//   NUFFT3D_adjoint/<method>/<tol>   128^3, M = 2^21 uniform random   (<= 1.1 ms at 1e-3, 1.9 ms at 1e-5)
-//   NUFFT2D_forward, NUFFT3D_forward the same problems, interpolation (RGA plan)
-//   NUFFT2D_plan, NUFFT3D_plan       NufftOperator construction, host wall clock: validation,
-//                                    kernel fit, trajectory upload, device setup + sort +
-//                                    offsets, cuFFT plan (<= 2 ms); setup_ms = device part
-//   GRID2D/<method>                  PROPELLER 256^2 (16 x 32 x 256 = 2^17), adjoint, GA vs RGA
-// method: 0 = Scatter (GA, atomics), 1 = Gather (RGA, deterministic). tol: -log10.
+//   NUFFT_adjoint/dims:2/method/tol  256^2, M = 2^20 uniform random   (<= 0.16 ms at 1e-3)
+//   NUFFT_adjoint/dims:3/method/tol  128^3, M = 2^21 uniform random   (<= 1.1 ms at 1e-3, 1.9 ms at 1e-5)
+//   NUFFT_adjoint_width/dims/method/W  the same with the kernel width fixed (cuFINUFFT's 4 / 6)
+//   NUFFT_forward                    the same problems, interpolation (RGA plan)
+//   NUFFT_plan/dims                  NufftOperator construction until the plan is ready (its
+//                                    stream synchronised), host wall clock: kernel choice (kept
+//                                    per problem), trajectory upload, device range check, setup,
+//                                    sort, weights, offsets, cuFFT plan (kept per shape)
+//                                    (<= 2 ms). The trajectory is moved in: its copy (the by-value
+//                                    parameter, when a caller copies) is the counter copy_ms.
+//                                    cold_ms: one plan after release_gridding_cache() and with a
+//                                    kernel request not seen before (pool growth, cuFFT planning,
+//                                    pinned staging, kernel fit); return_ms: the constructor's
+//                                    return (the sort still running); setup_ms: device part
+//   GRID2D/method                    PROPELLER 256^2 (16 x 32 x 256 = 2^17), adjoint
+// method: 0 = Scatter with ScatterMethod::Global (GA, thread per sample, global atomics),
+// 1 = Gather (RGA, deterministic), 2 = Scatter with ScatterMethod::Shared (SM tiles, the default
+// Scatter). tol: -log10.
 //
 // Time: CUDA events around one execute on device-resident data (permute, grid, cuFFT,
 // deapodize/crop; transfers excluded, as cuFINUFFT's execute figures), median of 20 after a
@@ -20,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "../cuda/gridding_cuda.hpp"
@@ -91,6 +102,12 @@ double forward_error(const Problem &p, const std::vector<cfloat> &nufft) {
   return relative_error(sub.values, exact);
 }
 
+Gridding gridding_of(std::int64_t method) { return method == 1 ? Gridding::Gather : Gridding::Scatter; }
+
+void set_method(cuda::detail::NufftDevicePlan &plan, std::int64_t method) {
+  plan.set_scatter_method(method == 0 ? cuda::detail::ScatterMethod::Global : cuda::detail::ScatterMethod::Shared);
+}
+
 // False, with the benchmark marked skipped and why, where no CUDA device is usable.
 bool gpu_usable(benchmark::State &state) {
   if (cuda_available()) return true;
@@ -109,26 +126,46 @@ template <class TimeMs> void time_device(benchmark::State &state, std::size_t po
   state.counters["points/s"] = static_cast<double>(points) / (ms * 1e-3);
 }
 
-// range(0): dims, range(1): method, range(2): -log10(tol)
-void NUFFT_adjoint(benchmark::State &state) {
-  if (!gpu_usable(state)) return;
+// One adjoint of problem range(0) with method range(1) and options o: time, error, W, G.
+void time_adjoint(benchmark::State &state, const NufftOptions &o) {
   const Problem &p = problem(static_cast<int>(state.range(0)));
-  const double tol = std::pow(10.0, -static_cast<double>(state.range(2)));
-  const Gridding g = state.range(1) ? Gridding::Gather : Gridding::Scatter;
-  const NufftOperator op(p.traj, p.grid, options(tol, g));
+  const NufftOperator op(p.traj, p.grid, o);
   auto &plan = *op.device_plan();
+  set_method(plan, state.range(1));
   plan.upload_samples(p.data.data());
-  time_device(state, p.traj.size(), [&] { return plan.time_adjoint_ms(g, kReps); });
+  time_device(state, p.traj.size(), [&] { return plan.time_adjoint_ms(o.gridding, kReps); });
   Image out(p.grid);
   plan.download_image(out.data());
   state.counters["rel_err"] = adjoint_error(p, out);
   state.counters["W"] = op.kernel().width;
   state.counters["G"] = static_cast<double>(op.oversampled_grid().nx());
 }
+
+// range(0): dims, range(1): method, range(2): -log10(tol)
+void NUFFT_adjoint(benchmark::State &state) {
+  if (!gpu_usable(state)) return;
+  time_adjoint(state, options(std::pow(10.0, -static_cast<double>(state.range(2))), gridding_of(state.range(1))));
+}
 BENCHMARK(NUFFT_adjoint)
-    ->ArgNames({"dims", "rga", "tol"})
-    ->ArgsProduct({{2}, {0, 1}, {3, 5}})
-    ->ArgsProduct({{3}, {0, 1}, {3, 5}})
+    ->ArgNames({"dims", "method", "tol"})
+    ->ArgsProduct({{2}, {0, 1, 2}, {3, 5}})
+    ->ArgsProduct({{3}, {0, 1, 2}, {3, 5}})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// cuFINUFFT's widths for 1e-3 / 1e-5 (4 / 6), whatever the tolerance -> width table picks:
+// range(2) = W, tolerance 1e-3 for W <= 4 (the polynomial fit's accuracy), 1e-5 above.
+void NUFFT_adjoint_width(benchmark::State &state) {
+  if (!gpu_usable(state)) return;
+  NufftOptions o = options(state.range(2) <= 4 ? 1e-3 : 1e-5, gridding_of(state.range(1)));
+  o.width = static_cast<int>(state.range(2));
+  time_adjoint(state, o);
+}
+BENCHMARK(NUFFT_adjoint_width)
+    ->ArgNames({"dims", "method", "W"})
+    ->ArgsProduct({{2}, {0, 1, 2}, {4}})
+    ->ArgsProduct({{3}, {0, 1, 2}, {4, 6}})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
@@ -155,28 +192,55 @@ BENCHMARK(NUFFT_forward)
 
 void NUFFT_plan(benchmark::State &state) {
   if (!gpu_usable(state)) return;
-  const Problem &p = problem(static_cast<int>(state.range(0)));
-  { const NufftOperator warm(p.traj, p.grid, options(1e-3, Gridding::Gather)); } // cuFFT/CUDA first-use costs
-  double setup = 0;
+  const int dims = static_cast<int>(state.range(0));
+  const Problem &p = problem(dims);
+  using Clock = std::chrono::steady_clock;
+  auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  { const NufftOperator warm(p.traj, p.grid, options(1e-3, Gridding::Gather)); } // CUDA/cuFFT first-use costs
+  double cold = 0;
+  {
+    cuda::detail::release_gridding_cache();
+    Trajectory t = p.traj;
+    const auto t0 = Clock::now();
+    // A tolerance not requested before (same kernel width): the kernel fit runs again.
+    const NufftOperator op(std::move(t), p.grid, options(1.01e-3 + 1e-5 * dims, Gridding::Gather));
+    op.device_plan()->synchronize();
+    cold = ms(t0, Clock::now());
+  }
+  double copy = 0, ret = 0, setup = 0;
   for (auto _ : state) {
-    const NufftOperator op(p.traj, p.grid, options(1e-3, Gridding::Gather));
+    const auto c0 = Clock::now();
+    Trajectory t = p.traj;
+    const auto t0 = Clock::now();
+    const NufftOperator op(std::move(t), p.grid, options(1e-3, Gridding::Gather));
+    const auto t1 = Clock::now();
+    op.device_plan()->synchronize();
+    const auto t2 = Clock::now();
+    state.SetIterationTime(ms(t0, t2) * 1e-3);
+    copy += ms(c0, t0);
+    ret += ms(t0, t1);
     setup = op.device_plan()->setup_ms();
   }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["copy_ms"] = copy / n;
+  state.counters["return_ms"] = ret / n;
+  state.counters["cold_ms"] = cold;
   state.counters["setup_ms"] = setup;
 }
-BENCHMARK(NUFFT_plan)->ArgName("dims")->Arg(2)->Arg(3)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NUFFT_plan)->ArgName("dims")->Arg(2)->Arg(3)->Iterations(10)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 void GRID2D(benchmark::State &state) {
   if (!gpu_usable(state)) return;
   static const Trajectory t = traj::propeller(Grid(256, 256), 16, 32, 256);
   static const std::vector<cfloat> data = random_complex(t.size(), 5);
-  const Gridding g = state.range(0) ? Gridding::Gather : Gridding::Scatter;
+  const Gridding g = gridding_of(state.range(0));
   const NufftOperator op(t, Grid(256, 256), options(1e-3, g));
   auto &plan = *op.device_plan();
+  set_method(plan, state.range(0));
   plan.upload_samples(data.data());
   time_device(state, t.size(), [&] { return plan.time_adjoint_ms(g, kReps); });
 }
-BENCHMARK(GRID2D)->ArgName("rga")->Arg(0)->Arg(1)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(GRID2D)->ArgName("method")->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -8,7 +8,14 @@
 #include <cufft.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,33 +32,227 @@ void check_fft(cufftResult r, const char *call) {
 
 void check_launch(const char *kernel) { check(cudaGetLastError(), kernel, __FILE__, __LINE__); }
 
+// ---------------------------------------------------------------------------------------------
+// What plans keep between plans, process-wide (release_gridding_cache()). Never destroyed at
+// exit: the CUDA runtime and cuFFT may already be torn down when static destructors run.
+
+std::mutex g_cache_mutex;
+
+// Host-side phase times of the plan constructor on stderr (MRI_GRIDDING_TRACE=1).
+bool trace_enabled() {
+  static const bool on = [] {
+    const char *e = std::getenv("MRI_GRIDDING_TRACE");
+    return e != nullptr && e[0] != '\0' && e[0] != '0';
+  }();
+  return on;
+}
+
+// One stream-ordered memory pool per device. Freed buffers stay in the pool up to the release
+// threshold (an eighth of the device memory, at most 8 GiB), so a second plan reuses them
+// instead of mapping new memory; null where the device has no memory pools (plain cudaMalloc).
+struct PoolEntry {
+  int device;
+  cudaMemPool_t pool;
+};
+auto &g_pools = *new std::vector<PoolEntry>();
+
+cudaMemPool_t plan_pool() {
+  int device = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&device));
+  std::lock_guard lock(g_cache_mutex);
+  for (const PoolEntry &e : g_pools)
+    if (e.device == device) return e.pool;
+  int supported = 0;
+  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
+  cudaMemPool_t pool = nullptr;
+  if (supported) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.handleTypes = cudaMemHandleTypeNone;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    MRI_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    std::size_t free_bytes = 0, total_bytes = 0;
+    MRI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    std::uint64_t keep = std::min<std::uint64_t>(total_bytes / 8, std::uint64_t{8} << 30);
+    MRI_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  g_pools.push_back({device, pool});
+  return pool;
+}
+
+// A device array allocated and freed in stream order (from the pool where there is one).
 template <class T> class Buffer {
 public:
   Buffer() = default;
-  explicit Buffer(std::size_t n) { resize(n); }
-  ~Buffer() {
-    if (p_) cudaFree(p_);
-  }
+  ~Buffer() { release(); }
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
-  void resize(std::size_t n) {
-    if (p_) cudaFree(p_);
-    p_ = nullptr;
-    n_ = 0;
+  void allocate(std::size_t n, cudaMemPool_t pool, cudaStream_t stream) {
+    release();
     if (n == 0) return;
     void *p = nullptr;
-    MRI_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
+    if (pool)
+      MRI_CUDA_CHECK(cudaMallocFromPoolAsync(&p, n * sizeof(T), pool, stream));
+    else
+      MRI_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
     p_ = static_cast<T *>(p);
     n_ = n;
+    pooled_ = pool != nullptr;
+    stream_ = stream;
   }
-  void release() { resize(0); }
+  void release() noexcept {
+    if (p_) {
+      if (pooled_)
+        cudaFreeAsync(p_, stream_);
+      else
+        cudaFree(p_);
+    }
+    p_ = nullptr;
+    n_ = 0;
+  }
   T *get() const { return p_; }
   std::size_t size() const { return n_; }
 
 private:
   T *p_ = nullptr;
   std::size_t n_ = 0;
+  bool pooled_ = false;
+  cudaStream_t stream_ = nullptr;
 };
+
+// cuFFT plans without their own work area, kept idle per (device, dims, grid) between plans: a
+// plan checks one out for its lifetime (so two live plans never share one) and gives it back.
+struct FftPlan {
+  int device = 0, dims = 0, gx = 0, gy = 0, gz = 0;
+  cufftHandle handle = 0;
+  std::size_t work = 0;
+  bool same_shape(const FftPlan &o) const {
+    return device == o.device && dims == o.dims && gx == o.gx && gy == o.gy && gz == o.gz;
+  }
+};
+auto &g_idle_ffts = *new std::vector<FftPlan>();
+constexpr std::size_t kMaxIdleFfts = 8;
+
+FftPlan acquire_fft(int dims, int gx, int gy, int gz) {
+  FftPlan p;
+  MRI_CUDA_CHECK(cudaGetDevice(&p.device));
+  p.dims = dims;
+  p.gx = gx;
+  p.gy = gy;
+  p.gz = gz;
+  {
+    std::lock_guard lock(g_cache_mutex);
+    for (auto it = g_idle_ffts.begin(); it != g_idle_ffts.end(); ++it)
+      if (it->same_shape(p)) {
+        p = *it;
+        g_idle_ffts.erase(it);
+        return p;
+      }
+  }
+  check_fft(cufftCreate(&p.handle), "cufftCreate");
+  try {
+    check_fft(cufftSetAutoAllocation(p.handle, 0), "cufftSetAutoAllocation");
+    if (dims == 3)
+      check_fft(cufftMakePlan3d(p.handle, gz, gy, gx, CUFFT_C2C, &p.work), "cufftMakePlan3d");
+    else
+      check_fft(cufftMakePlan2d(p.handle, gy, gx, CUFFT_C2C, &p.work), "cufftMakePlan2d");
+  } catch (...) {
+    cufftDestroy(p.handle);
+    throw;
+  }
+  return p;
+}
+
+void return_fft(const FftPlan &p) noexcept {
+  std::lock_guard lock(g_cache_mutex);
+  if (g_idle_ffts.size() < kMaxIdleFfts)
+    g_idle_ffts.push_back(p);
+  else
+    cufftDestroy(p.handle);
+}
+
+// The trajectory upload. A pageable copy goes through the driver's staging at one host thread's
+// memcpy speed (H200 host: 25 MB in 3.0 ms); here up to kUploadThreads threads each copy chunks
+// into two slots of a small process-wide pinned ring and start each chunk's DMA at once, reusing
+// a slot when its previous DMA has finished (its event). The ring is small because pinning is
+// slow there (about 0.6 ms per MB, paid once per process: a buffer as large as the trajectory
+// cost 19 ms for 2^21 samples). Small uploads take the pageable copy.
+constexpr std::size_t kUploadThreads = 8;
+constexpr std::size_t kChunkPoints = std::size_t{1} << 15; // 384 KB: 16 slots = 6 MB pinned
+constexpr std::size_t kStagingMinBytes = std::size_t{1} << 20;
+
+struct Staging {
+  std::mutex mutex;
+  KPoint *host = nullptr; // 2 kUploadThreads slots of kChunkPoints
+  std::vector<cudaEvent_t> done;
+  std::vector<char> pending;
+  bool unavailable = false; // pinning failed once: pageable from then on
+};
+Staging &g_staging = *new Staging();
+
+// Runs work(w) for w = 0 .. workers - 1, on this thread and workers - 1 others (fewer if threads
+// cannot be made: the rest run here).
+template <class F> void run_workers(std::size_t workers, F &&work) {
+  std::vector<std::thread> threads;
+  std::size_t started = 1;
+  try {
+    for (; started < workers; ++started) threads.emplace_back(work, started);
+  } catch (...) {
+  }
+  work(std::size_t{0});
+  for (std::size_t w = started; w < workers; ++w) work(w);
+  for (std::thread &t : threads) t.join();
+}
+
+// Copies m points to dst (device), in `stream`'s order; src may be reused on return.
+void upload_points(KPoint *dst, const KPoint *src, std::size_t m, cudaStream_t stream) {
+  const std::size_t bytes = m * sizeof(KPoint);
+  std::unique_lock lock(g_staging.mutex);
+  if (bytes >= kStagingMinBytes && !g_staging.host && !g_staging.unavailable) {
+    const std::size_t slots = 2 * kUploadThreads;
+    if (cudaHostAlloc(reinterpret_cast<void **>(&g_staging.host), slots * kChunkPoints * sizeof(KPoint),
+                      cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError(); // not sticky: fall back to the pageable copy
+      g_staging.host = nullptr;
+      g_staging.unavailable = true;
+    } else {
+      g_staging.done.assign(slots, nullptr);
+      g_staging.pending.assign(slots, 0);
+      for (cudaEvent_t &e : g_staging.done) MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+  }
+  if (bytes < kStagingMinBytes || !g_staging.host) {
+    lock.unlock();
+    MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    return;
+  }
+  const std::size_t chunks = (m + kChunkPoints - 1) / kChunkPoints;
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min({chunks, kUploadThreads, cores});
+  std::vector<cudaError_t> errors(workers, cudaSuccess);
+  run_workers(workers, [&](std::size_t w) {
+    std::size_t turn = 0;
+    for (std::size_t c = w; c < chunks; c += workers, ++turn) {
+      const std::size_t slot = 2 * w + (turn & 1);
+      KPoint *pinned = g_staging.host + slot * kChunkPoints;
+      cudaError_t e = cudaSuccess;
+      if (g_staging.pending[slot]) e = cudaEventSynchronize(g_staging.done[slot]);
+      const std::size_t first = c * kChunkPoints, n = std::min(kChunkPoints, m - first);
+      if (e == cudaSuccess) {
+        std::memcpy(pinned, src + first, n * sizeof(KPoint));
+        e = cudaMemcpyAsync(dst + first, pinned, n * sizeof(KPoint), cudaMemcpyHostToDevice, stream);
+      }
+      if (e == cudaSuccess) e = cudaEventRecord(g_staging.done[slot], stream);
+      if (e != cudaSuccess) {
+        errors[w] = e;
+        return;
+      }
+      g_staging.pending[slot] = 1;
+    }
+  });
+  for (const cudaError_t e : errors) check(e, "staged trajectory upload", __FILE__, __LINE__);
+}
 
 constexpr int kMaxCoef = 25 * kMaxDeviceWidth; // degree <= 24
 
@@ -77,9 +278,10 @@ template <int W> __device__ __forceinline__ void load_coef(const float *coef, in
 
 __device__ __forceinline__ int wrap(int v, int n) { return v < 0 ? v + n : (v >= n ? v - n : v); }
 
-// Per sample: cell key (z, y, x of j0), the record (sx, sy, sz, j0x) and its index.
+// Per sample: cell key (z, y, x of j0), the record (sx, sy, sz, j0x) and its index; `outside`
+// set where a coordinate lies outside [-n/2, n/2) (Trajectory::check_within's test).
 __global__ void setup_points_kernel(const KPoint *k, int m, int width, int dims, Dev d, unsigned *keys,
-                                    unsigned *idx, float4 *rec) {
+                                    unsigned *idx, float4 *rec, unsigned *outside) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
   const KPoint p = k[i];
@@ -87,7 +289,10 @@ __global__ void setup_points_kernel(const KPoint *k, int m, int width, int dims,
   const int g[3] = {d.gx, d.gy, d.gz}, n[3] = {d.nx, d.ny, d.nz};
   int j[3] = {0, 0, 0};
   float s[3] = {0, 0, 0};
+  bool out = false;
   for (int a = 0; a < dims; ++a) {
+    const double half = n[a] / 2.0;
+    out |= !(kc[a] >= -half && kc[a] < half);
     const double t = kc[a] * g[a] / n[a];
     const double left = t - 0.5 * width;
     const double first = ceil(left);
@@ -98,14 +303,39 @@ __global__ void setup_points_kernel(const KPoint *k, int m, int width, int dims,
     j[a] = static_cast<int>(jj);
     s[a] = static_cast<float>(2.0 * z - 1.0);
   }
+  if (out) atomicOr(outside, 1u);
   keys[i] = (static_cast<unsigned>(j[2]) * d.gy + j[1]) * d.gx + j[0];
   idx[i] = i;
   rec[i] = make_float4(s[0], s[1], s[2], __int_as_float(j[0]));
 }
 
-__global__ void reorder_kernel(const float4 *rec, const unsigned *perm, int m, float4 *out) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < m) out[i] = rec[perm[i]];
+// Sorted order: the record, the window's first x, and the W kernel weights per axis
+// (wts[i * D * W + a * W + k], axis a, window point k) that gather and SM read; the weights go
+// out through shared memory so that the block's stores are contiguous.
+template <int D, int W>
+__global__ void __launch_bounds__(256) prep_kernel(const float4 *__restrict__ rec_in, const unsigned *__restrict__ perm,
+                                                   int m, Dev d, const float *__restrict__ coef, float4 *__restrict__ rec,
+                                                   int *__restrict__ jxs, float *__restrict__ wts) {
+  constexpr int DW = D * W;
+  __shared__ float c[kMaxCoef];
+  __shared__ float out[256 * DW];
+  load_coef<W>(coef, d.degree, c);
+  const int first = blockIdx.x * 256;
+  const int i = first + static_cast<int>(threadIdx.x);
+  if (i < m) {
+    const float4 r = rec_in[perm[i]];
+    rec[i] = r;
+    jxs[i] = __float_as_int(r.w);
+    const float sv[3] = {r.x, r.y, r.z};
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+#pragma unroll
+      for (int k = 0; k < W; ++k) out[threadIdx.x * DW + a * W + k] = poly<W>(c, d.degree, k, sv[a]);
+  }
+  __syncthreads();
+  const int n = min(256, m - first) * DW;
+  float *dst = wts + static_cast<std::size_t>(first) * DW;
+  for (int j = threadIdx.x; j < n; j += 256) dst[j] = out[j];
 }
 
 __global__ void count_kernel(const unsigned *keys, int m, unsigned *counts) {
@@ -120,42 +350,54 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
 
 // RGA: thread per grid point (x, y, z); the samples whose window covers it have j0 in
 // (x - W, x] on every axis: for each (dz, dy) the cells x - W + 1 .. x of row (z - dz, y - dy)
-// are one contiguous run of the sorted samples (two when the run wraps around x = 0).
+// are one contiguous run of the sorted samples (two when the run wraps around x = 0). The W
+// rows of one dz have their run bounds loaded together (independent loads in flight), then are
+// summed in a fixed order with the precomputed weights: bitwise deterministic.
 template <int D, int W>
-__global__ void __launch_bounds__(256) gather_kernel(const float4 *__restrict__ rec, const float2 *__restrict__ val,
-                                                     const unsigned *__restrict__ offsets, Dev d,
-                                                     const float *__restrict__ coef, float2 *__restrict__ grid) {
-  __shared__ float c[kMaxCoef];
-  load_coef<W>(coef, d.degree, c);
+__global__ void __launch_bounds__(256) gather_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
+                                                     const float2 *__restrict__ val, const unsigned *__restrict__ offsets,
+                                                     Dev d, float2 *__restrict__ grid) {
+  constexpr int DW = D * W;
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   const int z = blockIdx.z;
   if (x >= d.gx || y >= d.gy) return;
   float ar = 0.f, ai = 0.f;
-  auto run = [&](unsigned b, unsigned e, int dy, int dz) {
-    for (unsigned i = b; i < e; ++i) {
-      const float4 r = rec[i];
-      int dx = x - __float_as_int(r.w);
-      if (dx < 0) dx += d.gx;
-      float w = poly<W>(c, d.degree, dx, r.x) * poly<W>(c, d.degree, dy, r.y);
-      if constexpr (D == 3) w *= poly<W>(c, d.degree, dz, r.z);
-      const float2 v = val[i];
-      ar = fmaf(w, v.x, ar);
-      ai = fmaf(w, v.y, ai);
-    }
-  };
+  const int lo = x - W + 1;
+#pragma unroll 1
   for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
     const int cz = D == 3 ? wrap(z - dz, d.gz) : 0;
+    unsigned b[W], e[W], b2[W], e2[W];
+#pragma unroll
     for (int dy = 0; dy < W; ++dy) {
-      const int cy = wrap(y - dy, d.gy);
-      const unsigned row = (static_cast<unsigned>(cz) * d.gy + cy) * d.gx;
-      const int lo = x - W + 1;
+      const unsigned row = (static_cast<unsigned>(cz) * d.gy + wrap(y - dy, d.gy)) * d.gx;
       if (lo >= 0) {
-        run(offsets[row + lo], offsets[row + x + 1], dy, dz);
+        b[dy] = offsets[row + lo];
+        e[dy] = offsets[row + x + 1];
+        b2[dy] = e2[dy] = 0;
       } else {
-        run(offsets[row + lo + d.gx], offsets[row + d.gx], dy, dz);
-        run(offsets[row], offsets[row + x + 1], dy, dz);
+        b[dy] = offsets[row + lo + d.gx];
+        e[dy] = offsets[row + d.gx];
+        b2[dy] = offsets[row];
+        e2[dy] = offsets[row + x + 1];
       }
+    }
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) {
+      auto run = [&](unsigned from, unsigned to) {
+        for (unsigned i = from; i < to; ++i) {
+          int dx = x - jxs[i];
+          if (dx < 0) dx += d.gx;
+          const float *w = wts + static_cast<std::size_t>(i) * DW;
+          float wt = w[dx] * w[W + dy];
+          if constexpr (D == 3) wt *= w[2 * W + dz];
+          const float2 v = val[i];
+          ar = fmaf(wt, v.x, ar);
+          ai = fmaf(wt, v.y, ai);
+        }
+      };
+      run(b[dy], e[dy]);
+      run(b2[dy], e2[dy]);
     }
   }
   grid[(static_cast<unsigned>(z) * d.gy + y) * d.gx + x] = make_float2(ar, ai);
@@ -204,6 +446,120 @@ __global__ void __launch_bounds__(256) scatter_kernel(const float4 *__restrict__
       atomicAdd(&row[wrap(jx + dx, d.gx)], make_float2(w * v.x, w * v.y));
     }
   });
+}
+
+// SM: the grid in tiles of TX x TY x TZ cells; a block per tile. The tile's samples (j0 in the
+// tile) are the runs [offsets[row + x0], offsets[row + x1]) of its TY x TZ rows; the block takes
+// them in chunks of S, stages their weights, values and padded-tile positions in shared memory,
+// spreads them into the padded tile (TX + W - 1) x (TY + W - 1) x (TZ + W - 1) with shared
+// atomics (work item = one window row of one sample: W points along x, so a dense tile keeps
+// every thread busy; real and imaginary parts in separate arrays with an odd row pitch, against
+// bank conflicts), and finally adds the padded tile's nonzero points into the grid (global
+// float2 atomics, coordinates wrapped: the halo belongs to the neighbouring tiles).
+template <int D, int W> struct SmTile {
+  static constexpr int TX = D == 3 ? 16 : 32;
+  static constexpr int TY = D == 3 ? 8 : 16;
+  static constexpr int TZ = D == 3 ? (W <= 6 ? 8 : 4) : 1;
+  static constexpr int S = D == 3 ? 128 : 256; // samples staged per chunk
+  static constexpr int PX = TX + W - 1, PY = TY + W - 1, PZ = D == 3 ? TZ + W - 1 : 1;
+  static constexpr int SX = PX | 1;          // shared row pitch (odd)
+  static constexpr int P = PX * PY * PZ;      // padded points
+  static constexpr int SP = SX * PY * PZ;     // shared floats per part
+  static constexpr int R = TY * TZ;           // rows of cells per tile
+  static constexpr int ROWS = D == 3 ? W * W : W; // window rows per sample
+  static_assert(R <= 256, "one run per thread");
+  static_assert(2 * SP * 4 + S * (D * W * 4 + 8 + 4) + R * 8 + 1024 <= 48 * 1024, "static shared memory");
+};
+
+template <int D, int W>
+__global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
+                                                         const float2 *__restrict__ val,
+                                                         const unsigned *__restrict__ offsets, Dev d, int tiles_x,
+                                                         int tiles_y, float2 *grid) {
+  using T = SmTile<D, W>;
+  constexpr int DW = D * W;
+  using Scan = cub::BlockScan<unsigned, 256>;
+  __shared__ float re[T::SP], im[T::SP];
+  __shared__ float sw[T::S * DW];
+  __shared__ float2 sv[T::S];
+  __shared__ int sbase[T::S];
+  __shared__ unsigned run_begin[T::R], run_prefix[T::R];
+  __shared__ typename Scan::TempStorage scan;
+
+  const int t = threadIdx.x;
+  const int tile_index = blockIdx.x;
+  const int x0 = (tile_index % tiles_x) * T::TX;
+  const int y0 = (tile_index / tiles_x % tiles_y) * T::TY;
+  const int z0 = D == 3 ? tile_index / (tiles_x * tiles_y) * T::TZ : 0;
+  const int x1 = min(x0 + T::TX, d.gx);
+  unsigned len = 0;
+  if (t < T::R) {
+    const int y = y0 + t % T::TY, z = z0 + t / T::TY;
+    unsigned b = 0;
+    if (y < d.gy && z < d.gz) {
+      const unsigned row = (static_cast<unsigned>(z) * d.gy + y) * d.gx;
+      b = offsets[row + x0];
+      len = offsets[row + x1] - b;
+    }
+    run_begin[t] = b;
+  }
+  unsigned prefix = 0, total = 0;
+  Scan(scan).ExclusiveSum(len, prefix, total);
+  if (total == 0) return; // every thread has the block's total: uniform
+  if (t < T::R) run_prefix[t] = prefix;
+  for (int p = t; p < T::SP; p += 256) {
+    re[p] = 0.f;
+    im[p] = 0.f;
+  }
+  __syncthreads();
+
+  for (unsigned c0 = 0; c0 < total; c0 += T::S) {
+    const int count = static_cast<int>(min(static_cast<unsigned>(T::S), total - c0));
+    for (int k = t; k < count; k += 256) {
+      const unsigned f = c0 + k;
+      int lo = 0, hi = T::R - 1; // the last run starting at or before f (it holds f)
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (run_prefix[mid] <= f)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      const unsigned i = run_begin[lo] + (f - run_prefix[lo]);
+      const int lx = jxs[i] - x0, ly = lo % T::TY, lz = lo / T::TY;
+      sbase[k] = (lz * T::PY + ly) * T::SX + lx;
+      sv[k] = val[i];
+      const float *w = wts + static_cast<std::size_t>(i) * DW;
+#pragma unroll
+      for (int a = 0; a < DW; ++a) sw[k * DW + a] = w[a];
+    }
+    __syncthreads();
+    for (int item = t; item < count * T::ROWS; item += 256) {
+      const int k = item / T::ROWS, r = item - k * T::ROWS;
+      const int dy = r % W, dz = D == 3 ? r / W : 0;
+      const float *w = sw + k * DW;
+      float wyz = w[W + dy];
+      if constexpr (D == 3) wyz *= w[2 * W + dz];
+      const float2 v = sv[k];
+      const float vr = wyz * v.x, vi = wyz * v.y;
+      const int at = sbase[k] + (dz * T::PY + dy) * T::SX;
+#pragma unroll
+      for (int dx = 0; dx < W; ++dx) {
+        const float wx = w[dx];
+        atomicAdd(&re[at + dx], wx * vr);
+        atomicAdd(&im[at + dx], wx * vi);
+      }
+    }
+    __syncthreads();
+  }
+  for (int p = t; p < T::P; p += 256) {
+    const int lx = p % T::PX, ly = p / T::PX % T::PY, lz = p / (T::PX * T::PY);
+    const int q = (lz * T::PY + ly) * T::SX + lx;
+    const float vr = re[q], vi = im[q];
+    if (vr == 0.f && vi == 0.f) continue;
+    const int gx = (x0 + lx) % d.gx, gy = (y0 + ly) % d.gy, gz = D == 3 ? (z0 + lz) % d.gz : 0;
+    atomicAdd(&grid[(static_cast<unsigned>(gz) * d.gy + gy) * d.gx + gx], make_float2(vr, vi));
+  }
 }
 
 // Interpolation: thread per sample, writes out[perm[i]] (sample order).
@@ -262,12 +618,19 @@ __global__ void pad_kernel(const float2 *image, Dev d, const float *deapod, floa
 }
 
 struct Kernels {
+  decltype(&prep_kernel<2, 4>) prep;
   decltype(&gather_kernel<2, 4>) gather;
   decltype(&scatter_kernel<2, 4>) scatter;
+  decltype(&sm_scatter_kernel<2, 4>) sm;
   decltype(&interp_kernel<2, 4>) interp;
+  int tx, ty, tz; // SM tile
 };
 
-template <int D, int W> Kernels kernels_of() { return {&gather_kernel<D, W>, &scatter_kernel<D, W>, &interp_kernel<D, W>}; }
+template <int D, int W> Kernels kernels_of() {
+  using T = SmTile<D, W>;
+  return {&prep_kernel<D, W>, &gather_kernel<D, W>,   &scatter_kernel<D, W>, &sm_scatter_kernel<D, W>,
+          &interp_kernel<D, W>, T::TX, T::TY, T::TZ};
+}
 
 template <int D, int W = 2> Kernels pick(int width) {
   if constexpr (W > kMaxDeviceWidth) {
@@ -281,34 +644,64 @@ template <int D, int W = 2> Kernels pick(int width) {
 
 unsigned blocks(std::int64_t n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
 
+// Auto: SM in 3D; GA in 2D, where the samples per cell are many and global atomics in L2 were
+// measured faster than SM's tiles (H200: 2D 256^2 M = 2^20 and PROPELLER).
+ScatterMethod resolved_scatter(ScatterMethod method, int dims) {
+  if (method != ScatterMethod::Auto) return method;
+  return dims == 3 ? ScatterMethod::Shared : ScatterMethod::Global;
+}
+
 } // namespace
 
 struct NufftDevicePlan::State {
   GriddingSetup setup;
   Dev dev{};
   Kernels k{};
+  ScatterMethod scatter = ScatterMethod::Shared;
   int m = 0;
   std::int64_t points = 0, voxels = 0;
+  unsigned tiles_x = 1, tiles_y = 1, tiles = 1;
+  bool within = true;
   cudaStream_t stream = nullptr;
-  cufftHandle fft = 0;
-  bool fft_made = false;
+  cudaMemPool_t pool = nullptr;
+  FftPlan fft;
+  bool fft_held = false;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
-  float setup_ms = 0;
+  mutable float setup_ms = -1;
   Buffer<unsigned> keys, perm, offsets;
+  Buffer<int> jxs;
   Buffer<float4> rec;
-  Buffer<float> coef, deapod;
+  Buffer<float> consts, wts; // consts: kernel polynomial (kMaxCoef floats), then deapodization
   Buffer<float2> grid, sorted, samples, image;
+  Buffer<unsigned char> fft_work;
+
+  const float *coef() const { return consts.get(); }
+  const float *deapod() const { return consts.get() + kMaxCoef; }
 
   ~State() {
-    if (fft_made) cufftDestroy(fft);
+    // Buffers go back to the pool in this stream's order, then the stream (its work finishes).
+    for (auto *b : {&keys, &perm, &offsets}) b->release();
+    jxs.release();
+    rec.release();
+    consts.release();
+    wts.release();
+    for (auto *b : {&grid, &sorted, &samples, &image}) b->release();
+    fft_work.release();
+    if (fft_held) return_fft(fft);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (stream) cudaStreamDestroy(stream);
   }
 };
 
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+} // namespace
+
 NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup)
     : s_(std::make_unique<State>()) {
+  const auto t_start = Clock::now();
   State &s = *s_;
   s.setup = setup;
   const auto &g = setup.g;
@@ -319,76 +712,147 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   if (setup.width > kMaxDeviceWidth)
     throw Unsupported("NufftOperator on cuda: kernel width " + std::to_string(setup.width) + " above " +
                       std::to_string(kMaxDeviceWidth) + " (tolerance below what float32 reaches)");
+  if (setup.coef.size() > static_cast<std::size_t>(kMaxCoef))
+    throw Unsupported("NufftOperator on cuda: kernel polynomial of degree " + std::to_string(setup.degree) +
+                      " above 24");
   s.k = setup.dims == 3 ? pick<3>(setup.width) : pick<2>(setup.width);
+  s.scatter = resolved_scatter(ScatterMethod::Auto, setup.dims);
   s.m = static_cast<int>(trajectory.size());
   s.dev = {static_cast<int>(g[0]), static_cast<int>(g[1]), static_cast<int>(g[2]),
            static_cast<int>(setup.n[0]), static_cast<int>(setup.n[1]), static_cast<int>(setup.n[2]), setup.degree};
+  s.tiles_x = blocks(g[0], s.k.tx);
+  s.tiles_y = blocks(g[1], s.k.ty);
+  s.tiles = s.tiles_x * s.tiles_y * blocks(g[2], s.k.tz);
   MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   MRI_CUDA_CHECK(cudaEventCreate(&s.e0));
   MRI_CUDA_CHECK(cudaEventCreate(&s.e1));
+  s.pool = plan_pool();
+  const double t_stream = ms_since(t_start);
 
-  // Constants.
-  s.coef.resize(setup.coef.size());
-  MRI_CUDA_CHECK(cudaMemcpyAsync(s.coef.get(), setup.coef.data(), setup.coef.size() * sizeof(float),
-                                 cudaMemcpyHostToDevice, s.stream));
-  std::vector<float> deap;
-  for (int a = 0; a < 3; ++a) deap.insert(deap.end(), setup.deapod[a].begin(), setup.deapod[a].end());
-  s.deapod.resize(deap.size());
-  MRI_CUDA_CHECK(cudaMemcpyAsync(s.deapod.get(), deap.data(), deap.size() * sizeof(float), cudaMemcpyHostToDevice,
-                                 s.stream));
+  // cuFFT plan (cached per shape) with its work area from the pool.
+  s.fft = acquire_fft(setup.dims, s.dev.gx, s.dev.gy, s.dev.gz);
+  s.fft_held = true;
+  s.fft_work.allocate(s.fft.work, s.pool, s.stream);
+  if (s.fft.work > 0) check_fft(cufftSetWorkArea(s.fft.handle, s.fft_work.get()), "cufftSetWorkArea");
+  check_fft(cufftSetStream(s.fft.handle, s.stream), "cufftSetStream");
+  const double t_fft = ms_since(t_start);
 
-  // Points: setup, stable sort by cell, records in cell order, per-cell offsets.
+  // Buffers, then the constants in one copy.
   const int m = s.m;
-  Buffer<KPoint> traj(static_cast<std::size_t>(m));
-  MRI_CUDA_CHECK(cudaMemcpyAsync(traj.get(), trajectory.data(), static_cast<std::size_t>(m) * sizeof(KPoint),
-                                 cudaMemcpyHostToDevice, s.stream));
+  const auto M = static_cast<std::size_t>(m);
+  const auto points = static_cast<std::size_t>(s.points);
+  s.keys.allocate(M, s.pool, s.stream);
+  s.perm.allocate(M, s.pool, s.stream);
+  s.rec.allocate(M, s.pool, s.stream);
+  s.jxs.allocate(M, s.pool, s.stream);
+  s.wts.allocate(M * static_cast<std::size_t>(setup.dims * setup.width), s.pool, s.stream);
+  s.offsets.allocate(points + 1, s.pool, s.stream);
+  s.grid.allocate(points, s.pool, s.stream);
+  s.sorted.allocate(M, s.pool, s.stream);
+  s.samples.allocate(M, s.pool, s.stream);
+  s.image.allocate(static_cast<std::size_t>(s.voxels), s.pool, s.stream);
+  std::vector<float> consts(static_cast<std::size_t>(kMaxCoef), 0.f);
+  std::copy(setup.coef.begin(), setup.coef.end(), consts.begin());
+  for (int a = 0; a < 3; ++a) {
+    const auto &d = setup.deapod[static_cast<std::size_t>(a)];
+    if (d.size() != static_cast<std::size_t>(setup.n[static_cast<std::size_t>(a)]))
+      throw Unsupported("NufftOperator on cuda: deapodization of axis " + std::to_string(a) + " has " +
+                        std::to_string(d.size()) + " values for " + std::to_string(setup.n[static_cast<std::size_t>(a)]) +
+                        " voxels");
+    consts.insert(consts.end(), d.begin(), d.end());
+  }
+  s.consts.allocate(consts.size(), s.pool, s.stream);
+  MRI_CUDA_CHECK(cudaMemcpyAsync(s.consts.get(), consts.data(), consts.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                 s.stream));
+  const double t_alloc = ms_since(t_start);
+
+  // Trajectory upload and per-sample setup; the constructor waits for the range check only.
+  Buffer<KPoint> traj;
+  traj.allocate(M, s.pool, s.stream);
+  upload_points(traj.get(), trajectory.data(), M, s.stream);
+  const double t_upload = ms_since(t_start);
   MRI_CUDA_CHECK(cudaEventRecord(s.e0, s.stream));
-  Buffer<unsigned> keys_in(static_cast<std::size_t>(m)), idx_in(static_cast<std::size_t>(m));
-  Buffer<float4> rec_in(static_cast<std::size_t>(m));
-  s.keys.resize(static_cast<std::size_t>(m));
-  s.perm.resize(static_cast<std::size_t>(m));
-  s.rec.resize(static_cast<std::size_t>(m));
+  Buffer<unsigned> keys_in, idx_in, outside;
+  Buffer<float4> rec_in;
+  keys_in.allocate(M, s.pool, s.stream);
+  idx_in.allocate(M, s.pool, s.stream);
+  rec_in.allocate(M, s.pool, s.stream);
+  outside.allocate(1, s.pool, s.stream);
+  MRI_CUDA_CHECK(cudaMemsetAsync(outside.get(), 0, sizeof(unsigned), s.stream));
   setup_points_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(traj.get(), m, setup.width, setup.dims, s.dev,
-                                                             keys_in.get(), idx_in.get(), rec_in.get());
+                                                             keys_in.get(), idx_in.get(), rec_in.get(), outside.get());
   check_launch("setup_points_kernel");
+  traj.release();
+  unsigned outside_host = 0; // pageable destination: the copy returns once complete
+  MRI_CUDA_CHECK(cudaMemcpyAsync(&outside_host, outside.get(), sizeof(unsigned), cudaMemcpyDeviceToHost, s.stream));
+  outside.release();
+  s.within = outside_host == 0;
+  if (!s.within) trajectory.check_within(Grid(setup.n[0], setup.n[1], setup.n[2])); // names the sample
+  const double t_check = ms_since(t_start);
+  cudaEvent_t marks[4] = {};
+  const bool trace = trace_enabled();
+  if (trace)
+    for (cudaEvent_t &e : marks) {
+      MRI_CUDA_CHECK(cudaEventCreate(&e));
+    }
+  if (trace) MRI_CUDA_CHECK(cudaEventRecord(marks[0], s.stream));
+
+  // Stable sort by cell, records and weights in cell order, per-cell offsets: enqueued, not waited.
   int bits = 1;
   while ((std::int64_t{1} << bits) < s.points) ++bits;
   std::size_t sort_bytes = 0, scan_bytes = 0;
   MRI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in.get(), s.keys.get(), idx_in.get(),
                                                  s.perm.get(), m, 0, bits, s.stream));
-  Buffer<unsigned> counts(static_cast<std::size_t>(s.points) + 1);
-  s.offsets.resize(static_cast<std::size_t>(s.points) + 1);
+  Buffer<unsigned> counts;
+  counts.allocate(points + 1, s.pool, s.stream);
   MRI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.get(), s.offsets.get(),
                                                static_cast<int>(s.points) + 1, s.stream));
-  Buffer<unsigned char> temp(std::max(sort_bytes, scan_bytes));
+  Buffer<unsigned char> temp;
+  temp.allocate(std::max(sort_bytes, scan_bytes), s.pool, s.stream);
   MRI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), sort_bytes, keys_in.get(), s.keys.get(), idx_in.get(),
                                                  s.perm.get(), m, 0, bits, s.stream));
-  reorder_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(rec_in.get(), s.perm.get(), m, s.rec.get());
-  check_launch("reorder_kernel");
-  MRI_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, (static_cast<std::size_t>(s.points) + 1) * sizeof(unsigned), s.stream));
+  if (trace) MRI_CUDA_CHECK(cudaEventRecord(marks[1], s.stream));
+  keys_in.release();
+  idx_in.release();
+  s.k.prep<<<blocks(m, 256), 256, 0, s.stream>>>(rec_in.get(), s.perm.get(), m, s.dev, s.coef(), s.rec.get(),
+                                                 s.jxs.get(), s.wts.get());
+  check_launch("prep_kernel");
+  rec_in.release();
+  if (trace) MRI_CUDA_CHECK(cudaEventRecord(marks[2], s.stream));
+  MRI_CUDA_CHECK(cudaMemsetAsync(counts.get(), 0, (points + 1) * sizeof(unsigned), s.stream));
   count_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(s.keys.get(), m, counts.get());
   check_launch("count_kernel");
   MRI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), scan_bytes, counts.get(), s.offsets.get(),
                                                static_cast<int>(s.points) + 1, s.stream));
   MRI_CUDA_CHECK(cudaEventRecord(s.e1, s.stream));
-
-  s.grid.resize(static_cast<std::size_t>(s.points));
-  s.sorted.resize(static_cast<std::size_t>(m));
-  s.samples.resize(static_cast<std::size_t>(m));
-  s.image.resize(static_cast<std::size_t>(s.voxels));
-  if (setup.dims == 3)
-    check_fft(cufftPlan3d(&s.fft, s.dev.gz, s.dev.gy, s.dev.gx, CUFFT_C2C), "cufftPlan3d");
-  else
-    check_fft(cufftPlan2d(&s.fft, s.dev.gy, s.dev.gx, CUFFT_C2C), "cufftPlan2d");
-  s.fft_made = true;
-  check_fft(cufftSetStream(s.fft, s.stream), "cufftSetStream");
-  MRI_CUDA_CHECK(cudaStreamSynchronize(s.stream)); // the temporaries above are freed on return
-  MRI_CUDA_CHECK(cudaEventElapsedTime(&s.setup_ms, s.e0, s.e1));
+  if (trace) {
+    const double t_end = ms_since(t_start);
+    MRI_CUDA_CHECK(cudaEventSynchronize(s.e1));
+    float dev[4] = {};
+    MRI_CUDA_CHECK(cudaEventElapsedTime(&dev[0], s.e0, marks[0]));
+    MRI_CUDA_CHECK(cudaEventElapsedTime(&dev[1], marks[0], marks[1]));
+    MRI_CUDA_CHECK(cudaEventElapsedTime(&dev[2], marks[1], marks[2]));
+    MRI_CUDA_CHECK(cudaEventElapsedTime(&dev[3], marks[2], s.e1));
+    for (cudaEvent_t e : marks) cudaEventDestroy(e);
+    std::fprintf(stderr,
+                 "[gridding plan] %dD M=%d G=%dx%dx%d host: stream %.3f, fft %.3f, alloc+consts %.3f, upload "
+                 "%.3f, check %.3f, enqueue %.3f ms; device: setup %.3f, sort %.3f, prep %.3f, offsets %.3f ms\n",
+                 setup.dims, m, s.dev.gx, s.dev.gy, s.dev.gz, t_stream, t_fft - t_stream, t_alloc - t_fft,
+                 t_upload - t_alloc, t_check - t_upload, t_end - t_check, dev[0], dev[1], dev[2], dev[3]);
+  }
 }
 
 NufftDevicePlan::~NufftDevicePlan() {
   if (s_ && s_->stream) cudaStreamSynchronize(s_->stream);
 }
+
+bool NufftDevicePlan::samples_within_grid() const { return s_->within; }
+
+void NufftDevicePlan::set_scatter_method(ScatterMethod method) {
+  s_->scatter = resolved_scatter(method, s_->setup.dims);
+}
+
+ScatterMethod NufftDevicePlan::scatter_method() const { return s_->scatter; }
 
 void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, Gridding gridding) {
   State &s = *s_;
@@ -398,20 +862,26 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
   check_launch("permute_kernel");
   if (gridding == Gridding::Scatter) {
     MRI_CUDA_CHECK(cudaMemsetAsync(s.grid.get(), 0, static_cast<std::size_t>(s.points) * sizeof(float2), s.stream));
-    s.k.scatter<<<blocks(m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.sorted.get(), m, s.dev,
-                                                      s.coef.get(), s.grid.get());
-    check_launch("scatter_kernel");
-  } else {
+    if (s.scatter == ScatterMethod::Global) {
+      s.k.scatter<<<blocks(m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.sorted.get(), m, s.dev, s.coef(),
+                                                        s.grid.get());
+      check_launch("scatter_kernel");
+    } else {
+      s.k.sm<<<s.tiles, 256, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.dev,
+                                            static_cast<int>(s.tiles_x), static_cast<int>(s.tiles_y), s.grid.get());
+      check_launch("sm_scatter_kernel");
+    }
+  } else { // Gather; Auto means Gather here as in NufftOperator
     const dim3 block(32, 8, 1);
     const dim3 grid(blocks(s.dev.gx, 32), blocks(s.dev.gy, 8), static_cast<unsigned>(s.dev.gz));
-    s.k.gather<<<grid, block, 0, s.stream>>>(s.rec.get(), s.sorted.get(), s.offsets.get(), s.dev, s.coef.get(),
+    s.k.gather<<<grid, block, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.dev,
                                              s.grid.get());
     check_launch("gather_kernel");
   }
-  check_fft(cufftExecC2C(s.fft, reinterpret_cast<cufftComplex *>(s.grid.get()),
+  check_fft(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
                          reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_INVERSE),
             "cufftExecC2C(inverse)");
-  crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod.get(),
+  crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod(),
                                                             reinterpret_cast<float2 *>(d_image));
   check_launch("crop_kernel");
 }
@@ -420,18 +890,18 @@ void NufftDevicePlan::forward_device(const cfloat *d_image, cfloat *d_samples) {
   State &s = *s_;
   MRI_CUDA_CHECK(cudaMemsetAsync(s.grid.get(), 0, static_cast<std::size_t>(s.points) * sizeof(float2), s.stream));
   pad_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_image), s.dev,
-                                                           s.deapod.get(), s.grid.get());
+                                                           s.deapod(), s.grid.get());
   check_launch("pad_kernel");
-  check_fft(cufftExecC2C(s.fft, reinterpret_cast<cufftComplex *>(s.grid.get()),
+  check_fft(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
                          reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_FORWARD),
             "cufftExecC2C(forward)");
-  s.k.interp<<<blocks(s.m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.perm.get(), s.m, s.dev,
-                                                     s.coef.get(), s.grid.get(),
-                                                     reinterpret_cast<float2 *>(d_samples));
+  s.k.interp<<<blocks(s.m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.perm.get(), s.m, s.dev, s.coef(),
+                                                     s.grid.get(), reinterpret_cast<float2 *>(d_samples));
   check_launch("interp_kernel");
 }
 
 void NufftDevicePlan::synchronize() { MRI_CUDA_CHECK(cudaStreamSynchronize(s_->stream)); }
+void *NufftDevicePlan::stream() const { return s_->stream; }
 
 void NufftDevicePlan::upload_samples(const cfloat *samples) {
   MRI_CUDA_CHECK(cudaMemcpyAsync(s_->samples.get(), samples, static_cast<std::size_t>(s_->m) * sizeof(float2),
@@ -501,6 +971,40 @@ double NufftDevicePlan::time_forward_ms(int repetitions) {
   });
 }
 
-double NufftDevicePlan::setup_ms() const { return s_->setup_ms; }
+double NufftDevicePlan::setup_ms() const {
+  if (s_->setup_ms < 0) {
+    MRI_CUDA_CHECK(cudaEventSynchronize(s_->e1));
+    MRI_CUDA_CHECK(cudaEventElapsedTime(&s_->setup_ms, s_->e0, s_->e1));
+  }
+  return s_->setup_ms;
+}
+
+void release_gridding_cache() {
+  {
+    std::lock_guard lock(g_staging.mutex);
+    for (std::size_t i = 0; i < g_staging.done.size(); ++i) {
+      if (g_staging.pending[i]) MRI_CUDA_CHECK(cudaEventSynchronize(g_staging.done[i]));
+      MRI_CUDA_CHECK(cudaEventDestroy(g_staging.done[i]));
+    }
+    g_staging.done.clear();
+    g_staging.pending.clear();
+    if (g_staging.host) MRI_CUDA_CHECK(cudaFreeHost(g_staging.host));
+    g_staging.host = nullptr;
+  }
+  std::lock_guard lock(g_cache_mutex);
+  for (const FftPlan &p : g_idle_ffts) cufftDestroy(p.handle);
+  g_idle_ffts.clear();
+  for (const PoolEntry &e : g_pools)
+    if (e.pool) {
+      // Frees finished since the last synchronisation are only returned once the device has
+      // passed them.
+      int current = 0;
+      MRI_CUDA_CHECK(cudaGetDevice(&current));
+      MRI_CUDA_CHECK(cudaSetDevice(e.device));
+      MRI_CUDA_CHECK(cudaDeviceSynchronize());
+      MRI_CUDA_CHECK(cudaMemPoolTrimTo(e.pool, 0));
+      MRI_CUDA_CHECK(cudaSetDevice(current));
+    }
+}
 
 } // namespace mri::cuda::detail

@@ -1,15 +1,26 @@
 #pragma once
 // The CUDA gridding NUFFT (plain C++ header: lib/ and the benchmarks include it). Float32.
 //
-//   plan:    upload the trajectory; per sample the first window point j0 and the kernel
-//            polynomial variable s per axis; a stable radix sort by oversampled-grid cell
-//            (z, y, x); per-cell offsets (histogram + scan). All on the device.
+//   plan:    upload the trajectory (host threads through a small pinned ring); per sample the
+//            first window point j0, the kernel polynomial variable s per axis, and whether it
+//            lies in the grid's k-space; a stable radix sort by oversampled-grid cell (z, y, x);
+//            per sample in cell order its W kernel weights per axis; per-cell offsets
+//            (histogram + scan). All on the device, stream-ordered: the constructor waits only
+//            for the upload and the range check, and returns with the sort still running on the
+//            plan's stream. Device buffers come from a process-wide stream-ordered pool and
+//            cuFFT plans from a process-wide cache, so a second plan of the same shape
+//            allocates and plans nothing (release_gridding_cache()).
 //   adjoint: permute the samples into cell order; grid by
 //              Gather (RGA): thread per grid point; it walks the W (2D) or W^2 (3D) rows of
 //                            cells whose samples' windows cover it - each row a contiguous run
-//                            of the sorted samples - and sums in that fixed order: no atomics,
-//                            no zeroing, bitwise deterministic;
-//              Scatter (GA): thread per sample, atomicAdd (float2, sm_90) into its W^d window;
+//                            of the sorted samples - and sums in that fixed order with the
+//                            precomputed weights: no atomics, no zeroing, bitwise deterministic;
+//              Scatter, ScatterMethod::Shared (SM, the default in 3D): a block per tile of the
+//                            grid spreads the tile's samples (its cells' runs of the sorted
+//                            order) into a padded shared-memory copy of the tile with shared
+//                            atomics, then adds the padded tile's nonzero points into the grid;
+//              Scatter, ScatterMethod::Global (GA, the default in 2D): thread per sample,
+//                            atomicAdd (float2, sm_90) into its W^d window in the global grid;
 //            cuFFT C2C inverse; deapodize + crop.
 //   forward: pad + deapodize, cuFFT forward, interpolation (thread per sample, gather).
 #include <array>
@@ -37,10 +48,23 @@ struct GriddingSetup {
 // The widest kernel the device kernels are compiled for (tolerances down to 1e-7 need 8).
 inline constexpr int kMaxDeviceWidth = 8;
 
+// How Gridding::Scatter spreads (NufftDevicePlan::set_scatter_method): Auto = Shared in 3D,
+// Global in 2D; Global =
+// GA, thread per sample with global atomics; Shared = SM, shared-memory tiles. Both are
+// non-deterministic in the last bits (atomics); Gridding::Gather is the deterministic path.
+enum class ScatterMethod { Auto, Global, Shared };
+
+// Frees what the gridding plans keep between plans, process-wide: idle cached cuFFT plans, the
+// unused memory of the plans' device memory pool, and the pinned trajectory staging buffer.
+// Live plans are unaffected (they hold their own cuFFT plan and buffers).
+void release_gridding_cache();
+
 class NufftDevicePlan {
 public:
   // Throws Unsupported for a width above kMaxDeviceWidth or grids beyond 2^31 points, CudaError
-  // for CUDA/cuFFT failures.
+  // for CUDA/cuFFT failures, InvalidArgument (Trajectory::check_within's) for a sample outside
+  // the grid's k-space [-n/2, n/2). Returns with the plan's device setup still running on its
+  // stream: calls on the plan are ordered after it.
   NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup);
   ~NufftDevicePlan();
   NufftDevicePlan(const NufftDevicePlan &) = delete;
@@ -54,6 +78,14 @@ public:
   void forward_device(const cfloat *d_image, cfloat *d_samples);
   void synchronize();
 
+  // Whether every sample lies in [-n_a/2, n_a/2) on each axis (checked on the device; always
+  // true for a constructed plan, which throws otherwise).
+  bool samples_within_grid() const;
+  // Gridding::Scatter's kernel (default Auto); scatter_method() gives the resolved one.
+  void set_scatter_method(ScatterMethod method);
+  ScatterMethod scatter_method() const;
+  void *stream() const; // the plan's stream (cudaStream_t) its device-pointer calls are ordered on
+
   // Benchmarks: the plan's own device buffers, and event-timed executions on them (median of
   // `repetitions`, after one untimed warm-up), in milliseconds.
   void upload_samples(const cfloat *samples);
@@ -62,7 +94,8 @@ public:
   void download_samples(cfloat *samples);
   double time_adjoint_ms(Gridding gridding, int repetitions);
   double time_forward_ms(int repetitions);
-  // Event time of the plan's device work (point setup, sort, offsets), cuFFT planning excluded.
+  // Event time of the plan's device work (point setup, sort, weights, offsets), the trajectory
+  // upload and cuFFT planning excluded (waits for that work to finish).
   double setup_ms() const;
 
 private:

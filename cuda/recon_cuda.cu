@@ -9,7 +9,8 @@
 #include "../lib/recon_report.hpp"
 #include "cuda_check.cuh"
 #include "device_image.hpp"
-#include "fhd_backend.hpp"
+#include "fhd_plan.cuh"
+#include "gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
 #include "recon_cuda.hpp"
@@ -32,6 +33,34 @@ std::string extents(const Grid &g) {
   return std::to_string(g.nx()) + "x" + std::to_string(g.ny()) + "x" + std::to_string(g.nz());
 }
 
+// Host data on the device, e.g. the samples a NUFFT plan reads (blocking copy).
+DeviceBuffer<cfloat> upload(const std::vector<cfloat> &host) {
+  DeviceBuffer<cfloat> d(host.size());
+  MRI_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(cfloat), cudaMemcpyHostToDevice));
+  return d;
+}
+
+__global__ void q_samples_kernel(const float *__restrict__ w, int m, float2 *__restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m) out[i] = make_float2(w ? w[i] : 1.0f, 0.0f);
+}
+
+// Q's samples on the device: the density weights as complex values (all ones without weights),
+// made there from the real weights (half the upload of complex ones, none without weights).
+DeviceBuffer<cfloat> q_samples(const KSpaceData &data, cudaStream_t stream) {
+  const auto m = static_cast<int>(data.trajectory().size());
+  DeviceBuffer<float> w(data.weights().size());
+  if (data.has_weights())
+    MRI_CUDA_CHECK(cudaMemcpy(w.get(), data.weights().data(), data.weights().size() * sizeof(float),
+                              cudaMemcpyHostToDevice));
+  DeviceBuffer<cfloat> out(static_cast<std::size_t>(m));
+  q_samples_kernel<<<(m + 255) / 256, 256, 0, stream>>>(data.has_weights() ? w.get() : nullptr, m,
+                                                        reinterpret_cast<float2 *>(out.get()));
+  MRI_CUDA_CHECK(cudaGetLastError());
+  MRI_CUDA_CHECK(cudaStreamSynchronize(stream)); // w is freed on return
+  return out;
+}
+
 // The normal operator CG applies: Toeplitz or direct, each with the regulariser fused in.
 struct GpuNormal {
   const ToeplitzOperator *toeplitz;
@@ -51,23 +80,27 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
   ReconReport report;
   report.backend = Backend::Cuda;
   report.normal = options.normal;
+  report.method = options.method;
   const bool direct = options.normal == Normal::Direct;
+  const bool nufft = options.method == Method::Nufft;
   const bool use_cache = !direct && !options.q_cache_dir.empty();
   const Trajectory &trajectory = data.trajectory();
   // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results rounded
   // to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
   const KernelPolicy policy = resolve_policy(options.policy, options.precision);
+  const NufftOptions nufft_options = mri::detail::recon_nufft_options(options, Backend::Cuda);
+  const Gridding gridding = options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather;
 
   // Cache key and the memory check, before any allocation.
   auto t = Clock::now();
   ToeplitzCacheKey key;
   bool cached = false;
   if (use_cache) {
-    key = toeplitz_cache_key(trajectory, data.weights(), grid, options.precision);
+    key = toeplitz_cache_key(trajectory, data.weights(), grid, options.precision, nufft ? options.nufft_tolerance : 0);
     report.q_cache_file = toeplitz_cache_file(options.q_cache_dir, key);
     cached = std::filesystem::exists(report.q_cache_file);
   }
-  const DeviceBytes need = reconstruct_device_bytes(grid, trajectory.size(), direct, cached);
+  const DeviceBytes need = reconstruct_device_bytes(grid, trajectory.size(), direct, cached, nufft);
   report.device_bytes = need.peak();
   const DeviceMemory memory = device_memory();
   std::size_t available = memory.free;
@@ -75,16 +108,31 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
   if (need.peak() > available)
     throw Unsupported("reconstruct on the GPU: grid " + extents(grid) + " (Toeplitz grid " + extents(grid.doubled()) +
                       "), M = " + std::to_string(trajectory.size()) + ", normal = " + to_string(options.normal) +
-                      " needs about " + gib(need.peak()) + " of device memory (F^H D phase " + gib(need.fhd) +
-                      ", Q phase " + gib(need.q) + ", CG phase " + gib(need.cg) + "); available: " + gib(available) +
-                      " (free " + gib(memory.free) + " of " + gib(memory.total) +
+                      ", method = " + to_string(options.method) + " needs about " + gib(need.peak()) +
+                      " of device memory (F^H D phase " + gib(need.fhd) + ", Q phase " + gib(need.q) +
+                      ", CG phase " + gib(need.cg) + "); available: " + gib(available) + " (free " +
+                      gib(memory.free) + " of " + gib(memory.total) +
                       (options.device_memory_limit > 0 ? ", limit " + gib(options.device_memory_limit) : "") + ")");
   StreamHandle stream = default_stream();
+  const auto sync = [](StreamHandle s) { MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s))); };
   report.setup_seconds += seconds_since(t);
 
-  // F^H (w .* D)
+  // F^H (w .* D): the exact sum (FhdPlan), or one adjoint NUFFT whose plan the direct normal keeps.
   DeviceImage rhs;
-  {
+  std::shared_ptr<NufftDevicePlan> nufft_plan;
+  if (nufft) {
+    t = Clock::now();
+    nufft_plan = mri::detail::make_device_nufft_plan(trajectory, grid, nufft_options);
+    rhs = DeviceImage(grid, stream);
+    report.setup_seconds += seconds_since(t);
+    t = Clock::now();
+    const DeviceBuffer<cfloat> samples = upload(data.weighted_samples());
+    report.transfer_seconds += seconds_since(t);
+    t = Clock::now();
+    nufft_plan->adjoint_device(samples.get(), rhs.data(), gridding);
+    nufft_plan->synchronize(); // the samples are freed next
+    report.fhd_seconds = seconds_since(t);
+  } else {
     t = Clock::now();
     FhdPlan plan(trajectory, grid, grid); // uploads the trajectory
     rhs = DeviceImage(grid, stream);
@@ -103,10 +151,14 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
   std::optional<DirectNormalOperator> direct_op;
   if (direct) {
     t = Clock::now();
-    direct_op.emplace(trajectory, data.weights(), grid, policy, options.precision, stream);
+    if (nufft)
+      direct_op.emplace(nufft_plan, gridding, data.weights(), grid, trajectory.size());
+    else
+      direct_op.emplace(trajectory, data.weights(), grid, policy, options.precision, stream);
     direct_op->set_regularizer(options.regularizer, options.lambda);
     report.setup_seconds += seconds_since(t);
   } else {
+    nufft_plan.reset(); // its oversampled grid is not needed any more
     if (cached) {
       t = Clock::now();
       try {
@@ -122,11 +174,25 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
     } else if (use_cache) {
       report.q_cache = QCacheStatus::Miss;
     }
-    if (!toeplitz) {
+    if (!toeplitz && nufft) {
+      // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device).
+      t = Clock::now();
+      DeviceImage q(grid.doubled(), stream);
+      {
+        const auto q_plan =
+            mri::detail::make_device_nufft_plan(mri::detail::q_trajectory(trajectory, grid), grid.doubled(), nufft_options);
+        const DeviceBuffer<cfloat> weights = q_samples(data, static_cast<cudaStream_t>(stream));
+        q_plan->adjoint_device(weights.get(), q.data(), gridding);
+        q_plan->synchronize();
+      }
+      report.q_seconds = seconds_since(t);
+      toeplitz.emplace(grid, q, ToeplitzFft::Auto, stream);
+    } else if (!toeplitz) {
       toeplitz.emplace(trajectory, data.weights(), grid, policy, ToeplitzFft::Auto, stream);
       report.q_seconds += toeplitz->setup().q_seconds;
-      if (use_cache) mri::detail::store_q_spectrum(report, key, grid, [&] { return toeplitz->spectrum(); });
     }
+    if (use_cache && report.q_cache != QCacheStatus::Hit)
+      mri::detail::store_q_spectrum(report, key, grid, [&] { return toeplitz->spectrum(); });
     report.fft_setup_seconds = toeplitz->setup().fft_setup_seconds;
     report.transfer_seconds += toeplitz->setup().transfer_seconds;
     toeplitz->set_regularizer(options.regularizer, options.lambda);
@@ -144,7 +210,7 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
       options.on_iteration(k, host, residual);
     });
   DeviceImage x = cg.solve(rhs);
-  MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  sync(stream);
   report.cg_seconds = seconds_since(t);
 
   // The one transfer back.

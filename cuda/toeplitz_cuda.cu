@@ -20,7 +20,9 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,8 +30,10 @@
 #include "cuda_check.cuh"
 #include "cufft_check.cuh"
 #include "fhd_backend.hpp"
+#include "gridding_cuda.hpp"
 #include "mri/detail/regularizer_stencil.hpp"
 #include "mri/error.hpp"
+#include "mri/kspace.hpp"
 #include "toeplitz_callback_params.h"
 #include "toeplitz_cuda.hpp"
 #ifdef MRI_TOEPLITZ_LTO
@@ -118,7 +122,8 @@ __global__ void modulate_kernel(const float *__restrict__ kh, const float *__res
 }
 
 // The full Q on the padded grid in FFT order (offset d at index d mod L) from the half grid:
-// d_h <= 0 read directly, d_h > 0 as conj(Q(-d)); offsets with some d_a = -n_a zeroed.
+// d_h <= 0 read directly, d_h > 0 as conj(Q(-d)); offsets with some d_a = -n_a zeroed. With
+// h = -1 the "half" grid is the whole padded grid in image order (offset d at index d + n).
 __global__ void expand_kernel(const float2 *__restrict__ qh, Dims d, int h, int hx, int hy, long long total,
                               float2 *__restrict__ out) {
   const long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -482,6 +487,23 @@ ToeplitzFft resolve_fft(ToeplitzFft requested, const Grid &padded) {
                                                                          : ToeplitzFft::Unfused;
 }
 
+// The last axis of extent > 1 (-1 for a single voxel).
+int last_axis(const Grid &grid) {
+  for (int a = 2; a >= 0; --a)
+    if (grid.extent(a) > 1) return a;
+  return -1;
+}
+
+// Where the exact Q is summed: the doubled grid with n_h + 1 planes along the last axis h
+// (offsets -n_h .. 0); the other half follows from Q(-d) = conj(Q(d)).
+Grid q_half_grid(const Grid &grid) {
+  const Grid padded = grid.doubled();
+  std::int64_t e[3] = {padded.nx(), padded.ny(), padded.nz()};
+  const int h = last_axis(grid);
+  if (h >= 0) e[h] = grid.extent(h) + 1;
+  return Grid(e[0], e[1], e[2]);
+}
+
 bool same_params(const ToeplitzCallbackParams &a, const ToeplitzCallbackParams &b) {
   return a.in == b.in && a.out == b.out && a.kernel == b.kernel && a.nx == b.nx && a.ny == b.ny && a.nz == b.nz &&
          a.lx == b.lx && a.ly == b.ly && a.lx_shift == b.lx_shift && a.ly_shift == b.ly_shift &&
@@ -507,12 +529,7 @@ void check_image(const DeviceImage &v, const Grid &grid, const char *what) {
 }
 
 std::vector<float> checked_weights(std::span<const float> weights, std::size_t m) {
-  if (!weights.empty() && weights.size() != m)
-    mri::detail::invalid_argument("weights.size()", weights.size(),
-                                  "must be 0 or trajectory.size() = " + std::to_string(m));
-  for (std::size_t i = 0; i < weights.size(); ++i)
-    if (!(weights[i] >= 0) || !std::isfinite(weights[i]))
-      mri::detail::invalid_argument("weights[" + std::to_string(i) + "]", weights[i], "must be finite and >= 0");
+  mri::detail::check_weights(weights, m);
   return {weights.begin(), weights.end()};
 }
 
@@ -588,6 +605,21 @@ struct ToeplitzOperator::Impl {
       a = DevArray<float2>(l);
       MRI_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, l * sizeof(float2), stream));
     }
+  }
+
+  // K = Re(FFT(Q)) / L from Q on `half` (Q's offsets d_h <= 0 along axis h, or the whole padded
+  // grid in image order for h = -1): expanded into the FFT array in FFT order, transformed.
+  // Synchronises the stream (the caller frees Q next).
+  void make_spectrum(const float2 *q, int h, const Grid &half) {
+    const auto l = static_cast<long long>(padded.voxels());
+    expand_kernel<<<blocks_for(l), kThreads, 0, stream>>>(q, dims, h, static_cast<int>(half.nx()),
+                                                          static_cast<int>(half.ny()), l, w.get());
+    MRI_CUDA_CHECK(cudaGetLastError());
+    auto *buf = reinterpret_cast<cufftComplex *>(w.get());
+    MRI_CUFFT_CHECK(cufftExecC2C(plans->fwd, buf, buf, CUFFT_FORWARD));
+    real_part_kernel<<<blocks_for(l), kThreads, 0, stream>>>(w.get(), 1.0f / static_cast<float>(l), l, kernel.get());
+    MRI_CUDA_CHECK(cudaGetLastError());
+    MRI_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
   // The callbacks' operands, uploaded (stream-ordered) only when they change.
@@ -672,17 +704,9 @@ ToeplitzOperator::ToeplitzOperator(const Trajectory &trajectory, std::span<const
   impl_ = std::make_unique<Impl>(grid, stream);
   Impl &im = *impl_;
 
-  // Q on the half grid: the last axis h of extent > 1 keeps n_h + 1 planes (offsets -n_h .. 0).
   auto t = Clock::now();
-  int h = -1;
-  for (int a = 2; a >= 0; --a)
-    if (grid.extent(a) > 1) {
-      h = a;
-      break;
-    }
-  std::int64_t half_extent[3] = {im.padded.nx(), im.padded.ny(), im.padded.nz()};
-  if (h >= 0) half_extent[h] = grid.extent(h) + 1;
-  const Grid half(half_extent[0], half_extent[1], half_extent[2]);
+  const int h = last_axis(grid);
+  const Grid half = q_half_grid(grid);
   detail::FhdPlan plan(trajectory, half, grid);
   const auto m = static_cast<int>(trajectory.size());
   cudaStream_t ps = static_cast<cudaStream_t>(plan.stream());
@@ -713,17 +737,18 @@ ToeplitzOperator::ToeplitzOperator(const Trajectory &trajectory, std::span<const
   // Plans, Hermitian completion into the FFT array, FFT(Q) -> the real spectrum.
   t = Clock::now();
   im.prepare(fft);
-  const auto l = static_cast<long long>(im.padded.voxels());
-  expand_kernel<<<blocks_for(l), kThreads, 0, im.stream>>>(reinterpret_cast<const float2 *>(plan.device_image()),
-                                                           im.dims, h, static_cast<int>(half.nx()),
-                                                           static_cast<int>(half.ny()), l, im.w.get());
-  MRI_CUDA_CHECK(cudaGetLastError());
-  auto *buf = reinterpret_cast<cufftComplex *>(im.w.get());
-  MRI_CUFFT_CHECK(cufftExecC2C(im.plans->fwd, buf, buf, CUFFT_FORWARD));
-  real_part_kernel<<<blocks_for(l), kThreads, 0, im.stream>>>(im.w.get(), 1.0f / static_cast<float>(l), l,
-                                                              im.kernel.get());
-  MRI_CUDA_CHECK(cudaGetLastError());
-  MRI_CUDA_CHECK(cudaStreamSynchronize(im.stream)); // the FhdPlan's image is freed next
+  im.make_spectrum(reinterpret_cast<const float2 *>(plan.device_image()), h, half); // synchronises: the
+  im.setup.fft_setup_seconds = seconds_since(t);                                   // FhdPlan's image is freed next
+}
+
+ToeplitzOperator::ToeplitzOperator(const Grid &grid, const DeviceImage &q, ToeplitzFft fft, StreamHandle stream) {
+  check_image(q, grid.doubled(), "q");
+  impl_ = std::make_unique<Impl>(grid, stream);
+  Impl &im = *impl_;
+  const auto t = Clock::now();
+  join(as_stream(q.stream()), im.stream, im.event);
+  im.prepare(fft);
+  im.make_spectrum(reinterpret_cast<const float2 *>(q.data()), -1, im.padded); // the whole grid: no completion
   im.setup.fft_setup_seconds = seconds_since(t);
 }
 
@@ -778,19 +803,19 @@ std::vector<float> ToeplitzOperator::spectrum() const {
 struct DirectNormalOperator::Impl {
   Grid grid;
   Dims dims{};
-  KernelPolicy policy;
-  detail::ForwardPath forward;
-  detail::FhdPlan plan;
+  KernelPolicy policy = KernelPolicy::Auto;
+  detail::ForwardPath forward{};
+  std::optional<detail::FhdPlan> plan;             // the exact sums, or
+  std::shared_ptr<detail::NufftDevicePlan> nufft;  // the NUFFT pair
+  Gridding gridding = Gridding::Gather;
+  DevArray<float2> nufft_samples;                  // F x between the two NUFFT halves
   DevArray<float> weights;
   bool weighted = false;
   int regularizer = mri::detail::kRegNone;
   float lambda = 0;
   cudaEvent_t event = nullptr;
 
-  Impl(const Trajectory &t, const std::vector<float> &w, const Grid &g, KernelPolicy p, Precision precision)
-      : grid(g), dims(dims_of(g, g)), policy(detail::resolve_policy(p, precision)),
-        forward(detail::forward_path(precision)), plan(t, g, g), weights(w.size()),
-        weighted(!w.empty()) {
+  Impl(const Grid &g, const std::vector<float> &w) : grid(g), dims(dims_of(g, g)), weights(w.size()), weighted(!w.empty()) {
     event = make_event();
     if (weighted)
       MRI_CUDA_CHECK(cudaMemcpy(weights.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -798,14 +823,27 @@ struct DirectNormalOperator::Impl {
   ~Impl() {
     if (event) cudaEventDestroy(event);
   }
+  cudaStream_t plan_stream() const { return as_stream(nufft ? nufft->stream() : plan->stream()); }
+  int samples() const { return static_cast<int>(nufft ? nufft_samples.size() : plan->samples()); }
 };
 
 DirectNormalOperator::DirectNormalOperator(const Trajectory &trajectory, std::span<const float> weights,
                                            const Grid &grid, KernelPolicy policy, Precision precision,
                                            StreamHandle) {
   if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
-  const std::vector<float> w = checked_weights(weights, trajectory.size());
-  impl_ = std::make_unique<Impl>(trajectory, w, grid, policy, precision);
+  impl_ = std::make_unique<Impl>(grid, checked_weights(weights, trajectory.size()));
+  impl_->policy = detail::resolve_policy(policy, precision);
+  impl_->forward = detail::forward_path(precision);
+  impl_->plan.emplace(trajectory, grid, grid);
+}
+
+DirectNormalOperator::DirectNormalOperator(std::shared_ptr<detail::NufftDevicePlan> nufft, Gridding gridding,
+                                           std::span<const float> weights, const Grid &grid, std::size_t samples) {
+  if (!nufft) mri::detail::invalid_argument("nufft", "null", "needs a device NUFFT plan");
+  impl_ = std::make_unique<Impl>(grid, checked_weights(weights, samples));
+  impl_->nufft = std::move(nufft);
+  impl_->gridding = gridding;
+  impl_->nufft_samples = DevArray<float2>(samples);
 }
 
 DirectNormalOperator::~DirectNormalOperator() = default;
@@ -825,16 +863,22 @@ void DirectNormalOperator::apply(const DeviceImage &in, DeviceImage &out) const 
   check_image(in, im.grid, "in");
   check_image(out, im.grid, "out");
   if (in.data() == out.data()) mri::detail::invalid_argument("out", "in", "must not alias the input");
-  cudaStream_t ps = static_cast<cudaStream_t>(im.plan.stream());
+  const cudaStream_t ps = im.plan_stream();
   join(as_stream(in.stream()), ps, im.event);
-  cfloat *y = im.plan.device_samples();
-  im.plan.forward_device(im.forward, in.data(), y);
-  const int m = static_cast<int>(im.plan.samples());
+  cfloat *y = im.nufft ? reinterpret_cast<cfloat *>(im.nufft_samples.get()) : im.plan->device_samples();
+  if (im.nufft)
+    im.nufft->forward_device(in.data(), y);
+  else
+    im.plan->forward_device(im.forward, in.data(), y);
+  const int m = im.samples();
   if (im.weighted) {
     weight_kernel<<<blocks_for(m), kThreads, 0, ps>>>(reinterpret_cast<float2 *>(y), im.weights.get(), m);
     MRI_CUDA_CHECK(cudaGetLastError());
   }
-  im.plan.adjoint_device(im.policy, y, out.data());
+  if (im.nufft)
+    im.nufft->adjoint_device(y, out.data(), im.gridding);
+  else
+    im.plan->adjoint_device(im.policy, y, out.data());
   if (im.regularizer != mri::detail::kRegNone) {
     const int n = static_cast<int>(im.grid.voxels());
     add_regularizer_kernel<<<blocks_for(n), kThreads, 0, ps>>>(reinterpret_cast<const float2 *>(in.data()), im.dims,
@@ -900,25 +944,53 @@ std::size_t DeviceBytes::peak() const {
   return most + most / 20 + (std::size_t{128} << 20); // 5% + 128 MiB for library modules and slack
 }
 
-DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache) {
+namespace {
+
+// An exact-sum FhdPlan of `out` at its smallest: resident, or streaming its smallest chunk.
+std::size_t fhd_plan_bytes(const Grid &out, std::size_t m) {
+  return std::min(detail::FhdPlan::resident_bytes(out, m),
+                  detail::FhdPlan::chunked_bytes(out, detail::FhdPlan::kChunkQuantum));
+}
+
+// A device NUFFT plan of `image` (cuda/gridding_cuda.cu): the oversampled grid (about 2^d voxels
+// per image voxel at oversampling 2; the FFT sizes round up) with its cuFFT work area and per-cell
+// offsets, the per-sample records, keys, permutation and staged samples, the image.
+std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
+  const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));
+  return g * (8 + 8 + 4) + m * 64 + static_cast<std::size_t>(image.voxels()) * 8;
+}
+
+} // namespace
+
+DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
+                                     bool nufft) {
   const std::size_t n = static_cast<std::size_t>(grid.voxels());
-  const std::size_t l = static_cast<std::size_t>(grid.doubled().voxels());
+  const Grid padded = grid.doubled();
+  const std::size_t l = static_cast<std::size_t>(padded.voxels());
   const std::size_t m = samples;
-  // An FhdPlan: trajectory (12 B) and samples (8 B) per sample, the Tuned policy's records
-  // (96 B per sample) and its split partial images (at most ~52 MB, see fhd_tuned.cu), its image.
-  const auto plan = [&](std::size_t voxels) { return m * (12 + 8 + 96) + (std::size_t{64} << 20) + voxels * 8; };
-  const std::size_t half = l / 2 + l / std::max<std::size_t>(1, 2 * static_cast<std::size_t>(grid.extent(grid.dims() - 1)));
+  const Grid half_grid = q_half_grid(grid);
+  const auto half = static_cast<std::size_t>(half_grid.voxels());
+  // The Toeplitz operator's buffers: spectrum (4 B), FFT array, the padded input (Pruned: half,
+  // and the slab transform's full array), cuFFT work area.
+  const std::size_t toeplitz = l * 4 + 7 * l * 8 / 2;
   DeviceBytes b;
-  b.fhd = plan(n) + n * 8; // + the right-hand side
+  // + the right-hand side (and the NUFFT's uploaded samples).
+  b.fhd = (nufft ? nufft_plan_bytes(grid, m) + m * 8 : fhd_plan_bytes(grid, m)) + n * 8;
+  const std::size_t iterates = 5 * n * 8; // x, r, p, ap, rhs
   if (direct) {
     b.q = 0;
-    b.cg = 5 * n * 8 + plan(n) + m * 4;
+    b.cg = iterates + m * 4 + (nufft ? nufft_plan_bytes(grid, m) + m * 8 : fhd_plan_bytes(grid, m));
   } else {
-    // Q: the half-grid plan, its uploads, the FFT array, the spectrum, the cuFFT work area.
-    b.q = q_from_cache ? n * 8 + l * 4 + l * 8 * 2 : n * 8 + plan(half) + m * 8 + l * 8 + l * 4 + l * 8;
-    // CG: x, r, p, ap, rhs; spectrum; FFT array; the padded input (Pruned: half, and the slab
-    // transform's full array); cuFFT work area.
-    b.cg = 5 * n * 8 + l * 4 + 7 * l * 8 / 2;
+    // Q (the rhs held): from the cache (spectrum upload); by NUFFT on the doubled grid (its plan,
+    // the weights, Q; then Q and the Toeplitz buffers); by the exact sum on the half grid (its
+    // plan, its uploads; then its image and the Toeplitz buffers).
+    if (q_from_cache)
+      b.q = n * 8 + toeplitz;
+    else if (nufft)
+      b.q = n * 8 + std::max(nufft_plan_bytes(padded, m) + m * 8, l * 8 + toeplitz);
+    else
+      b.q = n * 8 + std::max(fhd_plan_bytes(half_grid, m) + m * 8, half * 8 + toeplitz);
+    b.cg = iterates + toeplitz;
   }
   return b;
 }

@@ -11,6 +11,7 @@
 
 #include "device_image.hpp"
 #include "mri/grid.hpp"
+#include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "mri/regularizer.hpp"
 #include "mri/trajectory.hpp"
@@ -58,6 +59,11 @@ public:
   // From a host spectrum (mri/toeplitz_cache.hpp), e.g. read from the cache.
   ToeplitzOperator(const Grid &grid, std::span<const float> spectrum, ToeplitzFft fft = ToeplitzFft::Auto,
                    StreamHandle stream = nullptr);
+  // From Q itself on grid.doubled() in image order (offset d at index d + n per axis, QOperator::
+  // q()'s layout), e.g. computed by the NUFFT (method = Nufft). setup().q_seconds stays 0 (the
+  // caller computed Q). Throws InvalidArgument if q is not on grid.doubled().
+  ToeplitzOperator(const Grid &grid, const DeviceImage &q, ToeplitzFft fft = ToeplitzFft::Auto,
+                   StreamHandle stream = nullptr);
   ~ToeplitzOperator();
   ToeplitzOperator(ToeplitzOperator &&) noexcept;
   ToeplitzOperator &operator=(ToeplitzOperator &&) noexcept;
@@ -84,13 +90,17 @@ private:
 };
 
 // F^H (w .* (F x)) by FhdPlan's forward then adjoint (the seeds' loop fission of F^H F): two
-// launches of O(N*M) each per application.
+// launches of O(N*M) each per application; or by the gridding NUFFT's forward and adjoint.
 class DirectNormalOperator {
 public:
   // F x by FhdPlan's fastest forward path of `precision`, F^H y by `policy`.
   DirectNormalOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
                        KernelPolicy policy = KernelPolicy::Auto, Precision precision = Precision::Float32,
                        StreamHandle stream = nullptr);
+  // F x and F^H y by a device NUFFT plan of `grid` (shared: e.g. the one that computed F^H D),
+  // its adjoint gridding by `gridding`.
+  DirectNormalOperator(std::shared_ptr<detail::NufftDevicePlan> nufft, Gridding gridding, std::span<const float> weights,
+                       const Grid &grid, std::size_t samples);
   ~DirectNormalOperator();
   DirectNormalOperator(DirectNormalOperator &&) noexcept;
   DirectNormalOperator &operator=(DirectNormalOperator &&) noexcept;
@@ -107,11 +117,14 @@ private:
 
 // Device memory (bytes) a GPU reconstruct of `grid` from `samples` samples needs at its peak,
 // estimated from the buffers each phase holds (F^H D; Q and its spectrum; the CG iterations).
+// F^H D plans count at their smallest (streamed) form: an exact-sum plan streams the samples
+// when they do not fit (detail::FhdPlan), so the refusal is for problems that cannot run at all.
 struct DeviceBytes {
   std::size_t fhd = 0, q = 0, cg = 0;
   std::size_t peak() const;
 };
-DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache);
+DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
+                                     bool nufft = false);
 
 // Benchmark reference: one forward plus one inverse plain C2C cuFFT transform of `grid` (in place,
 // no callbacks), event-timed, median of `repeats` after a warm-up. Milliseconds.

@@ -21,13 +21,15 @@ KSpaceData::KSpaceData(Trajectory trajectory, std::vector<cfloat> samples,
     if (!std::isfinite(samples_[i].real()) || !std::isfinite(samples_[i].imag()))
       detail::invalid_argument("samples[" + std::to_string(i) + "]", samples_[i],
                                "must be finite");
-  if (!weights_.empty() && weights_.size() != m)
-    detail::invalid_argument("weights.size()", weights_.size(),
-                             "must be 0 or trajectory.size() = " + std::to_string(m));
-  for (std::size_t i = 0; i < weights_.size(); ++i)
-    if (!std::isfinite(weights_[i]) || weights_[i] < 0)
-      detail::invalid_argument("weights[" + std::to_string(i) + "]", weights_[i],
-                               "must be finite and >= 0");
+  detail::check_weights(weights_, m);
+}
+
+void detail::check_weights(std::span<const float> weights, std::size_t samples) {
+  if (!weights.empty() && weights.size() != samples)
+    invalid_argument("weights.size()", weights.size(), "must be 0 or trajectory.size() = " + std::to_string(samples));
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    if (!std::isfinite(weights[i]) || weights[i] < 0)
+      invalid_argument("weights[" + std::to_string(i) + "]", weights[i], "must be finite and >= 0");
 }
 
 std::vector<cfloat> KSpaceData::weighted_samples() const {

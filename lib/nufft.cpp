@@ -25,6 +25,7 @@
 #endif
 #include "gridding_cpu.hpp"
 #include "mri/error.hpp"
+#include "mri/kspace.hpp"
 #include "nufft_plan.hpp"
 
 namespace mri {
@@ -223,7 +224,7 @@ constexpr int kMaxGpuWidth = 8;
 
 NufftChoice choose_nufft(const Grid &grid, const NufftOptions &options) {
   NufftChoice c;
-  c.kernel = KaiserBessel::for_tolerance(options.tolerance);
+  c.kernel = KaiserBessel::for_tolerance(options.tolerance, grid.dims());
   if (options.width != 0 || options.oversampling != 0)
     c.kernel = KaiserBessel::make(options.width != 0 ? options.width : c.kernel.width,
                                   options.oversampling != 0 ? options.oversampling : 2.0);
@@ -234,8 +235,8 @@ NufftChoice choose_nufft(const Grid &grid, const NufftOptions &options) {
                  ? 1
                  : fft_size(std::max<i64>(static_cast<i64>(std::ceil(c.kernel.oversampling * static_cast<double>(grid.extent(a)))), 2 * W));
   }
-  // Kernel polynomial accurate to well below the tolerance.
-  c.poly = fit_kernel(c.kernel, std::max(options.tolerance * 1e-2, 1e-9));
+  // Kernel polynomial to the accuracy for_tolerance's error estimate assumes.
+  c.poly = fit_kernel(c.kernel, KaiserBessel::fit_accuracy(options.tolerance));
   return c;
 }
 
@@ -439,27 +440,89 @@ NufftOptions validated(NufftOptions o) {
 
 } // namespace
 
+#ifdef MRI_HAVE_CUDA
+namespace {
+
+// The CUDA plan's host-side choice (kernel, oversampled grid, kernel polynomial, deapodization)
+// per grid and kernel request, kept for the process: a second plan of the same problem skips the
+// polynomial fit and the Bessel evaluations. Small (a few KB per entry), bounded.
+struct CudaChoice {
+  std::array<std::int64_t, 3> n{};
+  double tolerance = 0, oversampling = 0;
+  int width = 0;
+  KaiserBessel kernel;
+  std::shared_ptr<const cuda::detail::GriddingSetup> setup;
+};
+
+std::shared_ptr<const CudaChoice> cuda_choice(const Grid &grid, const NufftOptions &options) {
+  static std::mutex mutex;
+  static auto &kept = *new std::vector<std::shared_ptr<const CudaChoice>>();
+  constexpr std::size_t kMaxKept = 16;
+  auto same = [&](const CudaChoice &c) {
+    return c.n == grid.extents() && c.tolerance == options.tolerance && c.width == options.width &&
+           c.oversampling == options.oversampling;
+  };
+  {
+    std::lock_guard lock(mutex);
+    for (const auto &c : kept)
+      if (same(*c)) return c;
+  }
+  const detail::NufftChoice c = detail::choose_nufft(grid, options);
+  auto setup = std::make_shared<cuda::detail::GriddingSetup>();
+  setup->dims = grid.dims();
+  setup->width = c.kernel.width;
+  setup->degree = c.poly.degree;
+  setup->n = grid.extents();
+  setup->g = c.g;
+  setup->coef.assign(c.poly.coef.begin(), c.poly.coef.end());
+  for (int a = 0; a < 3; ++a) {
+    const auto A = static_cast<std::size_t>(a);
+    int same_axis = -1; // an earlier axis of the same extent and oversampled size: same values
+    for (int b = 0; b < a; ++b)
+      if (grid.extent(b) == grid.extent(a) && c.g[static_cast<std::size_t>(b)] == c.g[A]) same_axis = b;
+    if (same_axis >= 0) {
+      setup->deapod[A] = setup->deapod[static_cast<std::size_t>(same_axis)];
+    } else {
+      const auto d = detail::deapodization(c.kernel, grid, a, c.g[A]);
+      setup->deapod[A].assign(d.begin(), d.end());
+    }
+  }
+  auto entry = std::make_shared<CudaChoice>();
+  entry->n = grid.extents();
+  entry->tolerance = options.tolerance;
+  entry->oversampling = options.oversampling;
+  entry->width = options.width;
+  entry->kernel = c.kernel;
+  entry->setup = std::move(setup);
+  std::lock_guard lock(mutex);
+  if (kept.size() >= kMaxKept) kept.erase(kept.begin());
+  kept.push_back(entry);
+  return entry;
+}
+
+} // namespace
+#endif
+
+#ifdef MRI_HAVE_CUDA
+std::shared_ptr<cuda::detail::NufftDevicePlan> detail::make_device_nufft_plan(const Trajectory &trajectory,
+                                                                             const Grid &grid,
+                                                                             const NufftOptions &options) {
+  if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
+  // The plan checks the samples' range on the device (the host loop cost milliseconds) and
+  // throws check_within's InvalidArgument for a sample outside.
+  return std::make_shared<cuda::detail::NufftDevicePlan>(trajectory, *cuda_choice(grid, validated(options))->setup);
+}
+#endif
+
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)
     : trajectory_(std::move(trajectory)), grid_(grid), options_(validated(options)) {
 #ifdef MRI_HAVE_CUDA
   if (options_.backend == Backend::Cuda) {
-    if (trajectory_.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
-    trajectory_.check_within(grid_);
-    const detail::NufftChoice c = detail::choose_nufft(grid_, options_);
-    cuda::detail::GriddingSetup setup;
-    setup.dims = grid_.dims();
-    setup.width = c.kernel.width;
-    setup.degree = c.poly.degree;
-    setup.n = grid_.extents();
-    setup.g = c.g;
-    setup.coef.assign(c.poly.coef.begin(), c.poly.coef.end());
-    for (int a = 0; a < 3; ++a) {
-      const auto d = detail::deapodization(c.kernel, grid_, a, c.g[static_cast<std::size_t>(a)]);
-      setup.deapod[static_cast<std::size_t>(a)].assign(d.begin(), d.end());
-    }
-    kernel_ = c.kernel;
-    oversampled_ = Grid(c.g[0], c.g[1], c.g[2]);
-    device_plan_ = std::make_shared<cuda::detail::NufftDevicePlan>(trajectory_, setup);
+    device_plan_ = detail::make_device_nufft_plan(trajectory_, grid_, options_);
+    const std::shared_ptr<const CudaChoice> c = cuda_choice(grid_, options_); // kept: no second fit
+    kernel_ = c->kernel;
+    oversampled_ = Grid(c->setup->g[0], c->setup->g[1], c->setup->g[2]);
     return;
   }
 #endif
@@ -504,26 +567,23 @@ Image nufft_q(const Trajectory &trajectory, std::span<const float> weights, cons
               const NufftOptions &options) {
   if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   trajectory.check_within(grid);
-  if (!weights.empty() && weights.size() != trajectory.size())
-    detail::invalid_argument("weights.size()", weights.size(),
-                             "must be 0 or trajectory.size() = " + std::to_string(trajectory.size()));
+  detail::check_weights(weights, trajectory.size());
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
-  for (std::size_t m = 0; m < weights.size(); ++m) {
-    if (!(weights[m] >= 0) || !std::isfinite(weights[m]))
-      detail::invalid_argument("weights[" + std::to_string(m) + "]", weights[m], "must be finite and >= 0");
-    w[m] = weights[m];
-  }
+  std::copy(weights.begin(), weights.end(), w.begin());
+  const NufftOperator op(detail::q_trajectory(trajectory, grid), grid.doubled(), options);
+  return op.adjoint(w);
+}
+
+Trajectory detail::q_trajectory(const Trajectory &trajectory, const Grid &grid) {
   // exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)): the adjoint on the doubled grid with
   // 2k. An axis of extent 1 (not doubled) has coordinate 0 only: its k is irrelevant.
-  const Grid doubled = grid.doubled();
   std::vector<KPoint> scaled(trajectory.points());
   for (KPoint &k : scaled) {
     k.kx = grid.nx() > 1 ? 2 * k.kx : 0;
     k.ky = grid.ny() > 1 ? 2 * k.ky : 0;
     k.kz = grid.nz() > 1 ? 2 * k.kz : 0;
   }
-  const NufftOperator op(Trajectory(trajectory.dims(), std::move(scaled)), doubled, options);
-  return op.adjoint(w);
+  return Trajectory(trajectory.dims(), std::move(scaled));
 }
 
 } // namespace mri

@@ -28,6 +28,16 @@ void store_q_spectrum(ReconReport &report, const ToeplitzCacheKey &key, const Gr
   report.setup_seconds += std::chrono::duration<double>(ReconClock::now() - t).count();
 }
 
+// The NUFFT options of a method = Nufft reconstruction on `backend`.
+inline NufftOptions recon_nufft_options(const ReconOptions &o, Backend backend) {
+  NufftOptions n;
+  n.tolerance = o.nufft_tolerance;
+  n.precision = o.precision;
+  n.gridding = o.nufft_gridding;
+  n.backend = backend;
+  return n;
+}
+
 // The result: the image, and the report completed with the solver's outcome and the total time
 // since t_start.
 template <class Solver>

@@ -16,6 +16,7 @@
 namespace mri {
 
 const char *to_string(Normal n) { return n == Normal::Toeplitz ? "toeplitz" : "direct"; }
+const char *to_string(Method m) { return m == Method::Exact ? "exact" : "nufft"; }
 
 const char *to_string(QCacheStatus s) {
   switch (s) {
@@ -42,21 +43,45 @@ void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
     detail::invalid_argument("options.lambda", o.lambda, "must be finite and >= 0");
   if (data.trajectory().empty()) detail::invalid_argument("data.trajectory().size()", 0, "needs at least one sample");
   data.trajectory().check_within(grid);
+  if (o.method == Method::Nufft) {
+    const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
+    if (!(o.nufft_tolerance >= floor && o.nufft_tolerance <= kNufftMaxTolerance))
+      detail::invalid_argument("options.nufft_tolerance", o.nufft_tolerance,
+                               "must be in [" + std::to_string(floor) + ", " + std::to_string(kNufftMaxTolerance) +
+                                   "] with precision = " + to_string(o.precision));
+  }
 }
 
-// F^H W F by the two direct sums (normal = Direct) on the CPU.
+// The GPU NUFFT is float32 only: method = Nufft with Float64 runs on the CPU (Auto) or is refused.
+Backend recon_backend(const ReconOptions &o) {
+  if (o.method == Method::Nufft && o.precision == Precision::Float64) {
+    if (o.backend == Backend::Cuda)
+      throw Unsupported("reconstruct: method = nufft with precision = float64 runs on the CPU only (the CUDA "
+                        "NUFFT is float32); use backend = cpu or auto");
+    return Backend::Cpu;
+  }
+  return detail::resolve_backend(o.backend, o.precision);
+}
+
+// F^H W F by F then F^H (normal = Direct) on the CPU: the exact sums, or the NUFFT pair.
 class DirectNormal {
 public:
-  DirectNormal(const KSpaceData &data, const Grid &grid, Precision precision)
+  DirectNormal(const KSpaceData &data, const Grid &grid, Precision precision, const NufftOperator *nufft)
       : trajectory_(data.trajectory()), weights_(data.weights()), grid_(grid), precision_(precision),
-        samples_(data.trajectory().size()) {}
+        nufft_(nufft), samples_(data.trajectory().size()) {}
 
   void apply(const Image &in, Image &out) const {
+    if (nufft_) {
+      nufft_->apply(in.data(), samples_.data());
+      weigh();
+      nufft_->adjoint(samples_.data(), out.data());
+      return;
+    }
     if (precision_ == Precision::Float64)
       detail::forward_sum_f64(trajectory_, in, samples_.data());
     else
       detail::forward_sum_f32(trajectory_, in, samples_.data());
-    for (std::size_t m = 0; m < weights_.size(); ++m) samples_[m] *= weights_[m];
+    weigh();
     if (precision_ == Precision::Float64)
       detail::adjoint_sum_f64(trajectory_, samples_, grid_, grid_, out.data());
     else
@@ -64,10 +89,14 @@ public:
   }
 
 private:
+  void weigh() const {
+    for (std::size_t m = 0; m < weights_.size(); ++m) samples_[m] *= weights_[m];
+  }
   const Trajectory &trajectory_;
   const std::vector<float> &weights_;
   Grid grid_;
   Precision precision_;
+  const NufftOperator *nufft_;
   mutable std::vector<cfloat> samples_;
 };
 
@@ -91,20 +120,36 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
   ReconReport report;
   report.backend = Backend::Cpu;
   report.normal = options.normal;
+  report.method = options.method;
   const OperatorOptions op{Backend::Cpu, options.precision, options.policy};
+  const bool nufft = options.method == Method::Nufft;
+  const NufftOptions nufft_options = detail::recon_nufft_options(options, Backend::Cpu);
 
+  // F^H (w .* D): the exact sum, or one adjoint NUFFT (whose plan the direct normal reuses).
   auto t = Clock::now();
-  const FhDOperator fhd(data.trajectory(), grid, op);
-  const Image rhs = fhd.apply(data);
+  std::optional<NufftOperator> nufft_op;
+  Image rhs(grid);
+  if (nufft) {
+    nufft_op.emplace(data.trajectory(), grid, nufft_options);
+    nufft_op->adjoint(data.weighted_samples().data(), rhs.data());
+  } else {
+    rhs = FhDOperator(data.trajectory(), grid, op).apply(data);
+  }
   report.fhd_seconds = seconds_since(t);
 
+  // Q on the doubled grid: the exact sum, or one adjoint NUFFT there.
+  const auto make_q = [&] {
+    return nufft ? QOperator::from_q(grid, nufft_q(data.trajectory(), data.weights(), grid, nufft_options))
+                 : QOperator(data.trajectory(), data.weights(), grid, op);
+  };
   std::optional<QOperator> q;
   std::optional<DirectNormal> direct;
   if (options.normal == Normal::Direct) {
-    direct.emplace(data, grid, options.precision);
+    direct.emplace(data, grid, options.precision, nufft ? &*nufft_op : nullptr);
   } else if (!options.q_cache_dir.empty()) {
     t = Clock::now();
-    const ToeplitzCacheKey key = toeplitz_cache_key(data.trajectory(), data.weights(), grid, options.precision);
+    const ToeplitzCacheKey key = toeplitz_cache_key(data.trajectory(), data.weights(), grid, options.precision,
+                                                    nufft ? options.nufft_tolerance : 0);
     report.q_cache_file = toeplitz_cache_file(options.q_cache_dir, key);
     report.setup_seconds += seconds_since(t);
     t = Clock::now();
@@ -125,13 +170,13 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
     }
     if (!q) {
       t = Clock::now();
-      q.emplace(data.trajectory(), data.weights(), grid, op);
+      q.emplace(make_q());
       report.q_seconds = seconds_since(t);
       detail::store_q_spectrum(report, key, grid, [&] { return q->spectrum(); });
     }
   } else {
     t = Clock::now();
-    q.emplace(data.trajectory(), data.weights(), grid, op);
+    q.emplace(make_q());
     report.q_seconds = seconds_since(t);
   }
 
@@ -150,7 +195,7 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
   validate(data, grid, options);
-  const Backend backend = detail::resolve_backend(options.backend, options.precision);
+  const Backend backend = recon_backend(options);
 #ifdef MRI_HAVE_CUDA
   if (backend == Backend::Cuda) return cuda::detail::reconstruct_cuda(data, grid, options);
 #endif

@@ -13,6 +13,7 @@
 #include "fftw_lock.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
+#include "mri/kspace.hpp"
 #ifdef MRI_HAVE_CUDA
 #include "fhd_backend.hpp"
 #endif
@@ -76,16 +77,10 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
     : grid_(grid) {
   if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   trajectory.check_within(grid);
-  if (!weights.empty() && weights.size() != trajectory.size())
-    detail::invalid_argument("weights.size()", weights.size(),
-                             "must be 0 or trajectory.size() = " + std::to_string(trajectory.size()));
+  detail::check_weights(weights, trajectory.size());
   [[maybe_unused]] const Backend backend = detail::resolve_backend(options.backend, options.precision);
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
-  for (std::size_t m = 0; m < weights.size(); ++m) {
-    if (!(weights[m] >= 0) || !std::isfinite(weights[m]))
-      detail::invalid_argument("weights[" + std::to_string(m) + "]", weights[m], "must be finite and >= 0");
-    w[m] = weights[m];
-  }
+  std::copy(weights.begin(), weights.end(), w.begin());
   const Grid padded = grid.doubled();
   q_ = Image(padded);
   // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
@@ -100,6 +95,11 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
   else
     detail::adjoint_sum_f32(trajectory, w, padded, grid, q_.data());
 
+  make_kernel();
+}
+
+void QOperator::make_kernel() {
+  const Grid &padded = q_.grid();
   plan_ = std::make_unique<Plan>(padded);
   load_kernel(q_, plan_->kernel);
   fftwf_execute_dft(plan_->forward, plan_->kernel, plan_->kernel);
@@ -108,6 +108,19 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
     plan_->kernel[i][0] *= scale;
     plan_->kernel[i][1] *= scale;
   }
+}
+
+QOperator QOperator::from_q(const Grid &grid, Image q) {
+  if (q.grid() != grid.doubled())
+    detail::invalid_argument("q.grid().voxels()", q.grid().voxels(),
+                             "must be on grid.doubled() (" + std::to_string(grid.doubled().voxels()) + " voxels)");
+  for (std::size_t i = 0; i < q.size(); ++i)
+    if (!std::isfinite(q.data()[i].real()) || !std::isfinite(q.data()[i].imag()))
+      detail::invalid_argument("q[" + std::to_string(i) + "]", q.data()[i], "must be finite");
+  QOperator op(grid);
+  op.q_ = std::move(q);
+  op.make_kernel();
+  return op;
 }
 
 QOperator::QOperator(const Grid &grid) : grid_(grid) {}

@@ -1,6 +1,7 @@
 // The Toeplitz spectrum file cache (see toeplitz_cache.hpp).
 #include "mri/toeplitz_cache.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -98,7 +99,7 @@ std::string ToeplitzCacheKey::hex() const {
 }
 
 ToeplitzCacheKey toeplitz_cache_key(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
-                                    Precision precision) {
+                                    Precision precision, double nufft_tolerance) {
   if (!weights.empty() && weights.size() != trajectory.size())
     detail::invalid_argument("weights.size()", weights.size(),
                              "must be 0 or trajectory.size() = " + std::to_string(trajectory.size()));
@@ -113,6 +114,10 @@ ToeplitzCacheKey toeplitz_cache_key(const Trajectory &trajectory, std::span<cons
   h.value(std::uint64_t{0x67726964}); // "grid"
   for (int a = 0; a < 3; ++a) h.value(grid.extent(a));
   h.value(static_cast<std::int32_t>(precision));
+  if (nufft_tolerance != 0) { // exact-sum keys stay what they were before NUFFT entries existed
+    h.value(std::uint64_t{0x6e756674}); // "nuft"
+    h.value(std::bit_cast<std::uint64_t>(nufft_tolerance));
+  }
   ToeplitzCacheKey key;
   key.hash = h.finish();
   key.samples = trajectory.size();

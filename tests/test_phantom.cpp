@@ -122,7 +122,8 @@ TEST_CASE("phantom: k = 0 is the integral of the phantom", "[phantom]") {
   CHECK(s2.real() == Approx(integral2).epsilon(1e-6));
   CHECK(s2.imag() == Approx(0.0).margin(1e-6 * integral2));
   double pixel_sum = 0;
-  for (const cfloat &v : p2.rasterize(g2, 4).values())
+  const Image raster2 = p2.rasterize(g2, 4); // named: a range-for over a temporary's member dangles
+  for (const cfloat &v : raster2.values())
     pixel_sum += v.real();
   CHECK(pixel_sum == Approx(integral2).epsilon(2e-3));
 
@@ -134,7 +135,8 @@ TEST_CASE("phantom: k = 0 is the integral of the phantom", "[phantom]") {
   CHECK(s3.real() == Approx(integral3).epsilon(1e-6));
   CHECK(s3.imag() == Approx(0.0).margin(1e-6 * integral3));
   double voxel_sum = 0;
-  for (const cfloat &v : p3.rasterize(g3, 3).values())
+  const Image raster3 = p3.rasterize(g3, 3);
+  for (const cfloat &v : raster3.values())
     voxel_sum += v.real();
   CHECK(voxel_sum == Approx(integral3).epsilon(1e-2));
 }

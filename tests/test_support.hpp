@@ -57,6 +57,18 @@ inline Trajectory random_trajectory(const Grid &grid, std::size_t m, std::uint64
 }
 
 // ||a - b|| / ||b|| in double.
+// Samples on the k-space edge (-n/2, the largest float below n/2), the centre and one off-grid
+// value per axis: 12 (2D) or 36 (3D) samples whose windows wrap around the periodic grid.
+inline Trajectory edge_trajectory(const Grid &g) {
+  std::vector<KPoint> p;
+  const float hx = g.nx() / 2.0f, hy = g.ny() / 2.0f, hz = g.nz() / 2.0f;
+  for (const float x : {-hx, std::nextafter(hx, 0.0f), 0.0f, 0.3f})
+    for (const float y : {-hy, std::nextafter(hy, 0.0f), -0.7f})
+      for (const float z : g.dims() == 3 ? std::vector<float>{-hz, std::nextafter(hz, 0.0f), 0.1f} : std::vector<float>{0.0f})
+        p.push_back({x, y, z});
+  return Trajectory(g.dims(), p);
+}
+
 inline double relative_error(std::span<const cfloat> a, std::span<const cfloat> b) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {

@@ -1,7 +1,10 @@
 // The Toeplitz normal operator equals F^H W (F x) computed by the explicit sums.
+#include <limits>
+
 #include "catch.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
+#include "mri/nufft.hpp"
 #include "mri/toeplitz.hpp"
 #include "test_support.hpp"
 
@@ -58,6 +61,24 @@ TEST_CASE("toeplitz: float32 Q matches float64 Q", "[toeplitz]") {
   CHECK(test::relative_error(q32.q(), q64.q()) < 1e-5);
 }
 
+TEST_CASE("toeplitz: QOperator::from_q with Q by NUFFT equals F^H(W F x) to the NUFFT tolerance", "[toeplitz][nufft]") {
+  // Q by one adjoint NUFFT on the doubled grid (nufft_q), 2D and 3D, odd and even extents: the
+  // operator inherits the NUFFT's relative error (<= tolerance on Q, Q's error spreads over the
+  // convolution no worse), so 1e-4 at tolerance 1e-4; and from_q of the exact Q is the exact
+  // operator (the same FFT path, 1e-6).
+  const Grid grid = GENERATE(Grid(16, 16), Grid(15, 12), Grid(8, 6, 5));
+  const auto t = traj::uniform_random(grid, 700, 12);
+  const auto w = test::random_weights(t.size(), 6);
+  const Image x = test::random_image(grid, 8);
+  const Image reference = explicit_normal(t, w, x);
+  NufftOptions o;
+  o.tolerance = 1e-4;
+  const QOperator by_nufft = QOperator::from_q(grid, nufft_q(t, w, grid, o));
+  CHECK(test::relative_error(by_nufft.apply(x), reference) < 1e-4);
+  const QOperator exact(t, w, grid, {Backend::Cpu, Precision::Float64});
+  CHECK(test::relative_error(QOperator::from_q(grid, exact.q()).apply(x), exact.apply(x)) < 1e-6);
+}
+
 TEST_CASE("toeplitz: bad input", "[toeplitz][bad-input]") {
   const Grid grid(8, 8);
   const auto t = traj::uniform_random(grid, 50, 1);
@@ -69,4 +90,8 @@ TEST_CASE("toeplitz: bad input", "[toeplitz][bad-input]") {
   CHECK_THROWS_AS(QOperator(t, {}, Grid(4, 4)), InvalidArgument); // samples outside [-2, 2)
   const QOperator q(t, {}, grid);
   CHECK_THROWS_AS(q.apply(Image(Grid(8, 9))), InvalidArgument);
+  CHECK_THROWS_WITH(QOperator::from_q(grid, Image(grid)), test::contains("q.grid()")); // not doubled
+  Image bad(grid.doubled());
+  bad.data()[5] = cfloat(std::numeric_limits<float>::infinity(), 0);
+  CHECK_THROWS_WITH(QOperator::from_q(grid, bad), test::contains("q[5]"));
 }

@@ -51,6 +51,11 @@ TEST_CASE("toeplitz cache: keys change with trajectory, weights, grid and precis
   CHECK_FALSE(key == toeplitz_cache_key(t, {}, grid, Precision::Float32));
   CHECK_FALSE(key == toeplitz_cache_key(t, w, Grid(12, 12), Precision::Float32));
   CHECK_FALSE(key == toeplitz_cache_key(t, w, grid, Precision::Float64));
+  // Q by NUFFT is another entry than the exact Q, and one per tolerance.
+  CHECK(key == toeplitz_cache_key(t, w, grid, Precision::Float32, 0));
+  CHECK_FALSE(key == toeplitz_cache_key(t, w, grid, Precision::Float32, 1e-3));
+  CHECK_FALSE(toeplitz_cache_key(t, w, grid, Precision::Float32, 1e-4) ==
+              toeplitz_cache_key(t, w, grid, Precision::Float32, 1e-3));
   auto w2 = w;
   w2[117] = std::nextafter(w2[117], 3.0f); // one ulp of one weight
   CHECK_FALSE(key == toeplitz_cache_key(t, w2, grid, Precision::Float32));
@@ -150,6 +155,15 @@ TEST_CASE("reconstruct (cpu): the Q cache misses, then hits with the same image;
   CHECK_THAT(fourth.report.q_cache_message, test::contains("checksum"));
   CHECK(test::relative_error(fourth.image, first.image) < 1e-6);
   CHECK(reconstruct(data, grid, o).report.q_cache == QCacheStatus::Hit);
+
+  // method = Nufft never takes the exact entry: its own miss, then its own hit.
+  o.method = Method::Nufft;
+  const ReconResult nufft_first = reconstruct(data, grid, o);
+  CHECK(nufft_first.report.q_cache == QCacheStatus::Miss);
+  CHECK(nufft_first.report.q_cache_file != first.report.q_cache_file);
+  const ReconResult nufft_second = reconstruct(data, grid, o);
+  CHECK(nufft_second.report.q_cache == QCacheStatus::Hit);
+  CHECK(test::relative_error(nufft_second.image, nufft_first.image) < 1e-5);
 }
 
 TEST_CASE("reconstruct (cpu): normal = direct agrees with toeplitz", "[reconstruct]") {

@@ -2,6 +2,7 @@
 // Acquired data: trajectory + complex samples + optional density-compensation weights.
 // Samples are stored coil-major: sample m of coil c at c*M + m (one coil for now; the
 // coil dimension is in place for SENSE).
+#include <span>
 #include <vector>
 
 #include "mri/image.hpp"
@@ -33,5 +34,11 @@ private:
   std::vector<float> weights_;
   int coils_ = 1;
 };
+
+namespace detail {
+// Density weights as every operator takes them: empty (all ones) or one finite, non-negative
+// weight per sample. Throws InvalidArgument naming weights.size() or weights[i].
+void check_weights(std::span<const float> weights, std::size_t samples);
+} // namespace detail
 
 } // namespace mri

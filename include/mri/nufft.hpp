@@ -34,23 +34,43 @@
 
 namespace mri {
 
-// The Kaiser-Bessel gridding kernel (Jackson et al. 1991) on an oversampled grid, with the
-// shape parameter of Beatty, Nishimura and Pauly (IEEE TMI 2005, eq. 5):
+// The Kaiser-Bessel gridding kernel (Jackson et al. 1991) on an oversampled grid:
 //   kernel(u) = I0(beta sqrt(1 - (2u/W)^2)) / I0(beta)   for |u| <= W/2, else 0,
-//   beta      = pi sqrt((W/alpha)^2 (alpha - 1/2)^2 - 0.8),
-// u in points of the oversampled grid, W the width in those points, alpha = G/n.
+// u in points of the oversampled grid, W the width in those points, sigma = G/n the
+// oversampling. Each sample touches the W grid points with u in [-W/2, W/2) per axis.
+//
+// How W and beta are chosen (kaiser_bessel.cpp). Gridding one sample at fractional offset t
+// and deapodizing at frequency xi (cycles per grid point, |xi| <= 1/(2 sigma) for the kept
+// voxels) returns exp(i 2 pi t xi) (1 + E(t, xi)) per axis, with
+//   E(t, xi) = sum_{W window points u} kernel(u) exp(i 2 pi u xi) / Phi(xi) - 1
+//            = sum_{p != 0} Phi(xi + p) exp(i 2 pi p t) / Phi(xi)        (Poisson summation),
+// the aliases of the kernel's transform Phi. aliasing_error() = max over t, xi of |E|; a
+// tensor-product kernel multiplies the axes' (1 + E), and a polynomial fit off by delta adds
+// at most W delta / Phi(1/(2 sigma)) per axis, so a d-dimensional NUFFT errs by at most
+//   error_estimate = (1 + aliasing_error + W delta / Phi(1/(2 sigma)))^d - 1   (relative),
+// reached by samples sharing one offset t and an image at one voxel (a corner for d axes).
+// beta: the value minimising aliasing_error(), tabulated for sigma = 2 and W <= 10 (within
+// 2.5 % of Beatty et al.'s for W >= 3, yet 30 % less error at W = 4); Beatty's formula
+// elsewhere. W: for_tolerance takes the smallest W whose estimate, at sigma = 2 and the
+// plan's fit accuracy, is within the tolerance (table: docs/performance.md). Measured errors
+// on random inputs are 5-10x below the estimate, but tiny or aligned inputs come close.
 struct KaiserBessel {
   int width = 4;
   double oversampling = 2.0;
   double beta = 0.0;
 
   static constexpr int kMinWidth = 2, kMaxWidth = 16;
+  // Beatty, Nishimura and Pauly (IEEE TMI 2005, eq. 5): pi sqrt((W/sigma)^2 (sigma - 1/2)^2 - 0.8).
   static double beatty_beta(int width, double oversampling);
-  // Throws InvalidArgument for width outside [2, 16] or oversampling outside [1.25, 4].
+  // Throws InvalidArgument for width outside [2, 16] or oversampling outside [1.25, 4]. beta:
+  // the tuned value at oversampling 2 and width <= 10, else Beatty's.
   static KaiserBessel make(int width, double oversampling);
-  // The plan's choice for a target relative L2 error (see docs/performance.md for the
-  // measured error per tolerance). Throws InvalidArgument outside [kMinTolerance, kMaxTolerance].
-  static KaiserBessel for_tolerance(double tolerance);
+  // The plan's choice for a target relative L2 error in `dims` dimensions (oversampling 2):
+  // the smallest W with error_estimate(dims, fit_accuracy(tolerance)) <= tolerance. Throws
+  // InvalidArgument outside [kNufftMinTolerance, kNufftMaxTolerance] or for dims outside [1, 3].
+  static KaiserBessel for_tolerance(double tolerance, int dims = 3);
+  // The max error of the kernel polynomial a plan fits for this tolerance (kernel peak 1).
+  static double fit_accuracy(double tolerance);
 
   // The kernel at offset u (oversampled-grid points); 1 at u = 0, 0 for |u| > W/2.
   double operator()(double u) const;
@@ -58,6 +78,12 @@ struct KaiserBessel {
   // per oversampled-grid point (closed form: W sinh(sqrt(beta^2 - (pi W xi)^2)) / (I0(beta)
   // sqrt(...))). Deapodization divides by it.
   double fourier(double xi) const;
+  // max |E(t, xi)| over t and |xi| <= 1/(2 sigma): sampled on a 257 x 65 grid, plus 3 % for
+  // the peaks between samples (about 1 ms; for_tolerance uses a table of it).
+  double aliasing_error() const;
+  // The worst-case relative error of a `dims`-dimensional NUFFT with this kernel and a kernel
+  // polynomial within fit_error of it (formula above).
+  double error_estimate(int dims, double fit_error) const;
 };
 
 // The tolerance range a NUFFT plan accepts (relative L2 error against the exact operator).
@@ -141,5 +167,15 @@ private:
 // scaled by 2. weights: empty (all ones) or one finite, non-negative weight per sample.
 Image nufft_q(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
               const NufftOptions &options = {});
+
+namespace detail {
+// nufft_q's trajectory: every k doubled (0 on axes of extent 1), for the adjoint on grid.doubled().
+Trajectory q_trajectory(const Trajectory &trajectory, const Grid &grid);
+// A NufftOperator's CUDA plan without the operator (which keeps a copy of the trajectory: ms
+// for millions of samples), for reconstruct. options: validated, backend resolved to Cuda.
+// Throws as the NufftOperator constructor; only in builds with the CUDA backend.
+std::shared_ptr<cuda::detail::NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajectory, const Grid &grid,
+                                                                      const NufftOptions &options);
+} // namespace detail
 
 } // namespace mri

@@ -1,6 +1,11 @@
 #pragma once
 // mri::reconstruct: F^H D, Q, then conjugate gradient on (F^H W F + lambda R^H R) x = F^H W D.
 //
+// method = Exact computes F^H D and Q by the exact sums (the seeds' operators, O(N*M));
+// method = Nufft by the Kaiser-Bessel gridding NUFFT of mri/nufft.hpp (O(M W^d + G log G)) at
+// nufft_tolerance: F^H D by one adjoint NUFFT, Q by one adjoint NUFFT on the doubled grid, and
+// with normal = Direct the CG applies the NUFFT pair F^H W F itself.
+//
 // On backend = Cuda (Auto picks it when a GPU is usable) every phase runs on the device: F^H D,
 // Q on the 2x grid (or its cached spectrum), the Toeplitz kernel's FFT, and the CG iterations
 // on device vectors (the same ConjugateGradient template as the CPU); the image comes back to
@@ -13,6 +18,7 @@
 
 #include "mri/conjugate_gradient.hpp"
 #include "mri/kspace.hpp"
+#include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "mri/regularizer.hpp"
 
@@ -25,6 +31,13 @@ enum class Normal {
             // the Toeplitz embedding does not apply)
 };
 const char *to_string(Normal);
+
+// How F^H D, Q and the direct normal operator are computed.
+enum class Method {
+  Exact, // the exact sums (KernelPolicy on the GPU)
+  Nufft  // the gridding NUFFT at ReconOptions::nufft_tolerance
+};
+const char *to_string(Method);
 
 // What the Toeplitz kernel cache did (ReconOptions::q_cache_dir).
 enum class QCacheStatus {
@@ -45,8 +58,15 @@ struct ReconOptions {
   Precision precision = Precision::Float32; // of F^H D and Q (the CG itself is float32 + double reductions)
   KernelPolicy policy = KernelPolicy::Auto;
   Normal normal = Normal::Toeplitz;
+  Method method = Method::Exact;
+  // method = Nufft: the target relative error of the NUFFT's F^H D, Q and F (NufftOptions::
+  // tolerance, [1e-6, 1e-2]; below 1e-5 needs precision = Float64, which runs on the CPU) and how
+  // its adjoint grids (Auto: the deterministic gather).
+  double nufft_tolerance = 1e-3;
+  Gridding nufft_gridding = Gridding::Auto;
   // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
-  // are keyed by a hash of trajectory, weights, grid and precision.
+  // are keyed by a hash of trajectory, weights, grid, precision and how Q was computed (exact, or
+  // NUFFT at its tolerance).
   std::filesystem::path q_cache_dir;
   // GPU: device memory the reconstruction may use, in bytes; 0: what the device has free. The
   // need is estimated before anything is allocated; a problem that does not fit throws
@@ -60,6 +80,7 @@ struct ReconOptions {
 struct ReconReport {
   Backend backend = Backend::Cpu; // the backend that ran
   Normal normal = Normal::Toeplitz;
+  Method method = Method::Exact;
   // Phases (seconds, wall clock; on the GPU each phase ends with a stream synchronisation).
   double setup_seconds = 0;     // validation, plans and device buffers, cache key hashing
   double transfer_seconds = 0;  // host <-> device copies: samples, trajectory, weights, the result
@@ -86,7 +107,7 @@ struct ReconResult {
 };
 
 // Throws InvalidArgument for bad data/grid/options (sizes, dims, k outside the grid,
-// lambda < 0, iterations < 0); Unsupported when backend == Cuda cannot run here or the problem
+// lambda < 0, iterations < 0, nufft_tolerance outside its range); Unsupported when backend == Cuda cannot run here or the problem
 // does not fit in the device memory (the message names the bytes needed and free).
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options = {});
 

@@ -27,6 +27,9 @@ public:
   // grid.doubled(), FFT order), e.g. read from the cache. Q itself is not kept: q() is empty.
   // Throws InvalidArgument if spectrum.size() != grid.doubled().voxels().
   static QOperator from_spectrum(const Grid &grid, std::span<const float> spectrum);
+  // The operator from Q itself on grid.doubled() (q()'s layout), e.g. computed by nufft_q. Throws
+  // InvalidArgument if q is on another grid or holds NaN/Inf.
+  static QOperator from_q(const Grid &grid, Image q);
 
   const Grid &grid() const { return grid_; }
   // Q(d) on the doubled grid, d in {-n .. n-1} per axis, index order as any Image (empty for an
@@ -42,6 +45,7 @@ public:
 
 private:
   explicit QOperator(const Grid &grid);
+  void make_kernel(); // plan_ with FFT(q_) / L
   struct Plan;
   Grid grid_;
   Image q_;

@@ -35,11 +35,12 @@ struct ToeplitzCacheKey {
   friend bool operator==(const ToeplitzCacheKey &, const ToeplitzCacheKey &) = default;
 };
 
-// The key of (trajectory, weights, grid, precision of Q). Any change of a coordinate or weight
-// bit, of the sample count or order, of the grid or of the precision gives a different key.
+// The key of (trajectory, weights, grid, precision of Q, how Q was computed: nufft_tolerance 0
+// for the exact sum, else the NUFFT tolerance). Any change of a coordinate or weight bit, of the
+// sample count or order, of the grid, the precision or the method gives a different key.
 // Throws InvalidArgument if weights are neither empty nor one per sample.
 ToeplitzCacheKey toeplitz_cache_key(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
-                                    Precision precision);
+                                    Precision precision, double nufft_tolerance = 0);
 
 // <dir>/toeplitz-<key.hex()>.mriq
 std::filesystem::path toeplitz_cache_file(const std::filesystem::path &dir, const ToeplitzCacheKey &key);

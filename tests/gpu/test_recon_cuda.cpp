@@ -2,6 +2,7 @@
 // them, the Toeplitz and direct normal operators on the device against explicit float64 sums,
 // the Q cache, reconstruct(backend = Cuda) against the CPU path, and bad input.
 // Tags: [gpu] all; [small] the quick subset compute-sanitizer runs.
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "../../cuda/device_image.hpp"
+#include "../../cuda/gridding_cuda.hpp"
 #include "../../cuda/toeplitz_cuda.hpp"
 #include "../catch.hpp"
 #include "../test_support.hpp"
@@ -21,6 +23,7 @@
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/metrics.hpp"
+#include "mri/nufft.hpp"
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri/toeplitz.hpp"
@@ -66,12 +69,12 @@ std::string describe(const Grid &g) {
   return std::to_string(g.nx()) + "x" + std::to_string(g.ny()) + "x" + std::to_string(g.nz());
 }
 
-struct Phantom2D {
+struct PhantomProblem {
   Grid grid;
   Image truth;
   KSpaceData data;
 };
-Phantom2D spiral_problem(std::int64_t n, int interleaves, int samples, bool weighted) {
+PhantomProblem spiral_problem(std::int64_t n, int interleaves, int samples, bool weighted) {
   const Grid grid(n, n);
   const auto phantom = Phantom::shepp_logan_2d();
   auto t = traj::spiral(grid, interleaves, samples);
@@ -80,6 +83,36 @@ Phantom2D spiral_problem(std::int64_t n, int interleaves, int samples, bool weig
   std::vector<float> w;
   if (weighted) w = test::random_weights(t.size(), 12);
   return {grid, phantom.rasterize(grid), KSpaceData(std::move(t), std::move(s), std::move(w))};
+}
+PhantomProblem koosh_problem(std::int64_t n, int spokes, int samples, unsigned noise_seed) {
+  const Grid grid(n, n, n);
+  const auto phantom = Phantom::shepp_logan_3d();
+  auto t = traj::koosh(grid, spokes, samples);
+  auto s = phantom.kspace(t, grid);
+  add_noise(s, 50.0, noise_seed);
+  return {grid, phantom.rasterize(grid, 2), KSpaceData(std::move(t), std::move(s))};
+}
+
+// reconstruct on the CPU and on the GPU with the same options (tolerance 0: every iteration
+// runs); the first iterates agree to float32 accumulation order (1e-4).
+struct CpuAndGpu {
+  ReconResult cpu, gpu;
+};
+CpuAndGpu reconstruct_on_both(const PhantomProblem &p, ReconOptions o) {
+  o.tolerance = 0;
+  std::vector<Image> cpu_iterates, gpu_iterates;
+  o.backend = Backend::Cpu;
+  o.on_iteration = [&](int, const Image &x, double) { cpu_iterates.push_back(x); };
+  CpuAndGpu r{reconstruct(p.data, p.grid, o), {}};
+  o.backend = Backend::Cuda;
+  o.on_iteration = [&](int, const Image &x, double) { gpu_iterates.push_back(x); };
+  r.gpu = reconstruct(p.data, p.grid, o);
+  REQUIRE(gpu_iterates.size() == static_cast<std::size_t>(o.iterations));
+  for (int k = 0; k < std::min(3, o.iterations); ++k) {
+    INFO("iterate " << k + 1);
+    CHECK(test::relative_error(gpu_iterates[k], cpu_iterates[k]) < 1e-4);
+  }
+  return r;
 }
 
 } // namespace
@@ -287,22 +320,10 @@ TEST_CASE("gpu cg: a broken operator stops with a status, not NaNs", "[gpu][reco
 
 TEST_CASE("gpu reconstruct: same iterates as the CPU CG, same PSNR within 0.05 dB", "[gpu][recon][reconstruct]") {
   const bool weighted = GENERATE(false, true);
-  const Phantom2D p = spiral_problem(64, 8, 1024, weighted);
+  const PhantomProblem p = spiral_problem(64, 8, 1024, weighted);
   ReconOptions o;
   o.iterations = 15;
-  o.tolerance = 0;
-  std::vector<Image> cpu_iterates, gpu_iterates;
-  o.backend = Backend::Cpu;
-  o.on_iteration = [&](int, const Image &x, double) { cpu_iterates.push_back(x); };
-  const ReconResult cpu = reconstruct(p.data, p.grid, o);
-  o.backend = Backend::Cuda;
-  o.on_iteration = [&](int, const Image &x, double) { gpu_iterates.push_back(x); };
-  const ReconResult gpu = reconstruct(p.data, p.grid, o);
-  REQUIRE(gpu_iterates.size() == 15);
-  for (int k = 0; k < 3; ++k) {
-    INFO("iterate " << k + 1);
-    CHECK(test::relative_error(gpu_iterates[k], cpu_iterates[k]) < 1e-4);
-  }
+  const auto [cpu, gpu] = reconstruct_on_both(p, o);
   const double psnr_cpu = psnr(cpu.image, p.truth), psnr_gpu = psnr(gpu.image, p.truth);
   WARN("PSNR cpu " << psnr_cpu << " dB, gpu " << psnr_gpu << " dB");
   CHECK(std::abs(psnr_gpu - psnr_cpu) <= 0.05);
@@ -325,13 +346,7 @@ TEST_CASE("gpu reconstruct: same iterates as the CPU CG, same PSNR within 0.05 d
 
 TEST_CASE("gpu reconstruct: 3D, regularisers and the direct normal operator agree with the CPU",
           "[gpu][recon][reconstruct]") {
-  const Grid grid(20, 20, 20);
-  const auto phantom = Phantom::shepp_logan_3d();
-  auto t = traj::koosh(grid, 300, 40);
-  auto s = phantom.kspace(t, grid);
-  add_noise(s, 50.0, 3);
-  const KSpaceData data(std::move(t), std::move(s));
-  const Image truth = phantom.rasterize(grid, 2);
+  const auto [grid, truth, data] = koosh_problem(20, 300, 40, 3);
   for (Regularizer reg : {Regularizer::None, Regularizer::FiniteDifference}) {
     INFO(to_string(reg));
     ReconOptions o;
@@ -355,9 +370,88 @@ TEST_CASE("gpu reconstruct: 3D, regularisers and the direct normal operator agre
   }
 }
 
+TEST_CASE("gpu toeplitz and direct normal by NUFFT: equal the explicit float64 sums to the tolerance",
+          "[gpu][recon][nufft][small]") {
+  // Q by one adjoint NUFFT on the doubled grid (device plan), then ToeplitzOperator from that
+  // device Q; and the NUFFT pair as the direct normal operator. Float32 NUFFT at 1e-4: both
+  // within 1e-4 of F^H(W F x) (float32 rounding ~1e-6 on top of the kernel's error).
+  const Grid grid = GENERATE(Grid(16, 14), Grid(15, 12), Grid(8, 6, 5), Grid(7, 9, 6));
+  const std::uint64_t seed = fresh_seed();
+  INFO("grid " << describe(grid) << ", seed " << seed);
+  const auto t = traj::uniform_random(grid, 900, seed);
+  const auto w = test::random_weights(t.size(), seed + 1);
+  const Image x = test::random_image(grid, seed + 2);
+  const Image reference = explicit_normal(t, w, x);
+  NufftOptions o;
+  o.tolerance = 1e-4;
+  o.backend = Backend::Cuda;
+  const DeviceImage dx(x);
+
+  const NufftOperator q_op(mri::detail::q_trajectory(t, grid), grid.doubled(), o);
+  std::vector<cfloat> wc(w.begin(), w.end());
+  const DeviceImage dw(Image(Grid(static_cast<std::int64_t>(wc.size()), 1), wc));
+  DeviceImage q(grid.doubled());
+  q_op.device_plan()->adjoint_device(dw.data(), q.data(), Gridding::Gather);
+  q_op.device_plan()->synchronize();
+  const ToeplitzOperator toeplitz(grid, q);
+  DeviceImage out = poisoned(grid);
+  toeplitz.apply(dx, out);
+  CHECK(test::relative_error(out.to_host(), reference) < 1e-4);
+  // The same Q on the CPU (nufft_q + QOperator::from_q) gives the same operator.
+  CHECK(test::relative_error(QOperator::from_q(grid, nufft_q(t, w, grid, o)).apply(x), out.to_host()) < 1e-5);
+
+  const NufftOperator pair(t, grid, o);
+  for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {
+    DirectNormalOperator direct(pair.device_plan(), g, w, grid, t.size());
+    direct.set_regularizer(Regularizer::FiniteDifference, 0.8);
+    DeviceImage out_d = poisoned(grid);
+    direct.apply(dx, out_d);
+    CHECK(test::relative_error(out_d.to_host(), explicit_normal(t, w, x, Regularizer::FiniteDifference, 0.8)) < 1e-4);
+  }
+}
+
+TEST_CASE("gpu reconstruct: method = Nufft agrees with the CPU NUFFT path and with the exact method",
+          "[gpu][recon][reconstruct][nufft]") {
+  // Same NUFFT (kernel, grid, tolerance) on both backends: the iterates agree to float32
+  // accumulation order (1e-4 on the first ones), the final PSNR within 0.05 dB; and within 0.1 dB
+  // of the exact method (the issue's bar), for both normal operators, 2D and 3D.
+  const PhantomProblem p = spiral_problem(64, 8, 1024, true);
+  for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
+    INFO(to_string(normal));
+    ReconOptions o;
+    o.iterations = 12;
+    o.normal = normal;
+    o.method = Method::Nufft;
+    const auto [cpu, gpu] = reconstruct_on_both(p, o);
+    o.backend = Backend::Cuda;
+    o.tolerance = 0;
+    o.method = Method::Exact;
+    const ReconResult exact = reconstruct(p.data, p.grid, o);
+    const double psnr_gpu = psnr(gpu.image, p.truth);
+    WARN("2D " << to_string(normal) << ": PSNR nufft gpu " << psnr_gpu << " cpu " << psnr(cpu.image, p.truth)
+               << " exact gpu " << psnr(exact.image, p.truth) << " dB");
+    CHECK(gpu.report.method == Method::Nufft);
+    CHECK(gpu.report.backend == Backend::Cuda);
+    CHECK(std::abs(psnr_gpu - psnr(cpu.image, p.truth)) <= 0.05);
+    CHECK(std::abs(psnr_gpu - psnr(exact.image, p.truth)) <= 0.1);
+  }
+
+  const auto [grid, truth, data] = koosh_problem(24, 400, 48, 5);
+  ReconOptions o;
+  o.iterations = 10;
+  o.tolerance = 0;
+  o.backend = Backend::Cuda;
+  const ReconResult exact = reconstruct(data, grid, o);
+  o.method = Method::Nufft;
+  const ReconResult fast = reconstruct(data, grid, o);
+  WARN("3D: PSNR nufft " << psnr(fast.image, truth) << " exact " << psnr(exact.image, truth) << " dB");
+  CHECK(std::abs(psnr(fast.image, truth) - psnr(exact.image, truth)) <= 0.1);
+  CHECK(test::relative_error(fast.image, exact.image) < 1e-2);
+}
+
 TEST_CASE("gpu reconstruct: precision = float64 (SeparableGemm sums) agrees with the CPU float64 path",
           "[gpu][recon][reconstruct]") {
-  const Phantom2D p = spiral_problem(32, 8, 512, true);
+  const PhantomProblem p = spiral_problem(32, 8, 512, true);
   ReconOptions o;
   o.iterations = 6;
   o.tolerance = 0;
@@ -375,7 +469,7 @@ TEST_CASE("gpu reconstruct: precision = float64 (SeparableGemm sums) agrees with
 TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves another trajectory, and "
           "replaces a corrupt entry",
           "[gpu][recon][q-cache]") {
-  const Phantom2D p = spiral_problem(48, 8, 1024, true);
+  const PhantomProblem p = spiral_problem(48, 8, 1024, true);
   test::TempDir dir("gpu_qcache");
   ReconOptions o;
   o.iterations = 8;
@@ -395,7 +489,7 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
   CHECK(test::relative_error(cpu_hit.image, hit.image) < 1e-4);
   o.backend = Backend::Cuda;
 
-  const Phantom2D other = spiral_problem(48, 8, 1000, true);
+  const PhantomProblem other = spiral_problem(48, 8, 1000, true);
   const ReconResult other_r = reconstruct(other.data, other.grid, o);
   CHECK(other_r.report.q_cache == QCacheStatus::Miss);
   CHECK(other_r.report.q_cache_file != miss.report.q_cache_file);
@@ -413,7 +507,7 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
 }
 
 TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][bad-input][small]") {
-  const Phantom2D p = spiral_problem(16, 4, 256, false);
+  const PhantomProblem p = spiral_problem(16, 4, 256, false);
   ReconOptions o;
   o.backend = Backend::Cuda;
   o.iterations = 2;
@@ -448,6 +542,14 @@ TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][
   CHECK_THROWS_WITH(ToeplitzOperator(t, w, grid), test::contains("weights[9]"));
   CHECK_THROWS_AS(ToeplitzOperator(t, {}, Grid(4, 4)), InvalidArgument); // samples outside [-2, 2)
   CHECK_THROWS_AS(DirectNormalOperator(t, std::vector<float>(3), grid), InvalidArgument);
+  CHECK_THROWS_AS(ToeplitzOperator(grid, DeviceImage(grid)), InvalidArgument); // Q not on the doubled grid
+  CHECK_THROWS_AS(DirectNormalOperator(nullptr, Gridding::Gather, {}, grid, 64), InvalidArgument);
+
+  // method = Nufft: the CUDA NUFFT is float32; a float64 request on cuda says so.
+  o.method = Method::Nufft;
+  o.precision = Precision::Float64;
+  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("float64"));
+  CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), Unsupported);
 }
 
 TEST_CASE("gpu reconstruct: large problems run or fail up front with the memory they need", "[gpu][recon][large][small]") {
