@@ -22,6 +22,8 @@ int main(int argc, char **argv) {
   app.add_option("--iterations", iterations, "CG iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--lambda", lambda, "Tikhonov weight")->check(CLI::NonNegativeNumber);
   example::add_backend_option(app, backend, "auto | cpu | cuda");
+  mri::ReconOptions options;
+  example::add_method_options(app, options);
   app.add_option("--out", out, "PNG to write");
   CLI11_PARSE(app, argc, argv);
 
@@ -35,7 +37,6 @@ int main(int argc, char **argv) {
     std::printf("grid %lldx%lld, spiral %d x %d = %zu samples, SNR %.0f\n", static_cast<long long>(grid.nx()),
                 static_cast<long long>(grid.ny()), interleaves, samples, data.samples_per_coil(), snr);
 
-    mri::ReconOptions options;
     options.iterations = iterations;
     options.lambda = lambda;
     options.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
@@ -52,8 +53,8 @@ int main(int argc, char **argv) {
 
     const mri::Image error = example::error_image(result.image, truth);
     const auto &r = result.report;
-    std::printf("backend %s: F^H D %.3f s, Q %.3f s, CG %.3f s (%d iterations, %s), total %.3f s\n",
-                mri::to_string(r.backend), r.fhd_seconds, r.q_seconds, r.cg_seconds, r.iterations,
+    std::printf("backend %s, method %s: F^H D %.3f s, Q %.3f s, CG %.3f s (%d iterations, %s), total %.3f s\n",
+                mri::to_string(r.backend), mri::to_string(r.method), r.fhd_seconds, r.q_seconds, r.cg_seconds, r.iterations,
                 mri::to_string(r.status), r.total_seconds);
     std::printf("PSNR: adjoint F^H D (best scale) %.2f dB, CG %.2f dB\n", mri::psnr(adjoint, truth),
                 mri::psnr(result.image, truth));

@@ -19,6 +19,14 @@ inline CLI::Option *add_backend_option(CLI::App &app, mri::Backend &backend, con
   return app.add_option("--backend", backend, help)->transform(CLI::CheckedTransformer(backends));
 }
 
+// --method exact | nufft and --nufft-tolerance, parsed into the reconstruction options.
+inline void add_method_options(CLI::App &app, mri::ReconOptions &options) {
+  const std::map<std::string, mri::Method> methods{{"exact", mri::Method::Exact}, {"nufft", mri::Method::Nufft}};
+  app.add_option("--method", options.method, "exact | nufft: F^H D and Q by the exact sums or the gridding NUFFT")
+      ->transform(CLI::CheckedTransformer(methods));
+  app.add_option("--nufft-tolerance", options.nufft_tolerance, "the NUFFT's relative error bound (1e-6 .. 1e-2)");
+}
+
 // The phantom's analytic k-space along `trajectory` plus noise at `snr`; the seed is fixed so
 // that every run of an example shows the same picture.
 inline std::vector<mri::cfloat> noisy_kspace(const mri::Phantom &phantom, const mri::Trajectory &trajectory,

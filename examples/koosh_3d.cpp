@@ -45,8 +45,10 @@ int main(int argc, char **argv) {
   app.add_option("--snr", snr, "signal-to-noise ratio (linear)")->check(CLI::PositiveNumber);
   app.add_option("--iterations", iterations, "CG iterations")->check(CLI::NonNegativeNumber);
   app.add_option("--lambda", lambda, "finite-difference regularisation weight")->check(CLI::NonNegativeNumber);
-  example::add_backend_option(app, backend, "auto | cpu | cuda (the CPU takes minutes at 128^3)");
+  example::add_backend_option(app, backend, "auto | cpu | cuda (the CPU takes minutes at 128^3 with --method exact)");
   app.add_option("--q-cache", cache, "directory of the Toeplitz kernel cache (a second run loads Q)");
+  mri::ReconOptions options;
+  example::add_method_options(app, options);
   app.add_option("--out", out, "PNG to write");
   CLI11_PARSE(app, argc, argv);
 
@@ -60,7 +62,6 @@ int main(int argc, char **argv) {
     std::printf("grid %d^3, koosh %d x %d = %zu samples, SNR %.0f\n", size, spokes, readout, data.samples_per_coil(),
                 snr);
 
-    mri::ReconOptions options;
     options.iterations = iterations;
     options.lambda = lambda;
     options.regularizer = lambda > 0 ? mri::Regularizer::FiniteDifference : mri::Regularizer::None;
@@ -68,9 +69,9 @@ int main(int argc, char **argv) {
     options.q_cache_dir = cache;
     const mri::ReconResult result = mri::reconstruct(data, grid, options);
     const auto &r = result.report;
-    std::printf("backend %s: F^H D %.3f s, Q %.3f s, FFT setup %.3f s, CG %.3f s (%d iterations, %s), "
+    std::printf("backend %s, method %s: F^H D %.3f s, Q %.3f s, FFT setup %.3f s, CG %.3f s (%d iterations, %s), "
                 "transfers %.3f s, setup %.3f s, total %.3f s\n",
-                mri::to_string(r.backend), r.fhd_seconds, r.q_seconds, r.fft_setup_seconds, r.cg_seconds,
+                mri::to_string(r.backend), mri::to_string(r.method), r.fhd_seconds, r.q_seconds, r.fft_setup_seconds, r.cg_seconds,
                 r.iterations, mri::to_string(r.status), r.transfer_seconds, r.setup_seconds, r.total_seconds);
     if (!cache.empty())
       std::printf("Q cache: %s %s %s\n", mri::to_string(r.q_cache), r.q_cache_file.string().c_str(),

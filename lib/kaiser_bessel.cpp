@@ -39,11 +39,23 @@ constexpr Tuned kTuned[kMaxTunedWidth - 1] = {
     {23.4248, 2.94e-9}, // W = 10
 };
 
-// (1 + e)^d - 1 with e the per-axis error: aliasing plus the polynomial's W values off by
-// fit_error each, relative to the smallest Phi(xi) deapodization divides by.
+// The per-axis error of the polynomial's W values off by fit_error each, relative to the
+// smallest Phi(xi) deapodization divides by.
+double fit_term(const KaiserBessel &kb, double fit_error) {
+  return kb.width * fit_error / kb.fourier(0.5 / kb.oversampling);
+}
+
+// (1 + e)^d - 1 with e the per-axis error: aliasing plus the fit's term.
 double combined_error(const KaiserBessel &kb, double aliasing, int dims, double fit_error) {
-  const double axis = aliasing + kb.width * fit_error / kb.fourier(0.5 / kb.oversampling);
-  return std::pow(1.0 + axis, dims) - 1.0;
+  return std::pow(1.0 + aliasing + fit_term(kb, fit_error), dims) - 1.0;
+}
+
+// The per-axis error e with (1 + e)^d - 1 = tolerance.
+double axis_budget(double tolerance, int dims) { return std::pow(1.0 + tolerance, 1.0 / dims) - 1.0; }
+
+bool is_tuned(const KaiserBessel &kb) {
+  return kb.oversampling == kTunedOversampling && kb.width <= kMaxTunedWidth &&
+         kb.beta == kTuned[kb.width - KaiserBessel::kMinWidth].beta;
 }
 
 } // namespace
@@ -80,18 +92,23 @@ KaiserBessel KaiserBessel::for_tolerance(double tolerance, int dims) {
     detail::invalid_argument("tolerance", tolerance, os.str());
   }
   if (dims < 1 || dims > 3) detail::invalid_argument("dims", dims, "must be 1, 2 or 3");
-  auto fits = [&](int w) {
-    const KaiserBessel kb = make(w, kTunedOversampling);
-    return combined_error(kb, kTuned[w - kMinWidth].aliasing, dims, fit_accuracy(tolerance)) <= tolerance;
-  };
+  // Strictly below the per-axis budget: fit_accuracy gives the polynomial half of what is left.
   int w = kMinWidth;
-  while (w < kMaxTunedWidth && !fits(w)) ++w;
+  while (w < kMaxTunedWidth && kTuned[w - kMinWidth].aliasing >= axis_budget(tolerance, dims)) ++w;
   return make(w, kTunedOversampling);
 }
 
-// A thousandth of the tolerance: the fit then adds about 1 % of it per axis (W / Phi(1/4)
-// <= 10 for the widths chosen). Floored at 1e-9, which every W reaches by degree 10.
-double KaiserBessel::fit_accuracy(double tolerance) { return std::max(tolerance * 1e-3, 1e-9); }
+// Half of what the aliasing leaves of the per-axis budget, so error_estimate stays within the
+// tolerance with the lowest polynomial degree that allows (the gridding loops' cost grows with
+// the degree: W = 4 at 1e-2 fits in degree 5-6 instead of 7). Where the aliasing alone exceeds
+// the budget (a width override below the tolerance's), the fit adds a tenth of the aliasing.
+// Floored at 1e-9, which every W reaches by degree 10.
+double KaiserBessel::fit_accuracy(double tolerance, int dims) const {
+  const double aliasing = is_tuned(*this) ? kTuned[width - kMinWidth].aliasing : aliasing_error();
+  const double left = axis_budget(tolerance, dims) - aliasing;
+  const double fit_share = left > 0 ? 0.5 * left : 0.1 * aliasing;
+  return std::max(fit_share / fit_term(*this, 1.0), 1e-9);
+}
 
 double KaiserBessel::operator()(double u) const {
   const double v = 2.0 * u / width;

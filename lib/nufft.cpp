@@ -236,7 +236,7 @@ NufftChoice choose_nufft(const Grid &grid, const NufftOptions &options) {
                  : fft_size(std::max<i64>(static_cast<i64>(std::ceil(c.kernel.oversampling * static_cast<double>(grid.extent(a)))), 2 * W));
   }
   // Kernel polynomial to the accuracy for_tolerance's error estimate assumes.
-  c.poly = fit_kernel(c.kernel, KaiserBessel::fit_accuracy(options.tolerance));
+  c.poly = fit_kernel(c.kernel, c.kernel.fit_accuracy(options.tolerance, grid.dims()));
   return c;
 }
 

@@ -154,7 +154,7 @@ TEST_CASE("nufft: error table per kernel width (measurement, not a check)", "[.n
       random = std::max({random, e2.adjoint, e2.forward, e3.adjoint, e3.forward});
     }
     for (const Grid &g : kEdgeGrids) tiny = std::max(tiny, worst_error(test::edge_trajectory(g), g, o, 5));
-    const double fit = KaiserBessel::fit_accuracy(1e-6);
+    const double fit = kb.fit_accuracy(o.tolerance, 3);
     const KaiserBessel beatty{w, 2.0, KaiserBessel::beatty_beta(w, 2.0)};
     std::printf("W=%2d beta %7.4f (Beatty %7.4f)  aliasing %.2e (Beatty's %.2e)  estimate 2D %.2e 3D %.2e  "
                 "measured random %.2e tiny %.2e aligned 3D %.2e  chosen for:",
@@ -223,35 +223,36 @@ TEST_CASE("nufft: the tabulated beta minimises the error estimate, and for_toler
   for (const double tol : {1e-2, 3e-3, 1e-3, 4e-4, 1e-4, 1e-5, 3e-6, 1e-6}) {
     for (const int d : {2, 3}) {
       const KaiserBessel kb = KaiserBessel::for_tolerance(tol, d);
-      const double fit = KaiserBessel::fit_accuracy(tol);
+      const KaiserBessel narrower = KaiserBessel::make(kb.width - 1, 2.0);
       INFO("tol " << tol << ", " << d << "D: W = " << kb.width);
-      CHECK(kb.error_estimate(d, fit) <= tol);
-      CHECK(KaiserBessel::make(kb.width - 1, 2.0).error_estimate(d, fit) > tol);
+      CHECK(kb.error_estimate(d, kb.fit_accuracy(tol, d)) <= tol);
+      CHECK(narrower.error_estimate(d, narrower.fit_accuracy(tol, d)) > tol);
     }
   }
 }
 
 TEST_CASE("nufft: the error estimate bounds measured errors, random, tiny and aligned inputs",
           "[nufft]") {
-  // Kernel error only (float64, polynomial at 1e-9) at widths 3..8: random small grids, the
+  // Float64 at widths 3..8 (polynomial: the plan's for tolerance 1e-6): random small grids, the
   // tiny edge inputs (12 to 36 samples, where the old choice measured 1.3 x the tolerance),
   // and the aligned worst case, which comes within a factor 2 of the estimate.
   const Grid cube(8, 8, 8);
   for (int w = 3; w <= 8; ++w) {
     const NufftOptions o = kernel_only(w);
     const KaiserBessel kb = KaiserBessel::make(w, 2.0);
-    const double fit = KaiserBessel::fit_accuracy(o.tolerance);
+    // The plan's polynomial for this (tolerance, dims): its error is part of the estimate.
+    const auto estimate_for = [&](const Grid &g) { return kb.error_estimate(g.dims(), kb.fit_accuracy(o.tolerance, g.dims())); };
     for (const Grid &g : {Grid(12, 10), Grid(7, 9), Grid(6, 5, 4)}) {
       const double e = worst_error(test::random_trajectory(g, 150, 400 + w), g, o, 500 + w);
       INFO("W = " << w << ", random " << g.nx() << "x" << g.ny() << "x" << g.nz() << ": " << e);
-      CHECK(e <= kb.error_estimate(g.dims(), fit));
+      CHECK(e <= estimate_for(g));
     }
     for (const Grid &g : kEdgeGrids) {
       const double e = worst_error(test::edge_trajectory(g), g, o, 5);
       INFO("W = " << w << ", edge " << g.nx() << "x" << g.ny() << "x" << g.nz() << ": " << e);
-      CHECK(e <= kb.error_estimate(g.dims(), fit));
+      CHECK(e <= estimate_for(g));
     }
-    const double aligned = worst_aligned_error(cube, o), estimate = kb.error_estimate(3, fit);
+    const double aligned = worst_aligned_error(cube, o), estimate = estimate_for(cube);
     INFO("W = " << w << ", aligned 3D: " << aligned << " (estimate " << estimate << ")");
     CHECK(aligned <= estimate);
     CHECK(aligned >= 0.5 * estimate);

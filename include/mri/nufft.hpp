@@ -66,11 +66,13 @@ struct KaiserBessel {
   // the tuned value at oversampling 2 and width <= 10, else Beatty's.
   static KaiserBessel make(int width, double oversampling);
   // The plan's choice for a target relative L2 error in `dims` dimensions (oversampling 2):
-  // the smallest W with error_estimate(dims, fit_accuracy(tolerance)) <= tolerance. Throws
-  // InvalidArgument outside [kNufftMinTolerance, kNufftMaxTolerance] or for dims outside [1, 3].
+  // the smallest W whose aliasing leaves room in the per-axis budget, so that
+  // error_estimate(dims, fit_accuracy(tolerance, dims)) <= tolerance. Throws InvalidArgument
+  // outside [kNufftMinTolerance, kNufftMaxTolerance] or for dims outside [1, 3].
   static KaiserBessel for_tolerance(double tolerance, int dims = 3);
-  // The max error of the kernel polynomial a plan fits for this tolerance (kernel peak 1).
-  static double fit_accuracy(double tolerance);
+  // The max error of the kernel polynomial a plan fits (kernel peak 1): half of the per-axis
+  // budget the aliasing leaves (a tenth of the aliasing when it leaves none).
+  double fit_accuracy(double tolerance, int dims) const;
 
   // The kernel at offset u (oversampled-grid points); 1 at u = 0, 0 for |u| > W/2.
   double operator()(double u) const;
