@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Bar chart of the F^H D stage benchmark (docs/fhd_stages.png) from the Google Benchmark JSON
-that scripts/device-bench.sh writes (copied to docs/data/bench_fhd_gpu_h200.json).
+that scripts/device-bench.sh writes (docs/data/bench_fhd_gpu_h200.json: the seed stages;
+docs/data/bench_fhd_gpu_h200_slice2.json: the later run with separable-gemm, whose figures
+replace the first run's where both have a benchmark).
 
-    /usr/bin/python3 scripts/plot_performance.py [bench.json] [out.png]
+    /usr/bin/python3 scripts/plot_performance.py [out.png [bench.json ...]]
 
 Needs Debian's python3-matplotlib (apt-get install python3-matplotlib).
 """
@@ -14,7 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-STAGES = ["scatter-atomic", "gather", "register", "constant-chunked", "sfu-trig", "tuned"]
+STAGES = ["scatter-atomic", "gather", "register", "constant-chunked", "sfu-trig", "tuned", "separable-gemm"]
+SOURCES = ["docs/data/bench_fhd_gpu_h200.json", "docs/data/bench_fhd_gpu_h200_slice2.json"]
 PROBLEMS = ["FHD-3D-S", "FHD-3D-L", "FHD-2D"]
 
 
@@ -34,9 +37,11 @@ def medians(path):
 
 
 def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else "docs/data/bench_fhd_gpu_h200.json"
-    dst = sys.argv[2] if len(sys.argv) > 2 else "docs/fhd_stages.png"
-    data, bound = medians(src)
+    dst = sys.argv[1] if len(sys.argv) > 1 else "docs/fhd_stages.png"
+    data, bound = {}, None
+    for src in sys.argv[2:] or SOURCES:
+        more, bound = medians(src)
+        data.update(more)
     fig, ax = plt.subplots(figsize=(10, 4.5))
     width = 0.8 / len(PROBLEMS)
     for i, problem in enumerate(PROBLEMS):
@@ -53,7 +58,7 @@ def main():
     ax.set_xticks(range(len(STAGES)))
     ax.set_xticklabels(STAGES)
     ax.set_ylabel("pairs/s (N*M / time)")
-    ax.set_title("F^H D optimisation stages on one NVIDIA H200 (median, CUDA events)")
+    ax.set_title("F^H D optimisation stages on one NVIDIA H200 (median, CUDA events; separable-gemm in float64)")
     ax.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(dst, dpi=120)
