@@ -30,6 +30,7 @@
 #include "cuda_check.cuh"
 #include "cufft_check.cuh"
 #include "fhd_backend.hpp"
+#include "fhd_plan.cuh"
 #include "gridding_cuda.hpp"
 #include "mri/detail/regularizer_stencil.hpp"
 #include "mri/error.hpp"
@@ -49,38 +50,11 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 constexpr int kThreads = 256;
+using detail::DeviceBuffer;
 using detail::ToeplitzCallbackParams;
 
 cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
 
-// One cudaMalloc'd array.
-template <class T> class DevArray {
-public:
-  DevArray() = default;
-  explicit DevArray(std::size_t n) : n_(n) {
-    void *p = nullptr;
-    MRI_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T)));
-    p_ = static_cast<T *>(p);
-  }
-  ~DevArray() {
-    if (p_) cudaFree(p_);
-  }
-  DevArray(DevArray &&o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DevArray &operator=(DevArray &&o) noexcept {
-    if (this != &o) {
-      if (p_) cudaFree(p_);
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  T *get() const { return p_; }
-  std::size_t size() const { return n_; }
-
-private:
-  T *p_ = nullptr;
-  std::size_t n_ = 0;
-};
 
 int blocks_for(long long n) { return static_cast<int>(std::max<long long>(1, (n + kThreads - 1) / kThreads)); }
 
@@ -567,10 +541,10 @@ struct ToeplitzOperator::Impl {
   Dims dims{};
   cudaStream_t stream = nullptr;
   std::shared_ptr<PlanSet> plans;
-  DevArray<float> kernel; // L: Re(FFT(Q)) / L, FFT order
-  DevArray<float2> w;     // L: the FFT array
-  DevArray<float2> z;     // Unfused: L, Pruned: the n_last slabs; the zero-padded input
-  DevArray<float2> a;     // Pruned: L, the slab-transformed input (slabs >= n_last stay zero)
+  DeviceBuffer<float> kernel; // L: Re(FFT(Q)) / L, FFT order
+  DeviceBuffer<float2> w;     // L: the FFT array
+  DeviceBuffer<float2> z;     // Unfused: L, Pruned: the n_last slabs; the zero-padded input
+  DeviceBuffer<float2> a;     // Pruned: L, the slab-transformed input (slabs >= n_last stay zero)
   int regularizer = mri::detail::kRegNone;
   float lambda = 0;
   ToeplitzSetup setup;
@@ -593,16 +567,16 @@ struct ToeplitzOperator::Impl {
   void prepare(ToeplitzFft requested) {
     plans = acquire_plans(padded, resolve_fft(requested, padded), stream);
     const auto l = static_cast<std::size_t>(padded.voxels());
-    kernel = DevArray<float>(l);
-    w = DevArray<float2>(l);
+    kernel = DeviceBuffer<float>(l);
+    w = DeviceBuffer<float2>(l);
     if (plans->fft == ToeplitzFft::Unfused) {
-      z = DevArray<float2>(l);
+      z = DeviceBuffer<float2>(l);
       MRI_CUDA_CHECK(cudaMemsetAsync(z.get(), 0, l * sizeof(float2), stream));
     } else if (plans->fft == ToeplitzFft::Pruned || plans->fft == ToeplitzFft::PrunedCallback) {
       const auto zl = static_cast<std::size_t>(plans->slabs * plans->slab_size);
-      z = DevArray<float2>(zl);
+      z = DeviceBuffer<float2>(zl);
       MRI_CUDA_CHECK(cudaMemsetAsync(z.get(), 0, zl * sizeof(float2), stream));
-      a = DevArray<float2>(l);
+      a = DeviceBuffer<float2>(l);
       MRI_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, l * sizeof(float2), stream));
     }
   }
@@ -719,7 +693,7 @@ ToeplitzOperator::ToeplitzOperator(const Trajectory &trajectory, std::span<const
         kh[i] = h == 0 ? k.kx : h == 1 ? k.ky : k.kz;
       }
     }
-    DevArray<float> kh_dev(kh.size()), w_dev(w.size());
+    DeviceBuffer<float> kh_dev(kh.size()), w_dev(w.size());
     if (!kh.empty())
       MRI_CUDA_CHECK(cudaMemcpyAsync(kh_dev.get(), kh.data(), kh.size() * sizeof(float), cudaMemcpyHostToDevice, ps));
     if (!w.empty())
@@ -808,8 +782,8 @@ struct DirectNormalOperator::Impl {
   std::optional<detail::FhdPlan> plan;             // the exact sums, or
   std::shared_ptr<detail::NufftDevicePlan> nufft;  // the NUFFT pair
   Gridding gridding = Gridding::Gather;
-  DevArray<float2> nufft_samples;                  // F x between the two NUFFT halves
-  DevArray<float> weights;
+  DeviceBuffer<float2> nufft_samples;                  // F x between the two NUFFT halves
+  DeviceBuffer<float> weights;
   bool weighted = false;
   int regularizer = mri::detail::kRegNone;
   float lambda = 0;
@@ -843,7 +817,7 @@ DirectNormalOperator::DirectNormalOperator(std::shared_ptr<detail::NufftDevicePl
   impl_ = std::make_unique<Impl>(grid, checked_weights(weights, samples));
   impl_->nufft = std::move(nufft);
   impl_->gridding = gridding;
-  impl_->nufft_samples = DevArray<float2>(samples);
+  impl_->nufft_samples = DeviceBuffer<float2>(samples);
 }
 
 DirectNormalOperator::~DirectNormalOperator() = default;
@@ -908,8 +882,8 @@ double time_cufft_pair_ms(const Grid &grid, int repeats) {
   cufftHandle plan = 0;
   bool has = false;
   const std::size_t work = make_plain_plan(plan, has, shape);
-  DevArray<char> work_area(work);
-  DevArray<float2> data(static_cast<std::size_t>(grid.voxels()));
+  DeviceBuffer<char> work_area(work);
+  DeviceBuffer<float2> data(static_cast<std::size_t>(grid.voxels()));
   cudaStream_t s = as_stream(default_stream());
   const auto n = static_cast<long long>(grid.voxels());
   std::vector<double> ms;
