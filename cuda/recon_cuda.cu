@@ -33,10 +33,14 @@ std::string extents(const Grid &g) {
   return std::to_string(g.nx()) + "x" + std::to_string(g.ny()) + "x" + std::to_string(g.nz());
 }
 
-// Host data on the device, e.g. the samples a NUFFT plan reads (blocking copy).
-DeviceBuffer<cfloat> upload(const std::vector<cfloat> &host) {
-  DeviceBuffer<cfloat> d(host.size());
-  MRI_CUDA_CHECK(cudaMemcpy(d.get(), host.data(), host.size() * sizeof(cfloat), cudaMemcpyHostToDevice));
+// w .* D (the first coil's M samples) on the device, for the NUFFT plan (blocking copy; without
+// weights the samples go up as they are, no host copy).
+DeviceBuffer<cfloat> upload_weighted_samples(const KSpaceData &data) {
+  const std::size_t m = data.trajectory().size();
+  const std::vector<cfloat> weighted = data.has_weights() ? data.weighted_samples() : std::vector<cfloat>{};
+  const cfloat *host = data.has_weights() ? weighted.data() : data.samples().data();
+  DeviceBuffer<cfloat> d(m);
+  MRI_CUDA_CHECK(cudaMemcpy(d.get(), host, m * sizeof(cfloat), cudaMemcpyHostToDevice));
   return d;
 }
 
@@ -126,7 +130,7 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
     rhs = DeviceImage(grid, stream);
     report.setup_seconds += seconds_since(t);
     t = Clock::now();
-    const DeviceBuffer<cfloat> samples = upload(data.weighted_samples());
+    const DeviceBuffer<cfloat> samples = upload_weighted_samples(data);
     report.transfer_seconds += seconds_since(t);
     t = Clock::now();
     nufft_plan->adjoint_device(samples.get(), rhs.data(), gridding);

@@ -22,9 +22,16 @@
 
 #include "mri/grid.hpp"
 #include "mri/image.hpp"
+#include "mri/options.hpp"
 #include "mri/trajectory.hpp"
 
 namespace mri::gpu_test {
+
+// Every F^H D policy the tests run (Auto resolves to Tuned).
+inline constexpr KernelPolicy kAllPolicies[] = {KernelPolicy::ScatterAtomic, KernelPolicy::Gather,
+                                                KernelPolicy::Register,      KernelPolicy::ConstantChunked,
+                                                KernelPolicy::SfuTrig,       KernelPolicy::Tuned,
+                                                KernelPolicy::SeparableGemm, KernelPolicy::Auto};
 
 // n complex values, real and imaginary parts N(0, 1) (never zeros: they hide unwritten output).
 template <class Real = float> std::vector<std::complex<Real>> random_values(std::size_t n, std::uint64_t seed) {

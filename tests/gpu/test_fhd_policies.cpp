@@ -30,15 +30,12 @@ using mri::Trajectory;
 using mri::cuda::detail::FhdPlan;
 using mri::cuda::detail::ForwardPath;
 using mri::gpu_test::fresh_seed;
+using mri::gpu_test::kAllPolicies;
 using mri::gpu_test::random_trajectory;
 using mri::gpu_test::random_values;
 using mri::gpu_test::rel_l2;
 using cdouble = std::complex<double>;
 
-constexpr KernelPolicy kAllPolicies[] = {KernelPolicy::ScatterAtomic, KernelPolicy::Gather,
-                                         KernelPolicy::Register,      KernelPolicy::ConstantChunked,
-                                         KernelPolicy::SfuTrig,       KernelPolicy::Tuned,
-                                         KernelPolicy::SeparableGemm, KernelPolicy::Auto};
 
 
 

@@ -33,14 +33,12 @@ using mri::Trajectory;
 using mri::cuda::detail::FhdPlan;
 using mri::cuda::detail::ForwardPath;
 using mri::gpu_test::fresh_seed;
+using mri::gpu_test::kAllPolicies;
 using mri::gpu_test::random_trajectory;
 using mri::gpu_test::random_values;
 using mri::gpu_test::rel_l2;
 using cdouble = std::complex<double>;
 
-constexpr KernelPolicy kPolicies[] = {KernelPolicy::ScatterAtomic, KernelPolicy::Gather,  KernelPolicy::Register,
-                                      KernelPolicy::ConstantChunked, KernelPolicy::SfuTrig, KernelPolicy::Tuned,
-                                      KernelPolicy::SeparableGemm,   KernelPolicy::Auto};
 constexpr ForwardPath kPaths[] = {ForwardPath::Reference, ForwardPath::GemmFloat, ForwardPath::GemmDouble};
 
 // Against the float64 reference: the bar for every policy.
@@ -108,7 +106,7 @@ void check_streaming(const Case &cs, bool with_forward) {
     const std::vector<cfloat> c = random_values(cs.m, seed + 1 + call);
     std::vector<cfloat> ref(voxels);
     mri::detail::adjoint_sum_f64(t, c, cs.out, cs.period, ref.data());
-    for (KernelPolicy p : kPolicies) {
+    for (KernelPolicy p : kAllPolicies) {
       INFO("call " << call << ", policy " << mri::to_string(p));
       std::vector<cfloat> a = poisoned<cfloat>(voxels), b = poisoned<cfloat>(voxels);
       whole.adjoint(p, c.data(), a.data());
