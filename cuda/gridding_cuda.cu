@@ -280,12 +280,13 @@ __device__ __forceinline__ int wrap(int v, int n) { return v < 0 ? v + n : (v >=
 
 // Per sample: cell key (z, y, x of j0), the record (sx, sy, sz, j0x) and its index; `outside`
 // set where a coordinate lies outside [-n/2, n/2) (Trajectory::check_within's test).
-__global__ void setup_points_kernel(const KPoint *k, int m, int width, int dims, Dev d, unsigned *keys,
+// k scaled per axis (exact for the powers of two the callers use: 1, or 2 for Q's doubled grid).
+__global__ void setup_points_kernel(const KPoint *k, float3 scale, int m, int width, int dims, Dev d, unsigned *keys,
                                     unsigned *idx, float4 *rec, unsigned *outside) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
   const KPoint p = k[i];
-  const double kc[3] = {p.kx, p.ky, p.kz};
+  const double kc[3] = {p.kx * scale.x, p.ky * scale.y, p.kz * scale.z};
   const int g[3] = {d.gx, d.gy, d.gz}, n[3] = {d.nx, d.ny, d.nz};
   int j[3] = {0, 0, 0};
   float s[3] = {0, 0, 0};
@@ -653,6 +654,18 @@ ScatterMethod resolved_scatter(ScatterMethod method, int dims) {
 
 } // namespace
 
+namespace {
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void throw_outside(const GriddingSetup &setup) {
+  mri::detail::invalid_argument("trajectory", "device points",
+                                "a sample lies outside [-n/2, n/2) of the grid " + std::to_string(setup.n[0]) + "x" +
+                                    std::to_string(setup.n[1]) + "x" + std::to_string(setup.n[2]) +
+                                    " (or is not finite)");
+}
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+} // namespace
+
 struct NufftDevicePlan::State {
   GriddingSetup setup;
   Dev dev{};
@@ -662,6 +675,8 @@ struct NufftDevicePlan::State {
   std::int64_t points = 0, voxels = 0;
   unsigned tiles_x = 1, tiles_y = 1, tiles = 1;
   bool within = true;
+  Clock::time_point t_start;             // MRI_GRIDDING_TRACE: when the constructor began,
+  double t_stream = 0, t_fft = 0, t_alloc = 0; // and its host phases (ms since then)
   cudaStream_t stream = nullptr;
   cudaMemPool_t pool = nullptr;
   FftPlan fft;
@@ -694,20 +709,35 @@ struct NufftDevicePlan::State {
   }
 };
 
-namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
-} // namespace
-
 NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup)
-    : s_(std::make_unique<State>()) {
-  const auto t_start = Clock::now();
+    : NufftDevicePlan(setup, trajectory.size()) {
   State &s = *s_;
+  Buffer<KPoint> traj;
+  traj.allocate(trajectory.size(), s.pool, s.stream);
+  upload_points(traj.get(), trajectory.data(), trajectory.size(), s.stream);
+  set_points(traj.get(), {1.0f, 1.0f, 1.0f});
+  if (!s.within) {
+    trajectory.check_within(Grid(setup.n[0], setup.n[1], setup.n[2])); // names the sample
+    throw_outside(setup);
+  }
+}
+
+NufftDevicePlan::NufftDevicePlan(const KPoint *d_points, std::size_t m, const GriddingSetup &setup,
+                                 std::array<float, 3> scale)
+    : NufftDevicePlan(setup, m) {
+  set_points(d_points, scale);
+  if (!s_->within) throw_outside(setup);
+}
+
+NufftDevicePlan::NufftDevicePlan(const GriddingSetup &setup, std::size_t samples) : s_(std::make_unique<State>()) {
+  State &s = *s_;
+  s.t_start = Clock::now();
   s.setup = setup;
   const auto &g = setup.g;
   s.points = g[0] * g[1] * g[2];
   s.voxels = setup.n[0] * setup.n[1] * setup.n[2];
-  if (s.points >= (std::int64_t{1} << 31) || trajectory.size() >= (std::size_t{1} << 31))
+  if (samples == 0) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  if (s.points >= (std::int64_t{1} << 31) || samples >= (std::size_t{1} << 31))
     throw Unsupported("NufftOperator on cuda: oversampled grid or trajectory above 2^31 elements");
   if (setup.width > kMaxDeviceWidth)
     throw Unsupported("NufftOperator on cuda: kernel width " + std::to_string(setup.width) + " above " +
@@ -717,7 +747,7 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
                       " above 24");
   s.k = setup.dims == 3 ? pick<3>(setup.width) : pick<2>(setup.width);
   s.scatter = resolved_scatter(ScatterMethod::Auto, setup.dims);
-  s.m = static_cast<int>(trajectory.size());
+  s.m = static_cast<int>(samples);
   s.dev = {static_cast<int>(g[0]), static_cast<int>(g[1]), static_cast<int>(g[2]),
            static_cast<int>(setup.n[0]), static_cast<int>(setup.n[1]), static_cast<int>(setup.n[2]), setup.degree};
   s.tiles_x = blocks(g[0], s.k.tx);
@@ -727,7 +757,7 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   MRI_CUDA_CHECK(cudaEventCreate(&s.e0));
   MRI_CUDA_CHECK(cudaEventCreate(&s.e1));
   s.pool = plan_pool();
-  const double t_stream = ms_since(t_start);
+  s.t_stream = ms_since(s.t_start);
 
   // cuFFT plan (cached per shape) with its work area from the pool.
   s.fft = acquire_fft(setup.dims, s.dev.gx, s.dev.gy, s.dev.gz);
@@ -735,7 +765,7 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   s.fft_work.allocate(s.fft.work, s.pool, s.stream);
   if (s.fft.work > 0) check_fft(cufftSetWorkArea(s.fft.handle, s.fft_work.get()), "cufftSetWorkArea");
   check_fft(cufftSetStream(s.fft.handle, s.stream), "cufftSetStream");
-  const double t_fft = ms_since(t_start);
+  s.t_fft = ms_since(s.t_start);
 
   // Buffers, then the constants in one copy.
   const int m = s.m;
@@ -764,13 +794,18 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   s.consts.allocate(consts.size(), s.pool, s.stream);
   MRI_CUDA_CHECK(cudaMemcpyAsync(s.consts.get(), consts.data(), consts.size() * sizeof(float), cudaMemcpyHostToDevice,
                                  s.stream));
-  const double t_alloc = ms_since(t_start);
+  s.t_alloc = ms_since(s.t_start);
+}
 
-  // Trajectory upload and per-sample setup; the constructor waits for the range check only.
-  Buffer<KPoint> traj;
-  traj.allocate(M, s.pool, s.stream);
-  upload_points(traj.get(), trajectory.data(), M, s.stream);
-  const double t_upload = ms_since(t_start);
+// Per-sample setup from device points (k times `scale` per axis), the range check (waited
+// for: s.within), then the sort, records and offsets, enqueued and not waited for.
+void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> scale) {
+  State &s = *s_;
+  const GriddingSetup &setup = s.setup;
+  const int m = s.m;
+  const auto M = static_cast<std::size_t>(m);
+  const auto points = static_cast<std::size_t>(s.points);
+  const double t_upload = ms_since(s.t_start);
   MRI_CUDA_CHECK(cudaEventRecord(s.e0, s.stream));
   Buffer<unsigned> keys_in, idx_in, outside;
   Buffer<float4> rec_in;
@@ -779,16 +814,16 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   rec_in.allocate(M, s.pool, s.stream);
   outside.allocate(1, s.pool, s.stream);
   MRI_CUDA_CHECK(cudaMemsetAsync(outside.get(), 0, sizeof(unsigned), s.stream));
-  setup_points_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(traj.get(), m, setup.width, setup.dims, s.dev,
-                                                             keys_in.get(), idx_in.get(), rec_in.get(), outside.get());
+  setup_points_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(d_points, make_float3(scale[0], scale[1], scale[2]), m,
+                                                             setup.width, setup.dims, s.dev, keys_in.get(),
+                                                             idx_in.get(), rec_in.get(), outside.get());
   check_launch("setup_points_kernel");
-  traj.release();
   unsigned outside_host = 0; // pageable destination: the copy returns once complete
   MRI_CUDA_CHECK(cudaMemcpyAsync(&outside_host, outside.get(), sizeof(unsigned), cudaMemcpyDeviceToHost, s.stream));
   outside.release();
   s.within = outside_host == 0;
-  if (!s.within) trajectory.check_within(Grid(setup.n[0], setup.n[1], setup.n[2])); // names the sample
-  const double t_check = ms_since(t_start);
+  if (!s.within) return; // the constructor names the problem
+  const double t_check = ms_since(s.t_start);
   cudaEvent_t marks[4] = {};
   const bool trace = trace_enabled();
   if (trace)
@@ -826,7 +861,7 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
                                                static_cast<int>(s.points) + 1, s.stream));
   MRI_CUDA_CHECK(cudaEventRecord(s.e1, s.stream));
   if (trace) {
-    const double t_end = ms_since(t_start);
+    const double t_end = ms_since(s.t_start);
     MRI_CUDA_CHECK(cudaEventSynchronize(s.e1));
     float dev[4] = {};
     MRI_CUDA_CHECK(cudaEventElapsedTime(&dev[0], s.e0, marks[0]));
@@ -837,10 +872,29 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
     std::fprintf(stderr,
                  "[gridding plan] %dD M=%d G=%dx%dx%d host: stream %.3f, fft %.3f, alloc+consts %.3f, upload "
                  "%.3f, check %.3f, enqueue %.3f ms; device: setup %.3f, sort %.3f, prep %.3f, offsets %.3f ms\n",
-                 setup.dims, m, s.dev.gx, s.dev.gy, s.dev.gz, t_stream, t_fft - t_stream, t_alloc - t_fft,
-                 t_upload - t_alloc, t_check - t_upload, t_end - t_check, dev[0], dev[1], dev[2], dev[3]);
+                 setup.dims, m, s.dev.gx, s.dev.gy, s.dev.gz, s.t_stream, s.t_fft - s.t_stream, s.t_alloc - s.t_fft,
+                 t_upload - s.t_alloc, t_check - t_upload, t_end - t_check, dev[0], dev[1], dev[2], dev[3]);
   }
 }
+
+DevicePoints::DevicePoints(const Trajectory &trajectory) : size_(trajectory.size()) {
+  void *p = nullptr;
+  MRI_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(size_, 1) * sizeof(KPoint)));
+  data_ = static_cast<KPoint *>(p);
+  cudaStream_t stream = nullptr;
+  try {
+    MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    upload_points(data_, trajectory.data(), size_, stream);
+    MRI_CUDA_CHECK(cudaStreamSynchronize(stream));
+    MRI_CUDA_CHECK(cudaStreamDestroy(stream));
+  } catch (...) {
+    if (stream) cudaStreamDestroy(stream);
+    cudaFree(data_);
+    throw;
+  }
+}
+
+DevicePoints::~DevicePoints() { cudaFree(data_); }
 
 NufftDevicePlan::~NufftDevicePlan() {
   if (s_ && s_->stream) cudaStreamSynchronize(s_->stream);

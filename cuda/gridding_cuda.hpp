@@ -59,6 +59,23 @@ enum class ScatterMethod { Auto, Global, Shared };
 // Live plans are unaffected (they hold their own cuFFT plan and buffers).
 void release_gridding_cache();
 
+// A trajectory's points in device memory, uploaded once through the plans' pinned staging ring
+// (faster than a pageable copy for millions of points; the constructor returns once they are
+// there), for plans made from device points.
+class DevicePoints {
+public:
+  explicit DevicePoints(const Trajectory &trajectory);
+  ~DevicePoints();
+  DevicePoints(const DevicePoints &) = delete;
+  DevicePoints &operator=(const DevicePoints &) = delete;
+  const KPoint *data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+private:
+  KPoint *data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 class NufftDevicePlan {
 public:
   // Throws Unsupported for a width above kMaxDeviceWidth or grids beyond 2^31 points, CudaError
@@ -66,6 +83,12 @@ public:
   // the grid's k-space [-n/2, n/2). Returns with the plan's device setup still running on its
   // stream: calls on the plan are ordered after it.
   NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup);
+  // The trajectory already in device memory (m KPoints at d_points, complete before the call:
+  // the caller synchronises the stream that wrote them), each coordinate times scale[axis], e.g.
+  // uploaded once and shared by several plans (reconstruct: F^H D with scale 1, Q on the doubled
+  // grid with 2). Read during the constructor only. The range check runs on the device; a sample
+  // outside the grid throws InvalidArgument (without its index: check_within on the host names it).
+  NufftDevicePlan(const KPoint *d_points, std::size_t m, const GriddingSetup &setup, std::array<float, 3> scale);
   ~NufftDevicePlan();
   NufftDevicePlan(const NufftDevicePlan &) = delete;
   NufftDevicePlan &operator=(const NufftDevicePlan &) = delete;
@@ -99,6 +122,8 @@ public:
   double setup_ms() const;
 
 private:
+  NufftDevicePlan(const GriddingSetup &setup, std::size_t samples); // everything but the samples
+  void set_points(const KPoint *d_points, std::array<float, 3> scale);
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -122,11 +122,16 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
   report.setup_seconds += seconds_since(t);
 
   // F^H (w .* D): the exact sum (FhdPlan), or one adjoint NUFFT whose plan the direct normal keeps.
+  // The NUFFT plans (F^H D; Q on the doubled grid with k doubled) share one upload of k.
   DeviceImage rhs;
   std::shared_ptr<NufftDevicePlan> nufft_plan;
+  std::optional<DevicePoints> points;
   if (nufft) {
     t = Clock::now();
-    nufft_plan = mri::detail::make_device_nufft_plan(trajectory, grid, nufft_options);
+    points.emplace(trajectory);
+    report.transfer_seconds += seconds_since(t);
+    t = Clock::now();
+    nufft_plan = mri::detail::make_device_nufft_plan(points->data(), points->size(), grid, nufft_options, {1, 1, 1});
     rhs = DeviceImage(grid, stream);
     report.setup_seconds += seconds_since(t);
     t = Clock::now();
@@ -183,8 +188,10 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
       t = Clock::now();
       DeviceImage q(grid.doubled(), stream);
       {
-        const auto q_plan =
-            mri::detail::make_device_nufft_plan(mri::detail::q_trajectory(trajectory, grid), grid.doubled(), nufft_options);
+        // exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an axis of extent 1 has d = 0 only.
+        const auto doubled_k = [&](int a) { return grid.extent(a) > 1 ? 2.0f : 0.0f; };
+        const auto q_plan = mri::detail::make_device_nufft_plan(points->data(), points->size(), grid.doubled(),
+                                                                nufft_options, {doubled_k(0), doubled_k(1), doubled_k(2)});
         const DeviceBuffer<cfloat> weights = q_samples(data, static_cast<cudaStream_t>(stream));
         q_plan->adjoint_device(weights.get(), q.data(), gridding);
         q_plan->synchronize();

@@ -513,6 +513,14 @@ std::shared_ptr<cuda::detail::NufftDevicePlan> detail::make_device_nufft_plan(co
   // throws check_within's InvalidArgument for a sample outside.
   return std::make_shared<cuda::detail::NufftDevicePlan>(trajectory, *cuda_choice(grid, validated(options))->setup);
 }
+
+std::shared_ptr<cuda::detail::NufftDevicePlan> detail::make_device_nufft_plan(const KPoint *d_points, std::size_t m,
+                                                                             const Grid &grid,
+                                                                             const NufftOptions &options,
+                                                                             std::array<float, 3> scale) {
+  return std::make_shared<cuda::detail::NufftDevicePlan>(d_points, m, *cuda_choice(grid, validated(options))->setup,
+                                                         scale);
+}
 #endif
 
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)

@@ -24,6 +24,7 @@
 // Interpolation (forward) is a gather by nature and shared by both. A plan (the trajectory
 // sorted, lists, FFT plans, buffers) is made once per trajectory and executed many times.
 // Measured accuracy per tolerance and timings: docs/performance.md, "Gridding NUFFT".
+#include <array>
 #include <memory>
 #include <span>
 #include <vector>
@@ -178,6 +179,11 @@ Trajectory q_trajectory(const Trajectory &trajectory, const Grid &grid);
 // Throws as the NufftOperator constructor; only in builds with the CUDA backend.
 std::shared_ptr<cuda::detail::NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajectory, const Grid &grid,
                                                                       const NufftOptions &options);
+// The same from m points already in device memory, each coordinate times scale[axis] (see
+// cuda/gridding_cuda.hpp): reconstruct uploads the trajectory once for F^H D and Q's doubled grid.
+std::shared_ptr<cuda::detail::NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, std::size_t m,
+                                                                      const Grid &grid, const NufftOptions &options,
+                                                                      std::array<float, 3> scale);
 } // namespace detail
 
 } // namespace mri

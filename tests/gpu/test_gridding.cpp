@@ -297,3 +297,33 @@ TEST_CASE("cuda nufft: plans of one shape share the cached cuFFT plans and poole
   const NufftOperator d(t, grid, gpu(1e-3, Gridding::Gather));
   CHECK(bitwise_equal(ya, d.adjoint(y)));
 }
+
+TEST_CASE("cuda nufft: a plan from device points (scaled) equals the plan from the host trajectory",
+          "[gpu][gridding][small]") {
+  // reconstruct uploads k once and makes the F^H D plan (scale 1) and Q's plan on the doubled
+  // grid (scale 2; 0 on axes of extent 1) from it: both must be the host-trajectory plans,
+  // bitwise (2k is exact in float, the setup computes the same values).
+  for (const Grid g : {Grid(20, 14), Grid(9, 8, 7)}) {
+    const std::uint64_t seed = fresh_seed();
+    INFO(g.nx() << "x" << g.ny() << "x" << g.nz() << ", seed " << seed);
+    const Trajectory t = test::random_trajectory(g, 700, seed);
+    const auto y = test::random_complex(t.size(), seed + 1);
+    const NufftOptions o = gpu(1e-3, Gridding::Gather);
+    const cuda::detail::DevicePoints points(t);
+    REQUIRE(points.size() == t.size());
+    const auto run = [&](const std::shared_ptr<cuda::detail::NufftDevicePlan> &plan, const Grid &grid) {
+      Image out(grid);
+      plan->adjoint(y.data(), out.data(), Gridding::Gather);
+      return out;
+    };
+    CHECK(bitwise_equal(run(mri::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {1, 1, 1}), g),
+                        run(NufftOperator(t, g, o).device_plan(), g)));
+    const auto two = [&](int a) { return g.extent(a) > 1 ? 2.0f : 0.0f; };
+    CHECK(bitwise_equal(
+        run(mri::detail::make_device_nufft_plan(points.data(), t.size(), g.doubled(), o, {two(0), two(1), two(2)}),
+            g.doubled()),
+        run(NufftOperator(mri::detail::q_trajectory(t, g), g.doubled(), o).device_plan(), g.doubled())));
+    // Scaled out of the grid: refused on the device check.
+    CHECK_THROWS_AS(mri::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {3, 3, 3}), InvalidArgument);
+  }
+}
