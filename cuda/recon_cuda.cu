@@ -77,158 +77,194 @@ struct GpuNormal {
   }
 };
 
+// f(), its wall time added to `seconds`; returns what f returns.
+template <class F> decltype(auto) timed(double &seconds, F &&f) {
+  struct Add {
+    double &seconds;
+    Clock::time_point t0 = Clock::now();
+    ~Add() { seconds += seconds_since(t0); }
+  } add{seconds};
+  return f();
+}
+
+// One GPU reconstruction, phase by phase (each ends synchronised, its time in the report).
+class GpuRecon {
+public:
+  GpuRecon(const KSpaceData &data, const Grid &grid, const ReconOptions &options)
+      : data_(data), trajectory_(data.trajectory()), grid_(grid), options_(options),
+        direct_(options.normal == Normal::Direct), nufft_(options.method == Method::Nufft),
+        use_cache_(!direct_ && !options.q_cache_dir.empty()),
+        // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results
+        // rounded to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
+        policy_(resolve_policy(options.policy, options.precision)),
+        nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
+        gridding_(options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather) {
+    report_.backend = Backend::Cuda;
+    report_.normal = options.normal;
+    report_.method = options.method;
+  }
+
+  ReconResult run(Clock::time_point t_start) {
+    timed(report_.setup_seconds, [&] { check_memory(); });
+    stream_ = default_stream();
+    DeviceImage rhs = nufft_ ? rhs_by_nufft() : rhs_by_exact_sum();
+    if (direct_)
+      make_direct_normal();
+    else
+      make_toeplitz();
+
+    // Conjugate gradient on device vectors: the same template as the CPU path.
+    ConjugateGradient<GpuNormal, DeviceImage> cg(GpuNormal{toeplitz_ ? &*toeplitz_ : nullptr,
+                                                           direct_op_ ? &*direct_op_ : nullptr});
+    cg.set_max_iterations(options_.iterations).set_tolerance(options_.tolerance);
+    if (options_.on_iteration)
+      cg.set_callback([&](int k, const DeviceImage &x, double residual) { options_.on_iteration(k, x.to_host(), residual); });
+    const DeviceImage x = timed(report_.cg_seconds, [&] {
+      DeviceImage solution = cg.solve(rhs);
+      MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
+      return solution;
+    });
+    Image image = timed(report_.transfer_seconds, [&] { return x.to_host(); }); // the one transfer back
+    return mri::detail::finish_recon(std::move(image), std::move(report_), cg, t_start);
+  }
+
+private:
+  // The cache key and the memory need, before anything is allocated.
+  void check_memory() {
+    if (use_cache_) {
+      key_ = toeplitz_cache_key(trajectory_, data_.weights(), grid_, options_.precision,
+                                nufft_ ? options_.nufft_tolerance : 0);
+      report_.q_cache_file = toeplitz_cache_file(options_.q_cache_dir, key_);
+      cached_ = std::filesystem::exists(report_.q_cache_file);
+    }
+    const DeviceBytes need = reconstruct_device_bytes(grid_, trajectory_.size(), direct_, cached_, nufft_);
+    report_.device_bytes = need.peak();
+    const DeviceMemory memory = device_memory();
+    std::size_t available = memory.free;
+    if (options_.device_memory_limit > 0) available = std::min(available, options_.device_memory_limit);
+    if (need.peak() > available)
+      throw Unsupported("reconstruct on the GPU: grid " + extents(grid_) + " (Toeplitz grid " +
+                        extents(grid_.doubled()) + "), M = " + std::to_string(trajectory_.size()) +
+                        ", normal = " + to_string(options_.normal) + ", method = " + to_string(options_.method) +
+                        " needs about " + gib(need.peak()) + " of device memory (F^H D phase " + gib(need.fhd) +
+                        ", Q phase " + gib(need.q) + ", CG phase " + gib(need.cg) + "); available: " +
+                        gib(available) + " (free " + gib(memory.free) + " of " + gib(memory.total) +
+                        (options_.device_memory_limit > 0 ? ", limit " + gib(options_.device_memory_limit) : "") + ")");
+  }
+
+  // F^H (w .* D) by the exact sum.
+  DeviceImage rhs_by_exact_sum() {
+    auto [plan, rhs] = timed(report_.setup_seconds, [&] {
+      return std::pair{std::make_unique<FhdPlan>(trajectory_, grid_, grid_), DeviceImage(grid_, stream_)};
+    });
+    timed(report_.transfer_seconds, [&] { plan->upload_samples(data_.weighted_samples().data()); });
+    timed(report_.fhd_seconds, [&] {
+      plan->adjoint_device(policy_, plan->device_samples(), rhs.data());
+      plan->synchronize();
+    });
+    return std::move(rhs);
+  }
+
+  // F^H (w .* D) by one adjoint NUFFT; k goes up once for this plan and Q's, and the plan stays
+  // for the direct normal operator.
+  DeviceImage rhs_by_nufft() {
+    timed(report_.transfer_seconds, [&] { points_.emplace(trajectory_); });
+    DeviceImage rhs = timed(report_.setup_seconds, [&] {
+      nufft_plan_ = mri::detail::make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_,
+                                                        {1, 1, 1});
+      return DeviceImage(grid_, stream_);
+    });
+    const DeviceBuffer<cfloat> samples = timed(report_.transfer_seconds, [&] { return upload_weighted_samples(data_); });
+    timed(report_.fhd_seconds, [&] {
+      nufft_plan_->adjoint_device(samples.get(), rhs.data(), gridding_);
+      nufft_plan_->synchronize(); // the samples are freed next
+    });
+    return rhs;
+  }
+
+  void make_direct_normal() {
+    timed(report_.setup_seconds, [&] {
+      if (nufft_)
+        direct_op_.emplace(nufft_plan_, gridding_, data_.weights(), grid_, trajectory_.size());
+      else
+        direct_op_.emplace(trajectory_, data_.weights(), grid_, policy_, options_.precision, stream_);
+      direct_op_->set_regularizer(options_.regularizer, options_.lambda);
+    });
+  }
+
+  // The Toeplitz operator: Q's spectrum from the cache, or Q computed (and stored when caching).
+  void make_toeplitz() {
+    nufft_plan_.reset(); // its oversampled grid is not needed any more
+    if (cached_)
+      toeplitz_from_cache();
+    else if (use_cache_)
+      report_.q_cache = QCacheStatus::Miss;
+    if (!toeplitz_ && nufft_) {
+      toeplitz_q_by_nufft();
+    } else if (!toeplitz_) {
+      toeplitz_.emplace(trajectory_, data_.weights(), grid_, policy_, ToeplitzFft::Auto, stream_);
+      report_.q_seconds += toeplitz_->setup().q_seconds;
+    }
+    if (use_cache_ && report_.q_cache != QCacheStatus::Hit)
+      mri::detail::store_q_spectrum(report_, key_, grid_, [&] { return toeplitz_->spectrum(); });
+    report_.fft_setup_seconds = toeplitz_->setup().fft_setup_seconds;
+    report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
+    toeplitz_->set_regularizer(options_.regularizer, options_.lambda);
+    report_.toeplitz_fft = toeplitz_->fft_note();
+  }
+
+  // Q's phase is the file read (and its checks); the upload and FFT plans are the operator's setup.
+  void toeplitz_from_cache() {
+    try {
+      const std::vector<float> spectrum =
+          timed(report_.q_seconds, [&] { return load_toeplitz_spectrum(report_.q_cache_file, key_, grid_); });
+      toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_);
+      report_.q_cache = QCacheStatus::Hit;
+    } catch (const IoError &e) {
+      report_.q_cache = QCacheStatus::Rejected;
+      report_.q_cache_message = e.what();
+    }
+  }
+
+  // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device), from the k already
+  // uploaded: exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an axis of extent 1 has d = 0 only.
+  void toeplitz_q_by_nufft() {
+    DeviceImage q = timed(report_.q_seconds, [&] {
+      DeviceImage out(grid_.doubled(), stream_);
+      const auto doubled_k = [&](int a) { return grid_.extent(a) > 1 ? 2.0f : 0.0f; };
+      const auto q_plan = mri::detail::make_device_nufft_plan(points_->data(), points_->size(), grid_.doubled(),
+                                                              nufft_options_, {doubled_k(0), doubled_k(1), doubled_k(2)});
+      const DeviceBuffer<cfloat> weights = q_samples(data_, static_cast<cudaStream_t>(stream_));
+      q_plan->adjoint_device(weights.get(), out.data(), gridding_);
+      q_plan->synchronize();
+      return out;
+    });
+    toeplitz_.emplace(grid_, q, ToeplitzFft::Auto, stream_);
+  }
+
+  const KSpaceData &data_;
+  const Trajectory &trajectory_;
+  const Grid grid_;
+  const ReconOptions &options_;
+  const bool direct_, nufft_, use_cache_;
+  const KernelPolicy policy_;
+  const NufftOptions nufft_options_;
+  const Gridding gridding_;
+  ReconReport report_;
+  StreamHandle stream_ = nullptr;
+  ToeplitzCacheKey key_;
+  bool cached_ = false;
+  std::optional<DevicePoints> points_;
+  std::shared_ptr<NufftDevicePlan> nufft_plan_;
+  std::optional<ToeplitzOperator> toeplitz_;
+  std::optional<DirectNormalOperator> direct_op_;
+};
+
 } // namespace
 
 ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
-  ReconReport report;
-  report.backend = Backend::Cuda;
-  report.normal = options.normal;
-  report.method = options.method;
-  const bool direct = options.normal == Normal::Direct;
-  const bool nufft = options.method == Method::Nufft;
-  const bool use_cache = !direct && !options.q_cache_dir.empty();
-  const Trajectory &trajectory = data.trajectory();
-  // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results rounded
-  // to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
-  const KernelPolicy policy = resolve_policy(options.policy, options.precision);
-  const NufftOptions nufft_options = mri::detail::recon_nufft_options(options, Backend::Cuda);
-  const Gridding gridding = options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather;
-
-  // Cache key and the memory check, before any allocation.
-  auto t = Clock::now();
-  ToeplitzCacheKey key;
-  bool cached = false;
-  if (use_cache) {
-    key = toeplitz_cache_key(trajectory, data.weights(), grid, options.precision, nufft ? options.nufft_tolerance : 0);
-    report.q_cache_file = toeplitz_cache_file(options.q_cache_dir, key);
-    cached = std::filesystem::exists(report.q_cache_file);
-  }
-  const DeviceBytes need = reconstruct_device_bytes(grid, trajectory.size(), direct, cached, nufft);
-  report.device_bytes = need.peak();
-  const DeviceMemory memory = device_memory();
-  std::size_t available = memory.free;
-  if (options.device_memory_limit > 0) available = std::min(available, options.device_memory_limit);
-  if (need.peak() > available)
-    throw Unsupported("reconstruct on the GPU: grid " + extents(grid) + " (Toeplitz grid " + extents(grid.doubled()) +
-                      "), M = " + std::to_string(trajectory.size()) + ", normal = " + to_string(options.normal) +
-                      ", method = " + to_string(options.method) + " needs about " + gib(need.peak()) +
-                      " of device memory (F^H D phase " + gib(need.fhd) + ", Q phase " + gib(need.q) +
-                      ", CG phase " + gib(need.cg) + "); available: " + gib(available) + " (free " +
-                      gib(memory.free) + " of " + gib(memory.total) +
-                      (options.device_memory_limit > 0 ? ", limit " + gib(options.device_memory_limit) : "") + ")");
-  StreamHandle stream = default_stream();
-  const auto sync = [](StreamHandle s) { MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s))); };
-  report.setup_seconds += seconds_since(t);
-
-  // F^H (w .* D): the exact sum (FhdPlan), or one adjoint NUFFT whose plan the direct normal keeps.
-  // The NUFFT plans (F^H D; Q on the doubled grid with k doubled) share one upload of k.
-  DeviceImage rhs;
-  std::shared_ptr<NufftDevicePlan> nufft_plan;
-  std::optional<DevicePoints> points;
-  if (nufft) {
-    t = Clock::now();
-    points.emplace(trajectory);
-    report.transfer_seconds += seconds_since(t);
-    t = Clock::now();
-    nufft_plan = mri::detail::make_device_nufft_plan(points->data(), points->size(), grid, nufft_options, {1, 1, 1});
-    rhs = DeviceImage(grid, stream);
-    report.setup_seconds += seconds_since(t);
-    t = Clock::now();
-    const DeviceBuffer<cfloat> samples = upload_weighted_samples(data);
-    report.transfer_seconds += seconds_since(t);
-    t = Clock::now();
-    nufft_plan->adjoint_device(samples.get(), rhs.data(), gridding);
-    nufft_plan->synchronize(); // the samples are freed next
-    report.fhd_seconds = seconds_since(t);
-  } else {
-    t = Clock::now();
-    FhdPlan plan(trajectory, grid, grid); // uploads the trajectory
-    rhs = DeviceImage(grid, stream);
-    report.setup_seconds += seconds_since(t);
-    t = Clock::now();
-    plan.upload_samples(data.weighted_samples().data());
-    report.transfer_seconds += seconds_since(t);
-    t = Clock::now();
-    plan.adjoint_device(policy, plan.device_samples(), rhs.data());
-    plan.synchronize();
-    report.fhd_seconds = seconds_since(t);
-  }
-
-  // The normal operator: Toeplitz (Q computed or from the cache) or direct.
-  std::optional<ToeplitzOperator> toeplitz;
-  std::optional<DirectNormalOperator> direct_op;
-  if (direct) {
-    t = Clock::now();
-    if (nufft)
-      direct_op.emplace(nufft_plan, gridding, data.weights(), grid, trajectory.size());
-    else
-      direct_op.emplace(trajectory, data.weights(), grid, policy, options.precision, stream);
-    direct_op->set_regularizer(options.regularizer, options.lambda);
-    report.setup_seconds += seconds_since(t);
-  } else {
-    nufft_plan.reset(); // its oversampled grid is not needed any more
-    if (cached) {
-      t = Clock::now();
-      try {
-        const std::vector<float> spectrum = load_toeplitz_spectrum(report.q_cache_file, key, grid);
-        report.q_seconds = seconds_since(t);
-        toeplitz.emplace(grid, spectrum, ToeplitzFft::Auto, stream);
-        report.q_cache = QCacheStatus::Hit;
-      } catch (const IoError &e) {
-        report.q_cache = QCacheStatus::Rejected;
-        report.q_cache_message = e.what();
-        report.q_seconds = seconds_since(t);
-      }
-    } else if (use_cache) {
-      report.q_cache = QCacheStatus::Miss;
-    }
-    if (!toeplitz && nufft) {
-      // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device).
-      t = Clock::now();
-      DeviceImage q(grid.doubled(), stream);
-      {
-        // exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an axis of extent 1 has d = 0 only.
-        const auto doubled_k = [&](int a) { return grid.extent(a) > 1 ? 2.0f : 0.0f; };
-        const auto q_plan = mri::detail::make_device_nufft_plan(points->data(), points->size(), grid.doubled(),
-                                                                nufft_options, {doubled_k(0), doubled_k(1), doubled_k(2)});
-        const DeviceBuffer<cfloat> weights = q_samples(data, static_cast<cudaStream_t>(stream));
-        q_plan->adjoint_device(weights.get(), q.data(), gridding);
-        q_plan->synchronize();
-      }
-      report.q_seconds = seconds_since(t);
-      toeplitz.emplace(grid, q, ToeplitzFft::Auto, stream);
-    } else if (!toeplitz) {
-      toeplitz.emplace(trajectory, data.weights(), grid, policy, ToeplitzFft::Auto, stream);
-      report.q_seconds += toeplitz->setup().q_seconds;
-    }
-    if (use_cache && report.q_cache != QCacheStatus::Hit)
-      mri::detail::store_q_spectrum(report, key, grid, [&] { return toeplitz->spectrum(); });
-    report.fft_setup_seconds = toeplitz->setup().fft_setup_seconds;
-    report.transfer_seconds += toeplitz->setup().transfer_seconds;
-    toeplitz->set_regularizer(options.regularizer, options.lambda);
-    report.toeplitz_fft = toeplitz->fft_note();
-  }
-
-  // Conjugate gradient on device vectors: the same template as the CPU path.
-  t = Clock::now();
-  ConjugateGradient<GpuNormal, DeviceImage> cg(GpuNormal{toeplitz ? &*toeplitz : nullptr,
-                                                         direct_op ? &*direct_op : nullptr});
-  cg.set_max_iterations(options.iterations).set_tolerance(options.tolerance);
-  if (options.on_iteration)
-    cg.set_callback([&](int k, const DeviceImage &x, double residual) {
-      const Image host = x.to_host();
-      options.on_iteration(k, host, residual);
-    });
-  DeviceImage x = cg.solve(rhs);
-  sync(stream);
-  report.cg_seconds = seconds_since(t);
-
-  // The one transfer back.
-  t = Clock::now();
-  Image image = x.to_host();
-  report.transfer_seconds += seconds_since(t);
-  return mri::detail::finish_recon(std::move(image), std::move(report), cg, t_start);
+  return GpuRecon(data, grid, options).run(t_start);
 }
 
 } // namespace mri::cuda::detail
