@@ -504,6 +504,20 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
   CHECK_THAT(rejected.report.q_cache_message, test::contains("rejected"));
   CHECK(test::relative_error(rejected.image, miss.image) < 1e-7);
   CHECK(reconstruct(p.data, p.grid, o).report.q_cache == QCacheStatus::Hit);
+
+  // Q by NUFFT is its own entry (never the exact one), then hit with the same image; the CPU
+  // NUFFT path reads it too.
+  o.method = Method::Nufft;
+  const ReconResult nufft_miss = reconstruct(p.data, p.grid, o);
+  CHECK(nufft_miss.report.q_cache == QCacheStatus::Miss);
+  CHECK(nufft_miss.report.q_cache_file != miss.report.q_cache_file);
+  const ReconResult nufft_hit = reconstruct(p.data, p.grid, o);
+  CHECK(nufft_hit.report.q_cache == QCacheStatus::Hit);
+  CHECK(test::relative_error(nufft_hit.image, nufft_miss.image) < 1e-7);
+  o.backend = Backend::Cpu;
+  const ReconResult nufft_cpu_hit = reconstruct(p.data, p.grid, o);
+  CHECK(nufft_cpu_hit.report.q_cache == QCacheStatus::Hit);
+  CHECK(test::relative_error(nufft_cpu_hit.image, nufft_hit.image) < 1e-4);
 }
 
 TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][bad-input][small]") {
