@@ -195,36 +195,27 @@ private:
   // The Toeplitz operator: Q's spectrum from the cache, or Q computed (and stored when caching).
   void make_toeplitz() {
     nufft_plan_.reset(); // its oversampled grid is not needed any more
-    if (cached_)
-      toeplitz_from_cache();
-    else if (use_cache_)
-      report_.q_cache = QCacheStatus::Miss;
-    if (!toeplitz_ && nufft_) {
-      toeplitz_q_by_nufft();
-    } else if (!toeplitz_) {
-      toeplitz_.emplace(trajectory_, data_.weights(), grid_, policy_, ToeplitzFft::Auto, stream_);
-      report_.q_seconds += toeplitz_->setup().q_seconds;
-    }
-    if (use_cache_ && report_.q_cache != QCacheStatus::Hit)
-      mri::detail::store_q_spectrum(report_, key_, grid_, [&] { return toeplitz_->spectrum(); });
+    const auto compute = [&] {
+      if (nufft_) {
+        toeplitz_q_by_nufft();
+      } else {
+        toeplitz_.emplace(trajectory_, data_.weights(), grid_, policy_, ToeplitzFft::Auto, stream_);
+        report_.q_seconds += toeplitz_->setup().q_seconds;
+      }
+    };
+    if (use_cache_)
+      mri::detail::toeplitz_through_cache(
+          report_, key_, grid_, cached_,
+          [&](std::span<const float> spectrum) { toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_); },
+          compute, [&] { return toeplitz_->spectrum(); });
+    else
+      compute();
     report_.fft_setup_seconds = toeplitz_->setup().fft_setup_seconds;
     report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
     toeplitz_->set_regularizer(options_.regularizer, options_.lambda);
     report_.toeplitz_fft = toeplitz_->fft_note();
   }
 
-  // Q's phase is the file read (and its checks); the upload and FFT plans are the operator's setup.
-  void toeplitz_from_cache() {
-    try {
-      const std::vector<float> spectrum =
-          timed(report_.q_seconds, [&] { return load_toeplitz_spectrum(report_.q_cache_file, key_, grid_); });
-      toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_);
-      report_.q_cache = QCacheStatus::Hit;
-    } catch (const IoError &e) {
-      report_.q_cache = QCacheStatus::Rejected;
-      report_.q_cache_message = e.what();
-    }
-  }
 
   // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device), from the k already
   // uploaded: exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an axis of extent 1 has d = 0 only.

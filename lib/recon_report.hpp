@@ -5,6 +5,7 @@
 #include <chrono>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mri/error.hpp"
 #include "mri/reconstruct.hpp"
@@ -26,6 +27,32 @@ void store_q_spectrum(ReconReport &report, const ToeplitzCacheKey &key, const Gr
     report.q_cache_message += std::string(report.q_cache_message.empty() ? "" : "; ") + "not stored: " + e.what();
   }
   report.setup_seconds += std::chrono::duration<double>(ReconClock::now() - t).count();
+}
+
+// Q through the cache, alike on CPU and GPU: when an entry exists its spectrum is read (the
+// read's time is Q's phase) and from_spectrum(spectrum) makes the operator (Hit); a bad entry is
+// Rejected with the reason; then (or on a Miss) compute() makes the operator from Q and
+// spectrum() gives what is stored.
+template <class FromSpectrum, class Compute, class Spectrum>
+void toeplitz_through_cache(ReconReport &report, const ToeplitzCacheKey &key, const Grid &grid, bool entry_exists,
+                            FromSpectrum &&from_spectrum, Compute &&compute, Spectrum &&spectrum) {
+  report.q_cache = QCacheStatus::Miss;
+  if (entry_exists) {
+    const auto t = ReconClock::now();
+    try {
+      const std::vector<float> loaded = load_toeplitz_spectrum(report.q_cache_file, key, grid);
+      report.q_seconds += std::chrono::duration<double>(ReconClock::now() - t).count();
+      from_spectrum(loaded);
+      report.q_cache = QCacheStatus::Hit;
+      return;
+    } catch (const IoError &e) {
+      report.q_seconds += std::chrono::duration<double>(ReconClock::now() - t).count();
+      report.q_cache = QCacheStatus::Rejected;
+      report.q_cache_message = e.what();
+    }
+  }
+  compute();
+  store_q_spectrum(report, key, grid, spectrum);
 }
 
 // The NUFFT options of a method = Nufft reconstruction on `backend`.

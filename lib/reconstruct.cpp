@@ -137,13 +137,15 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
   }
   report.fhd_seconds = seconds_since(t);
 
-  // Q on the doubled grid: the exact sum, or one adjoint NUFFT there.
-  const auto make_q = [&] {
-    return nufft ? QOperator::from_q(grid, nufft_q(data.trajectory(), data.weights(), grid, nufft_options))
-                 : QOperator(data.trajectory(), data.weights(), grid, op);
-  };
+  // Q on the doubled grid: the exact sum, or one adjoint NUFFT there (or its spectrum from the cache).
   std::optional<QOperator> q;
   std::optional<DirectNormal> direct;
+  const auto compute_q = [&] {
+    const auto tq = Clock::now();
+    q.emplace(nufft ? QOperator::from_q(grid, nufft_q(data.trajectory(), data.weights(), grid, nufft_options))
+                    : QOperator(data.trajectory(), data.weights(), grid, op));
+    report.q_seconds += seconds_since(tq);
+  };
   if (options.normal == Normal::Direct) {
     direct.emplace(data, grid, options.precision, nufft ? &*nufft_op : nullptr);
   } else if (!options.q_cache_dir.empty()) {
@@ -152,32 +154,16 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
                                                     nufft ? options.nufft_tolerance : 0);
     report.q_cache_file = toeplitz_cache_file(options.q_cache_dir, key);
     report.setup_seconds += seconds_since(t);
-    t = Clock::now();
-    if (std::filesystem::exists(report.q_cache_file)) {
-      try {
-        const std::vector<float> spectrum = load_toeplitz_spectrum(report.q_cache_file, key, grid);
-        report.q_seconds = seconds_since(t);
-        t = Clock::now();
-        q.emplace(QOperator::from_spectrum(grid, spectrum));
-        report.fft_setup_seconds = seconds_since(t);
-        report.q_cache = QCacheStatus::Hit;
-      } catch (const IoError &e) {
-        report.q_cache = QCacheStatus::Rejected;
-        report.q_cache_message = e.what();
-      }
-    } else {
-      report.q_cache = QCacheStatus::Miss;
-    }
-    if (!q) {
-      t = Clock::now();
-      q.emplace(make_q());
-      report.q_seconds = seconds_since(t);
-      detail::store_q_spectrum(report, key, grid, [&] { return q->spectrum(); });
-    }
+    detail::toeplitz_through_cache(
+        report, key, grid, std::filesystem::exists(report.q_cache_file),
+        [&](std::span<const float> spectrum) {
+          const auto tf = Clock::now();
+          q.emplace(QOperator::from_spectrum(grid, spectrum));
+          report.fft_setup_seconds = seconds_since(tf);
+        },
+        compute_q, [&] { return q->spectrum(); });
   } else {
-    t = Clock::now();
-    q.emplace(make_q());
-    report.q_seconds = seconds_since(t);
+    compute_q();
   }
 
   t = Clock::now();
