@@ -475,19 +475,21 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
   o.iterations = 8;
   o.backend = Backend::Cuda;
   o.q_cache_dir = dir.path();
-  const ReconResult miss = reconstruct(p.data, p.grid, o);
-  CHECK(miss.report.q_cache == QCacheStatus::Miss);
-  REQUIRE(std::filesystem::exists(miss.report.q_cache_file));
-  const ReconResult hit = reconstruct(p.data, p.grid, o);
-  CHECK(hit.report.q_cache == QCacheStatus::Hit);
-  CHECK(test::relative_error(hit.image, miss.image) < 1e-7);
-
-  // The CPU reads the GPU's entry (one format for both backends).
-  o.backend = Backend::Cpu;
-  const ReconResult cpu_hit = reconstruct(p.data, p.grid, o);
-  CHECK(cpu_hit.report.q_cache == QCacheStatus::Hit);
-  CHECK(test::relative_error(cpu_hit.image, hit.image) < 1e-4);
-  o.backend = Backend::Cuda;
+  // A miss, then a hit with the same image; the CPU reads the GPU's entry (one format for both).
+  const auto miss_then_hits = [&](ReconOptions opts) {
+    const ReconResult first = reconstruct(p.data, p.grid, opts);
+    CHECK(first.report.q_cache == QCacheStatus::Miss);
+    REQUIRE(std::filesystem::exists(first.report.q_cache_file));
+    const ReconResult hit = reconstruct(p.data, p.grid, opts);
+    CHECK(hit.report.q_cache == QCacheStatus::Hit);
+    CHECK(test::relative_error(hit.image, first.image) < 1e-7);
+    opts.backend = Backend::Cpu;
+    const ReconResult cpu_hit = reconstruct(p.data, p.grid, opts);
+    CHECK(cpu_hit.report.q_cache == QCacheStatus::Hit);
+    CHECK(test::relative_error(cpu_hit.image, hit.image) < 1e-4);
+    return first;
+  };
+  const ReconResult miss = miss_then_hits(o);
 
   const PhantomProblem other = spiral_problem(48, 8, 1000, true);
   const ReconResult other_r = reconstruct(other.data, other.grid, o);
@@ -505,19 +507,9 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
   CHECK(test::relative_error(rejected.image, miss.image) < 1e-7);
   CHECK(reconstruct(p.data, p.grid, o).report.q_cache == QCacheStatus::Hit);
 
-  // Q by NUFFT is its own entry (never the exact one), then hit with the same image; the CPU
-  // NUFFT path reads it too.
+  // Q by NUFFT is its own entry, never the exact one, with the same miss / hit / CPU-hit story.
   o.method = Method::Nufft;
-  const ReconResult nufft_miss = reconstruct(p.data, p.grid, o);
-  CHECK(nufft_miss.report.q_cache == QCacheStatus::Miss);
-  CHECK(nufft_miss.report.q_cache_file != miss.report.q_cache_file);
-  const ReconResult nufft_hit = reconstruct(p.data, p.grid, o);
-  CHECK(nufft_hit.report.q_cache == QCacheStatus::Hit);
-  CHECK(test::relative_error(nufft_hit.image, nufft_miss.image) < 1e-7);
-  o.backend = Backend::Cpu;
-  const ReconResult nufft_cpu_hit = reconstruct(p.data, p.grid, o);
-  CHECK(nufft_cpu_hit.report.q_cache == QCacheStatus::Hit);
-  CHECK(test::relative_error(nufft_cpu_hit.image, nufft_hit.image) < 1e-4);
+  CHECK(miss_then_hits(o).report.q_cache_file != miss.report.q_cache_file);
 }
 
 TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][bad-input][small]") {
