@@ -56,6 +56,11 @@ using cdouble = std::complex<double>;
 constexpr double kFlopsPerPair = 13.0;
 constexpr int kErrorVoxels = 32;
 
+// Tuned's SASS (variant 0, fhd_tuned.cu): 162 instructions per staged sample and thread, which
+// covers 64 pairs; 152 of them on the FP32 pipe. At one warp instruction per clock per SM
+// sub-partition its issue bound is (FFMA lanes/s) / (162 / 64) pairs/s.
+constexpr double kTunedInstructionsPerPair = 162.0 / 64.0;
+
 double g_sincos_ops_per_second = 0; // measured in main() before any benchmark
 double g_zgemm_macs_per_second = 0; // likewise (the FHD-3D-L chunk's shape)
 
@@ -208,6 +213,17 @@ void bench_forward(benchmark::State &state, const std::string &name, ForwardPath
   p.plan->upload_samples(p.data.data()); // the forward overwrote the resident samples
 }
 
+void bench_ffma(benchmark::State &state) {
+  double total = 0;
+  for (auto _ : state) {
+    const auto r = mri::cuda::detail::measure_ffma_throughput(1);
+    state.SetIterationTime(r.median_seconds);
+    total += r.ffma_per_second;
+  }
+  state.counters["ffma/s"] = total / static_cast<double>(state.iterations());
+  state.counters["tuned_issue_bound_pairs/s"] = total / static_cast<double>(state.iterations()) / kTunedInstructionsPerPair;
+}
+
 void bench_sfu(benchmark::State &state) {
   double ops = 0, total = 0;
   for (auto _ : state) {
@@ -296,10 +312,18 @@ int main(int argc, char **argv) {
                 8e-12 * l.complex_macs_per_second, l3m.complex_macs_per_second);
     benchmark::AddCustomContext("zgemm_complex_macs_per_second", std::to_string(l.complex_macs_per_second));
   }
+  {
+    const auto ffma = mri::cuda::detail::measure_ffma_throughput(7);
+    std::printf("FFMA throughput %.3e/s (implied SM clock under FP32 load %.0f MHz); Tuned's issue bound at that "
+                "clock %.3e pairs/s\n",
+                ffma.ffma_per_second, ffma.implied_sm_clock_hz / 1e6, ffma.ffma_per_second / kTunedInstructionsPerPair);
+    benchmark::AddCustomContext("ffma_per_second", std::to_string(ffma.ffma_per_second));
+  }
   benchmark::AddCustomContext("device", info.name);
   benchmark::AddCustomContext("sincos_ops_per_second", std::to_string(sfu.ops_per_second));
   benchmark::AddCustomContext("flops_per_pair", "13 (phase 3 mul + 2 add, accumulate 4 mul + 4 add; trig not counted)");
 
+  benchmark::RegisterBenchmark("FFMA/throughput", bench_ffma)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
   benchmark::RegisterBenchmark("SFU/sincos", bench_sfu)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
   struct Entry {

@@ -207,6 +207,16 @@ struct SincosThroughput {
 };
 SincosThroughput measure_sincos_throughput(int repeats = 5);
 
+// FFMA microbenchmark: sustained FP32 fused multiply-adds per second of the current device on
+// independent chains (the FP32 pipe's bound; Tuned's), and the SM clock that rate implies at
+// 128 FP32 lanes per SM: the clock the card holds under a full FP32 load.
+struct FfmaThroughput {
+  double ffma_per_second = 0;
+  double implied_sm_clock_hz = 0;
+  double median_seconds = 0; // of one launch
+};
+FfmaThroughput measure_ffma_throughput(int repeats = 5);
+
 // cuBLAS ZGEMM throughput of the current device on random operands, the bound of the
 // SeparableGemm policy: complex multiply-adds per second (1 MAC = 8 real FLOPs) of
 // C (m x n) = A^T B with A k x m and B k x n (the policy's layout), median of `repeats`.

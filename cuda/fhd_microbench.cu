@@ -1,7 +1,11 @@
-// The hardware bound the F^H D benchmarks are measured against: sustained __sincosf
-// throughput. Each thread runs kSfu.chains independent chains of __sincosf (MUFU.SIN +
-// MUFU.COS) with one FMA feeding the next argument, so the special function units, not the
-// FMA pipe (1 FMUL + 1 FFMA per sincos) or latency, limit the kernel.
+// The hardware bounds the F^H D benchmarks are measured against, on the card as it runs (its
+// clock under load included):
+// - sustained __sincosf throughput. Each thread runs kSfu.chains independent chains of
+//   __sincosf (MUFU.SIN + MUFU.COS) with one FMA feeding the next argument, so the special
+//   function units, not the FMA pipe (1 FMUL + 1 FFMA per sincos) or latency, limit the kernel.
+// - sustained FFMA throughput, the bound of Tuned (2 FFMA per pair, 152 of its 162 SASS
+//   instructions per sample on the FP32 pipe): kFfma.chains independent FFMA chains per thread,
+//   enough warps and chains that neither latency nor issue from one warp limits it.
 #include <algorithm>
 #include <vector>
 
@@ -36,34 +40,80 @@ __global__ void __launch_bounds__(kSfu.threads) sincos_throughput_kernel(float *
   if (acc == 12345.f) sink[blockIdx.x] = acc; // never true in practice; keeps the work alive
 }
 
-} // namespace
+struct FfmaLaunch {
+  int threads = 256;
+  int blocks_per_sm = 8;
+  int chains = 16;
+  int iterations = 8192;
+};
+inline constexpr FfmaLaunch kFfma{};
 
-SincosThroughput measure_sincos_throughput(int repeats) {
-  int device = 0, sms = 0;
-  MRI_CUDA_CHECK(cudaGetDevice(&device));
-  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int blocks = sms * kSfu.blocks_per_sm;
-  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
+__global__ void __launch_bounds__(kFfma.threads) ffma_throughput_kernel(float *sink, int iterations, float a, float b) {
+  float x[kFfma.chains];
+#pragma unroll
+  for (int j = 0; j < kFfma.chains; ++j) x[j] = 1e-3f * static_cast<float>(threadIdx.x + 37 * j);
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFfma.chains; ++j) x[j] = fmaf(x[j], a, b); // a = 0.5: stays bounded
+  }
+  float acc = 0.f;
+#pragma unroll
+  for (int j = 0; j < kFfma.chains; ++j) acc += x[j];
+  if (acc == 12345.f) sink[blockIdx.x] = acc; // never true in practice; keeps the work alive
+}
+
+// Median seconds of `repeats` launches of `launch(stream)` after one warm-up.
+template <class Launch> double median_launch_seconds(int repeats, Launch launch) {
   Stream stream;
   Event start(true), stop(true);
-  sincos_throughput_kernel<<<blocks, kSfu.threads, 0, stream.get()>>>(sink.get(), kSfu.iterations); // warm-up
-  MRI_CUDA_CHECK_LAUNCH("sincos_throughput_kernel");
+  launch(stream.get()); // warm-up
   std::vector<float> ms(static_cast<std::size_t>(std::max(1, repeats)));
   for (float &t : ms) {
     MRI_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-    sincos_throughput_kernel<<<blocks, kSfu.threads, 0, stream.get()>>>(sink.get(), kSfu.iterations);
-    MRI_CUDA_CHECK_LAUNCH("sincos_throughput_kernel");
+    launch(stream.get());
     MRI_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
     MRI_CUDA_CHECK(cudaEventSynchronize(stop.get()));
     MRI_CUDA_CHECK(cudaEventElapsedTime(&t, start.get(), stop.get()));
   }
   std::sort(ms.begin(), ms.end());
-  const double median_s = ms[ms.size() / 2] * 1e-3;
-  const double sincos = static_cast<double>(blocks) * kSfu.threads * kSfu.chains * kSfu.iterations;
+  return ms[ms.size() / 2] * 1e-3;
+}
+
+int multiprocessors() {
+  int device = 0, sms = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&device));
+  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+} // namespace
+
+SincosThroughput measure_sincos_throughput(int repeats) {
+  const int blocks = multiprocessors() * kSfu.blocks_per_sm;
+  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
   SincosThroughput r;
+  r.median_seconds = median_launch_seconds(repeats, [&](cudaStream_t stream) {
+    sincos_throughput_kernel<<<blocks, kSfu.threads, 0, stream>>>(sink.get(), kSfu.iterations);
+    MRI_CUDA_CHECK_LAUNCH("sincos_throughput_kernel");
+  });
+  const double sincos = static_cast<double>(blocks) * kSfu.threads * kSfu.chains * kSfu.iterations;
   r.ops_per_launch = 2.0 * sincos;
-  r.median_seconds = median_s;
-  r.ops_per_second = r.ops_per_launch / median_s;
+  r.ops_per_second = r.ops_per_launch / r.median_seconds;
+  return r;
+}
+
+FfmaThroughput measure_ffma_throughput(int repeats) {
+  const int sms = multiprocessors();
+  const int blocks = sms * kFfma.blocks_per_sm;
+  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
+  FfmaThroughput r;
+  r.median_seconds = median_launch_seconds(repeats, [&](cudaStream_t stream) {
+    ffma_throughput_kernel<<<blocks, kFfma.threads, 0, stream>>>(sink.get(), kFfma.iterations, 0.5f, 0.25f);
+    MRI_CUDA_CHECK_LAUNCH("ffma_throughput_kernel");
+  });
+  const double ffma = static_cast<double>(blocks) * kFfma.threads * kFfma.chains * kFfma.iterations;
+  r.ffma_per_second = ffma / r.median_seconds;
+  r.implied_sm_clock_hz = r.ffma_per_second / (sms * 128.0); // 128 FP32 lanes per SM (sm_90)
   return r;
 }
 

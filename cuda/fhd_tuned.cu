@@ -30,7 +30,7 @@
 //                               261.3 ms  8.42e12  ->  262.1 ms  8.39e12  2.5e-6
 //   1 symmetric-16x4-occ3       __launch_bounds__(128, 3): 168 regs (a few spills outside the
 //                               FMA block), 12 warps/SM
-//                               243.9 ms  9.02e12  ->  234.3 ms  9.38e12  2.5e-6  <- default
+//                               243.9 ms  9.02e12  ->  234.3 ms  9.38e12  2.5e-6
 //   2 symmetric-16x4-pipelined  the next sample's phase and sincos issued before the current
 //                               sample's FMAs, (128, 2)      257.8 ms  8.53e12  ->  258.7 ms
 //   3 ...-pipelined-occ3        as 2 with (128, 3): 166 regs, no spills
@@ -39,12 +39,29 @@
 //                               staged sample  1267 ms  1.73e12 = 0.834 of the SFU bound (ncu:
 //                               MIO-throttle stalls 37%, 2.59 waves per launch: the last wave
 //                               59% full)  ->  1216 ms  1.81e12 = 0.869 (5 splits: 12.9 waves)
+//   5 symmetric-16x4-occ3-prefetch       as 1, samples staged by cp.async into two buffers (the
+//                               next tile in flight while this one is summed)
+//                               233.8 ms  9.41e12  2.5e-6
+//   6 ...-pipelined-occ3-prefetch  as 3 with that staging: 162 regs, no spills
+//                               231.6 ms  9.49e12  2.5e-6  <- default (2026-11-30 14:46 and 14:49
+//                               UTC runs: 231.6 / 231.7 ms against variant 1's 234.1 / 234.5)
+//   7 symmetric-16x3-occ4       3 rows, (128, 4): 180 B of spills   269.4 ms  8.16e12
+//   8 ...-16x3-pipelined-occ4-prefetch                              256.3 ms  8.58e12
 // The SASS of variant 0 has 162 instructions per sample per thread (64 pairs): 138 FFMA,
 // 11 FMUL, 3 FADD, 6 LDS.128, 2 MUFU, 2 other -> an issue bound of 1.32e13 pairs/s on 132 SMs
-// at 1.98 GHz; variant 1 reaches 71% of it. Target of issue 3 (1.1e13, 200 ms): not reached
-// (85% of it).
+// at 1.98 GHz (the clock the card holds under this load: nvidia-smi dmon, 490-550 W; an FFMA
+// microbenchmark reaches 3.13e13 FFMA/s = 94% of 132 x 128 lanes x 1.98 GHz). ncu on variant 1
+// (FHD-3D-L, one 15.5 ms launch): issue slots busy 75%, FMA pipe 67%; per issued instruction a
+// warp waits 1.50 cycles not selected, 0.57 on dispatch stalls (on FFMAs, spread over half of
+// them; register-bank conflicts of 3-register FFMAs are the likely cause, not confirmed), 0.45 on
+// fixed-latency dependencies,
+// 0.19 on LDS/MUFU, 0.13 on the 7 local-memory spill accesses per 2 samples; staging by
+// cp.async removes the waits but not the dispatch stalls (variant 6: 76% busy). Target of issue
+// 3 (1.1e13, 200 ms): not reached (86% of it).
 #include <algorithm>
 #include <cmath>
+
+#include <cuda_pipeline.h>
 
 #include "fhd_plan.cuh"
 #include "mri/error.hpp"
@@ -62,9 +79,8 @@ struct TunedLaunch {
   int max_waves = 16;       // choose_splits() searches split counts up to this many waves
 };
 inline constexpr TunedLaunch kTuned{};
-constexpr int kTunedDefault = 1; // the variant KernelPolicy::Tuned runs (measured fastest, above)
+constexpr int kTunedDefault = 6; // the variant KernelPolicy::Tuned runs (measured fastest, above)
 constexpr int kPairs = kTuned.tile_x / 2;
-constexpr int kRows = kTuned.tile_y;
 
 // Record of sample m (6 float4):
 //   [0] tx ty tz c.re   [1] c.im g.re g.im 0   [2..5] p_0 .. p_7 (re, im)
@@ -117,9 +133,10 @@ __device__ __forceinline__ void tile_base(const float4 *rec, float xc, float y0,
   gi = r1.z;
 }
 
-// The 2-FMAs-per-pair accumulation of one record into the 16x4 tile.
+// The 2-FMAs-per-pair accumulation of one record into the 16 x Rows tile.
+template <int Rows>
 __device__ __forceinline__ void tile_accumulate(const float4 *rec, float ar, float ai, float gr, float gi,
-                                                float (&P)[kRows][kPairs][2], float (&Q)[kRows][kPairs][2]) {
+                                                float (&P)[Rows][kPairs][2], float (&Q)[Rows][kPairs][2]) {
   float pr[kPairs], pi[kPairs];
 #pragma unroll
   for (int q = 0; q < kPairs / 2; ++q) {
@@ -130,7 +147,7 @@ __device__ __forceinline__ void tile_accumulate(const float4 *rec, float ar, flo
     pi[2 * q + 1] = v.w;
   }
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < Rows; ++r) {
 #pragma unroll
     for (int j = 0; j < kPairs; ++j) {
       P[r][j][0] = fmaf(ar, pr[j], P[r][j][0]);
@@ -138,7 +155,7 @@ __device__ __forceinline__ void tile_accumulate(const float4 *rec, float ar, flo
       Q[r][j][0] = fmaf(ar, pi[j], Q[r][j][0]);
       Q[r][j][1] = fmaf(ai, pi[j], Q[r][j][1]);
     }
-    if (r + 1 < kRows) {
+    if (r + 1 < Rows) {
       const float nr = ar * gr - ai * gi;
       ai = fmaf(ar, gi, ai * gr);
       ar = nr;
@@ -154,9 +171,47 @@ __device__ __forceinline__ void stage(float4 *tile, const float4 *samples, int b
   __syncthreads();
 }
 
-template <int MinBlocks, bool Pipelined>
+// The same copy issued as cp.async (no registers, no wait): the caller commits and waits.
+__device__ __forceinline__ void stage_async(float4 *tile, const float4 *samples, int b, int count) {
+  const float4 *src = samples + static_cast<std::size_t>(b) * kTuned.record_float4;
+  for (int q = threadIdx.x; q < count * kTuned.record_float4; q += kTuned.threads)
+    __pipeline_memcpy_async(tile + q, src + q, sizeof(float4));
+}
+
+// Accumulate the `count` staged records of `tile` into the thread's 16 x Rows tile.
+template <bool Pipelined, int Rows>
+__device__ __forceinline__ void accumulate_staged(const float4 *tile, int count, float xc, float y0, float z,
+                                                  float (&P)[Rows][kPairs][2], float (&Q)[Rows][kPairs][2]) {
+  if constexpr (Pipelined) {
+    float ar, ai, gr, gi;
+    tile_base(tile, xc, y0, z, ar, ai, gr, gi);
+    for (int s = 0; s < count; ++s) {
+      const int next = min(s + 1, count - 1); // the last one recomputes itself, unused
+      float nar, nai, ngr, ngi;
+      tile_base(tile + next * kTuned.record_float4, xc, y0, z, nar, nai, ngr, ngi);
+      tile_accumulate(tile + s * kTuned.record_float4, ar, ai, gr, gi, P, Q);
+      ar = nar;
+      ai = nai;
+      gr = ngr;
+      gi = ngi;
+    }
+  } else {
+#pragma unroll 2
+    for (int s = 0; s < count; ++s) {
+      float ar, ai, gr, gi;
+      tile_base(tile + s * kTuned.record_float4, xc, y0, z, ar, ai, gr, gi);
+      tile_accumulate(tile + s * kTuned.record_float4, ar, ai, gr, gi, P, Q);
+    }
+  }
+}
+
+// Staging: Prefetch = false copies a tile, waits, computes (the load latency is exposed at every
+// tile); Prefetch = true double-buffers with cp.async: tile i + 1 is in flight while tile i is
+// summed.
+template <int MinBlocks, bool Pipelined, bool Prefetch = false, int Rows = kTuned.tile_y>
 __global__ void __launch_bounds__(kTuned.threads, MinBlocks) tuned_kernel(TunedArgs a) {
-  __shared__ float4 tile[kTuned.smem_samples * kTuned.record_float4];
+  constexpr int kTileFloat4 = kTuned.smem_samples * kTuned.record_float4;
+  __shared__ float4 tile[(Prefetch ? 2 : 1) * kTileFloat4];
   const int tile_id = blockIdx.x * kTuned.threads + threadIdx.x;
   const bool active = tile_id < a.tiles;
   const int t = active ? tile_id : 0;
@@ -164,7 +219,7 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) tuned_kernel(TunedA
   const int rest = t / a.tiles_x;
   const int by = rest % a.tiles_y;
   const int bz = rest / a.tiles_y;
-  const int ix0 = bx * kTuned.tile_x, iy0 = by * kTuned.tile_y;
+  const int ix0 = bx * kTuned.tile_x, iy0 = by * Rows;
   const float xc = static_cast<float>(ix0 - a.g.nx / 2) + 0.5f * (kTuned.tile_x - 1);
   const float y0 = static_cast<float>(iy0 - a.g.ny / 2);
   const float z = static_cast<float>(bz - a.g.nz / 2);
@@ -173,42 +228,37 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) tuned_kernel(TunedA
   const int b0 = static_cast<int>(min(begin, static_cast<long long>(a.m)));
   const int e0 = static_cast<int>(min(begin + a.per_block, static_cast<long long>(a.m)));
 
-  float P[kRows][kPairs][2], Q[kRows][kPairs][2];
+  float P[Rows][kPairs][2], Q[Rows][kPairs][2];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < Rows; ++r)
 #pragma unroll
     for (int j = 0; j < kPairs; ++j) P[r][j][0] = P[r][j][1] = Q[r][j][0] = Q[r][j][1] = 0.f;
 
-  for (int b = b0; b < e0; b += kTuned.smem_samples) {
-    const int count = min(kTuned.smem_samples, e0 - b);
-    stage(tile, a.samples, b, count);
-    if constexpr (Pipelined) {
-      float ar, ai, gr, gi;
-      tile_base(tile, xc, y0, z, ar, ai, gr, gi);
-      for (int s = 0; s < count; ++s) {
-        const int next = min(s + 1, count - 1); // the last one recomputes itself, unused
-        float nar, nai, ngr, ngi;
-        tile_base(tile + next * kTuned.record_float4, xc, y0, z, nar, nai, ngr, ngi);
-        tile_accumulate(tile + s * kTuned.record_float4, ar, ai, gr, gi, P, Q);
-        ar = nar;
-        ai = nai;
-        gr = ngr;
-        gi = ngi;
-      }
-    } else {
-#pragma unroll 2
-      for (int s = 0; s < count; ++s) {
-        float ar, ai, gr, gi;
-        tile_base(tile + s * kTuned.record_float4, xc, y0, z, ar, ai, gr, gi);
-        tile_accumulate(tile + s * kTuned.record_float4, ar, ai, gr, gi, P, Q);
-      }
+  if constexpr (Prefetch) {
+    if (b0 < e0) stage_async(tile, a.samples, b0, min(kTuned.smem_samples, e0 - b0));
+    __pipeline_commit();
+    for (int b = b0, i = 0; b < e0; b += kTuned.smem_samples, ++i) {
+      const int next = b + kTuned.smem_samples;
+      // Its buffer was last read in iteration i - 1, which ended with a barrier.
+      if (next < e0) stage_async(tile + ((i + 1) & 1) * kTileFloat4, a.samples, next, min(kTuned.smem_samples, e0 - next));
+      __pipeline_commit();
+      __pipeline_wait_prior(1); // tile i has landed (this thread's copies) ...
+      __syncthreads();          // ... and every thread's
+      accumulate_staged<Pipelined, Rows>(tile + (i & 1) * kTileFloat4, min(kTuned.smem_samples, e0 - b), xc, y0, z, P, Q);
+      __syncthreads(); // tile i is consumed before iteration i + 1 prefetches into its buffer
+    }
+  } else {
+    for (int b = b0; b < e0; b += kTuned.smem_samples) {
+      const int count = min(kTuned.smem_samples, e0 - b);
+      stage(tile, a.samples, b, count);
+      accumulate_staged<Pipelined, Rows>(tile, count, xc, y0, z, P, Q);
     }
   }
 
   if (!active) return;
   float2 *acc = a.acc + static_cast<std::size_t>(blockIdx.y) * a.g.voxels;
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < Rows; ++r) {
     const int iy = iy0 + r;
     if (iy >= a.g.ny) continue;
     const int row = (bz * a.g.ny + iy) * a.g.nx;
@@ -308,6 +358,10 @@ const TunedVariant kVariants[] = {
     {"symmetric-16x4-pipelined", tuned_kernel<2, true>, kTuned.tile_x, kTuned.tile_y},
     {"symmetric-16x4-pipelined-occ3", tuned_kernel<3, true>, kTuned.tile_x, kTuned.tile_y},
     {"sincos-per-pair-8x1", sincos_pair_kernel<4>, kPairTileX, 1},
+    {"symmetric-16x4-occ3-prefetch", tuned_kernel<3, false, true>, kTuned.tile_x, kTuned.tile_y},
+    {"symmetric-16x4-pipelined-occ3-prefetch", tuned_kernel<3, true, true>, kTuned.tile_x, kTuned.tile_y},
+    {"symmetric-16x3-occ4", tuned_kernel<4, false, false, 3>, kTuned.tile_x, 3},
+    {"symmetric-16x3-pipelined-occ4-prefetch", tuned_kernel<4, true, true, 3>, kTuned.tile_x, 3},
 };
 constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
 

@@ -97,6 +97,9 @@ public:
         // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results
         // rounded to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
         policy_(resolve_policy(options.policy, options.precision)),
+        // Q: float32 passes the policy as asked (Auto: the tensor-core Dirichlet spectrum in 3D,
+        // cuda/toeplitz_cuda.cu), float64 the resolved one (SeparableGemm sums in double).
+        q_policy_(options.precision == Precision::Float32 ? options.policy : policy_),
         nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
         gridding_(options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather) {
     report_.backend = Backend::Cuda;
@@ -199,7 +202,7 @@ private:
       if (nufft_) {
         toeplitz_q_by_nufft();
       } else {
-        toeplitz_.emplace(trajectory_, data_.weights(), grid_, policy_, ToeplitzFft::Auto, stream_);
+        toeplitz_.emplace(trajectory_, data_.weights(), grid_, q_policy_, ToeplitzFft::Auto, stream_);
         report_.q_seconds += toeplitz_->setup().q_seconds;
       }
     };
@@ -214,6 +217,7 @@ private:
     report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
     toeplitz_->set_regularizer(options_.regularizer, options_.lambda);
     report_.toeplitz_fft = toeplitz_->fft_note();
+    if (report_.q_method.empty()) report_.q_method = toeplitz_->q_path(); // (the NUFFT path names itself)
   }
 
 
@@ -239,6 +243,7 @@ private:
   const ReconOptions &options_;
   const bool direct_, nufft_, use_cache_;
   const KernelPolicy policy_;
+  const KernelPolicy q_policy_;
   const NufftOptions nufft_options_;
   const Gridding gridding_;
   ReconReport report_;

@@ -29,6 +29,7 @@
 
 #include "cuda_check.cuh"
 #include "cufft_check.cuh"
+#include "dirichlet_spectrum.cuh"
 #include "fhd_backend.hpp"
 #include "fhd_plan.cuh"
 #include "gridding_cuda.hpp"
@@ -468,6 +469,14 @@ int last_axis(const Grid &grid) {
   return -1;
 }
 
+// Where Q's spectrum comes from, decided here only: the tensor-core Dirichlet sum for 3D grids
+// under KernelPolicy::Auto (measured 4x faster than Q by the Tuned F^H D kernel plus its FFT on
+// RECON-3D, docs/performance.md); a named policy sums Q with that F^H D kernel (the stage
+// benchmarks and tests), as do 1D/2D grids.
+bool spectrum_by_dirichlet(const Grid &grid, KernelPolicy policy) {
+  return policy == KernelPolicy::Auto && detail::dirichlet_spectrum_applies(grid);
+}
+
 // Where the exact Q is summed: the doubled grid with n_h + 1 planes along the last axis h
 // (offsets -n_h .. 0); the other half follows from Q(-d) = conj(Q(d)).
 Grid q_half_grid(const Grid &grid) {
@@ -548,6 +557,7 @@ struct ToeplitzOperator::Impl {
   int regularizer = mri::detail::kRegNone;
   float lambda = 0;
   ToeplitzSetup setup;
+  std::string q_path = "spectrum upload";
   cudaEvent_t event = nullptr;
 
   Impl(const Grid &g, StreamHandle s)
@@ -567,7 +577,7 @@ struct ToeplitzOperator::Impl {
   void prepare(ToeplitzFft requested) {
     plans = acquire_plans(padded, resolve_fft(requested, padded), stream);
     const auto l = static_cast<std::size_t>(padded.voxels());
-    kernel = DeviceBuffer<float>(l);
+    kernel.grow(l); // may already hold the spectrum (the Dirichlet path writes it first)
     w = DeviceBuffer<float2>(l);
     if (plans->fft == ToeplitzFft::Unfused) {
       z = DeviceBuffer<float2>(l);
@@ -678,6 +688,32 @@ ToeplitzOperator::ToeplitzOperator(const Trajectory &trajectory, std::span<const
   impl_ = std::make_unique<Impl>(grid, stream);
   Impl &im = *impl_;
 
+  if (spectrum_by_dirichlet(grid, policy)) {
+    // The spectrum directly (no Q, no FFT of Q): the tensor-core sum of dirichlet_spectrum.cu.
+    auto t = Clock::now();
+    const detail::DevicePoints k(trajectory);
+    DeviceBuffer<float> w_dev(w.size());
+    if (!w.empty())
+      MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice, im.stream));
+    const double w_max = w.empty() ? 1.0 : *std::max_element(w.begin(), w.end());
+    const auto l = static_cast<std::size_t>(im.padded.voxels());
+    im.kernel.grow(l);
+    if (w_max > 0.0)
+      detail::dirichlet_spectrum(k.data(), w.empty() ? nullptr : w_dev.get(), trajectory.size(), w_max, grid,
+                                 im.kernel.get(), im.stream);
+    else
+      MRI_CUDA_CHECK(cudaMemsetAsync(im.kernel.get(), 0, l * sizeof(float), im.stream));
+    MRI_CUDA_CHECK(cudaStreamSynchronize(im.stream)); // k and w_dev are freed next
+    im.setup.q_seconds = seconds_since(t);
+    t = Clock::now();
+    im.prepare(fft);
+    MRI_CUDA_CHECK(cudaStreamSynchronize(im.stream));
+    im.setup.fft_setup_seconds = seconds_since(t);
+    im.q_path = "dirichlet-tensor-cores";
+    return;
+  }
+  im.q_path = std::string("q-sum/") + mri::to_string(policy) + " + fft";
+
   auto t = Clock::now();
   const int h = last_axis(grid);
   const Grid half = q_half_grid(grid);
@@ -723,6 +759,7 @@ ToeplitzOperator::ToeplitzOperator(const Grid &grid, const DeviceImage &q, Toepl
   join(as_stream(q.stream()), im.stream, im.event);
   im.prepare(fft);
   im.make_spectrum(reinterpret_cast<const float2 *>(q.data()), -1, im.padded); // the whole grid: no completion
+  im.q_path = "device q + fft";
   im.setup.fft_setup_seconds = seconds_since(t);
 }
 
@@ -752,6 +789,7 @@ ToeplitzOperator &ToeplitzOperator::operator=(ToeplitzOperator &&) noexcept = de
 const Grid &ToeplitzOperator::grid() const { return impl_->grid; }
 ToeplitzFft ToeplitzOperator::fft() const { return impl_->plans->fft; }
 const std::string &ToeplitzOperator::fft_note() const { return impl_->plans->note; }
+const std::string &ToeplitzOperator::q_path() const { return impl_->q_path; }
 const ToeplitzSetup &ToeplitzOperator::setup() const { return impl_->setup; }
 StreamHandle ToeplitzOperator::stream() const { return impl_->stream; }
 
@@ -957,13 +995,17 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
   } else {
     // Q (the rhs held): from the cache (spectrum upload); by NUFFT on the doubled grid (its plan,
     // the weights, Q; then Q and the Toeplitz buffers); by the exact sum on the half grid (its
-    // plan, its uploads; then its image and the Toeplitz buffers).
+    // plan, its uploads; then its image and the Toeplitz buffers), or, in 3D, by the Dirichlet sum
+    // (samples, weights, tables and the spectrum; then the Toeplitz buffers): the larger of the two.
     if (q_from_cache)
       b.q = n * 8 + toeplitz;
     else if (nufft)
       b.q = n * 8 + std::max(nufft_plan_bytes(padded, m) + m * 8, l * 8 + toeplitz);
     else
-      b.q = n * 8 + std::max(fhd_plan_bytes(half_grid, m) + m * 8, half * 8 + toeplitz);
+      b.q = n * 8 + std::max({fhd_plan_bytes(half_grid, m) + m * 8, half * 8 + toeplitz,
+                              detail::dirichlet_spectrum_applies(grid)
+                                  ? m * 16 + detail::dirichlet_spectrum_bytes(grid) + l * 4
+                                  : std::size_t{0}});
     b.cg = iterates + toeplitz;
   }
   return b;

@@ -47,7 +47,10 @@ struct ToeplitzSetup {
 
 class ToeplitzOperator {
 public:
-  // Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled() with the F^H D kernel `policy`:
+  // The spectrum of Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(). 3D grids under
+  // KernelPolicy::Auto: computed directly as a sum of separable Dirichlet kernels on the tensor
+  // cores (cuda/dirichlet_spectrum.cuh; float32-class accuracy). Otherwise Q by the F^H D kernel
+  // `policy`:
   // offsets with d_h <= 0 along the last axis h of extent > 1 are summed directly (one FhdPlan on
   // an (n_h + 1)-plane grid, coefficients modulated to shift its origin), the rest by Q(-d) =
   // conj(Q(d)); offsets d_a = -n_a never enter the crop and are zeroed. The spectrum
@@ -72,6 +75,9 @@ public:
   ToeplitzFft fft() const;          // the path that runs (Auto resolved, fallbacks applied)
   const std::string &fft_note() const; // e.g. "cufft-callbacks" or "unfused (callbacks: <why not>)"
   const ToeplitzSetup &setup() const;
+  // How the spectrum was made: "dirichlet-tensor-cores", "q-sum/<policy> + fft" (Q summed by
+  // that F^H D kernel), "device q + fft" (from a device Q), "spectrum upload".
+  const std::string &q_path() const;
   StreamHandle stream() const;
 
   // Adds lambda W^H W to every later apply(). Throws InvalidArgument if lambda < 0 or not finite.

@@ -64,9 +64,15 @@ fi
 
 if has bench; then
   t0=$SECONDS
+  # The card's clocks and power while the benchmark runs (a full FP32 load may hold the SM clock
+  # below its maximum: the bounds are measured under the same load, see bench_fhd_gpu's header).
+  nvidia-smi dmon -s pc -d 1 >"$OUT/dmon.log" 2>&1 &
+  dmon=$!
   timeout 330 "$BENCH" --benchmark_out="$OUT/bench.json" --benchmark_out_format=json \
     ${BENCH_FILTER:+--benchmark_filter="$BENCH_FILTER"} >"$OUT/bench.log" 2>&1
   rc=$?; [ $rc -ne 0 ] && status=1
+  kill "$dmon" 2>/dev/null
+  note "SM clock / power under the benchmark (dmon, MHz / W): $(awk '$1 ~ /^[0-9]+$/ {print $5 "/" $2}' "$OUT/dmon.log" | sort | uniq -c | sort -rn | head -6 | tr '\n' ' ')"
   note "bench: rc=$rc ($((SECONDS - t0)) s)"
   sed -n '/^## F^H D stage table/,$p' "$OUT/bench.log" | tee -a "$summary"
 fi
@@ -93,6 +99,7 @@ if has ncu; then
   for spec in "scatter_atomic_kernel|^FHD-3D-S/scatter-atomic/|1" "gather_kernel|^FHD-3D-S/gather/|1" \
     "register_kernel|^FHD-3D-S/register/|2" "constant_chunked_kernel|^FHD-3D-S/constant-chunked/|20" \
     "sfu_trig_kernel|^FHD-3D-S/sfu-trig/|20" "tuned_kernel|^FHD-3D-L/tuned/|20" \
+    "tuned_kernel|^FHD-3D-L/tuned-variant/symmetric-16x4-occ3-prefetch/|20" \
     "sincos_pair_kernel|^FHD-3D-L/tuned-variant/sincos-per-pair|2"; do
     IFS='|' read -r kernel filter skip <<<"$spec"
     [[ -n "${NCU_KERNELS:-}" && ! "$kernel" =~ $NCU_KERNELS ]] && continue
@@ -100,6 +107,8 @@ if has ncu; then
     timeout 90 ncu --clock-control none -k "regex:$kernel" --launch-skip "$skip" --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
       --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --section InstructionStats --section SourceCounters \
+      --metrics sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second \
       "$BENCH" --benchmark_filter="$filter" >>"$OUT/ncu.txt" 2>&1
     echo "ncu rc=$?" >>"$OUT/ncu.txt"
   done
@@ -107,14 +116,15 @@ if has ncu; then
 fi
 
 if has sass; then
-  obj="$BUILD_DIR/cuda/CMakeFiles/mri_cuda.dir"
+  # The Tuned kernels' SASS, from the object file of a full build tree or else from libmri (a
+  # staged tree, scripts/stage-device.sh), kept to the functions named tuned_kernel.
+  obj="$BUILD_DIR/cuda/CMakeFiles/mri_cuda.dir/fhd_tuned.cu.o"
+  [ -e "$obj" ] || obj="$BUILD_DIR/lib/libmri.so.0"
   {
-    for f in fhd_tuned; do
-      echo "==== $f resource usage"
-      cuobjdump -res-usage "$obj/$f.cu.o" 2>&1
-      echo "==== $f SASS"
-      cuobjdump -sass "$obj/$f.cu.o" 2>&1
-    done
+    echo "==== $obj resource usage"
+    cuobjdump -res-usage "$obj" 2>&1 | grep -A1 tuned_kernel
+    echo "==== SASS"
+    cuobjdump -sass "$obj" 2>&1 | awk '/Function :/ {keep = /tuned_kernel/} keep'
   } >"$OUT/sass.txt"
   note "sass: $(grep -c '' "$OUT/sass.txt") lines"
 fi

@@ -99,6 +99,10 @@ struct ReconReport {
   std::size_t device_bytes = 0;    // GPU: the estimated peak device memory of this problem
   std::string toeplitz_fft;        // GPU Toeplitz: how pad/multiply/crop run ("cufft-callbacks",
                                    // "unfused", with the reason for a fallback)
+  std::string q_method;            // GPU: how Q's spectrum was made: "dirichlet-tensor-cores" (3D,
+                                   // policy Auto), "q-sum/<policy> + fft", "device q + fft"
+                                   // (method = Nufft), "spectrum upload" (cache hit); empty on
+                                   // the CPU and for normal = Direct
 };
 
 struct ReconResult {

@@ -19,6 +19,7 @@
 #include "../../cuda/toeplitz_cuda.hpp"
 #include "../catch.hpp"
 #include "../test_support.hpp"
+#include "sampled_reference.hpp"
 #include "mri/conjugate_gradient.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
@@ -237,6 +238,119 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the pruned and callback paths equa
       CHECK(err < 1e-5);
     }
   }
+}
+
+namespace {
+
+// K(f) = (1/L) sum_m w_m prod_a D_a(k_a / n_a - f_a / L_a), D_a(t) = sin(pi (2 n_a - 1) t) / sin(pi t),
+// in double: the spectrum of the Toeplitz embedding with Q's offsets |d_a| <= n_a - 1.
+double dirichlet_reference(const Trajectory &t, const std::vector<float> &w, const Grid &grid, const int (&f)[3]) {
+  const Grid doubled = grid.doubled();
+  double sum = 0;
+  for (std::size_t m = 0; m < t.size(); ++m) {
+    const double k[3] = {t[m].kx, t[m].ky, t[m].kz};
+    double term = w.empty() ? 1.0 : w[m];
+    for (int a = 0; a < 3; ++a) {
+      const double n = static_cast<double>(grid.extent(a));
+      const double x = k[a] / n - static_cast<double>(f[a]) / static_cast<double>(doubled.extent(a));
+      const double d = x - std::nearbyint(x);
+      term *= std::abs(d) < 1e-12 ? 2 * n - 1 : std::sin(M_PI * (2 * n - 1) * d) / std::sin(M_PI * d);
+    }
+    sum += term;
+  }
+  return sum / static_cast<double>(doubled.voxels());
+}
+
+} // namespace
+
+TEST_CASE("gpu toeplitz: the tensor-core Dirichlet spectrum equals Q's spectrum and the float64 sum",
+          "[gpu][recon][toeplitz][dirichlet][small]") {
+  // KernelPolicy::Auto in 3D computes the spectrum directly (cuda/dirichlet_spectrum.cu); a named
+  // policy sums Q with that F^H D kernel and transforms it. Sizes: odd extents, doubled extents
+  // that are not multiples of the 32-cube, M past one block's 8192 samples and one 65536-sample
+  // table chunk; weighted, unweighted and all-zero weights.
+  struct Case {
+    Grid grid;
+    std::size_t m;
+    int weights; // 0 none, 1 random, 2 all zero
+  };
+  const Case c = GENERATE(Case{Grid(7, 9, 6), 3001, 1}, Case{Grid(20, 16, 12), 20000, 0},
+                          Case{Grid(12, 10, 8), 70001, 1}, Case{Grid(33, 17, 40), 9000, 1},
+                          Case{Grid(8, 8, 8), 500, 2});
+  const std::uint64_t seed = fresh_seed();
+  INFO("grid " << describe(c.grid) << ", M " << c.m << ", weights " << c.weights << ", seed " << seed);
+  const auto t = traj::uniform_random(c.grid, c.m, seed);
+  std::vector<float> w;
+  if (c.weights == 1) w = test::random_weights(t.size(), seed + 1);
+  if (c.weights == 2) w.assign(t.size(), 0.0f);
+  const ToeplitzOperator dirichlet(t, w, c.grid); // Auto
+  const ToeplitzOperator tuned(t, w, c.grid, KernelPolicy::Tuned);
+  const std::vector<float> kd = dirichlet.spectrum(), kt = tuned.spectrum();
+  REQUIRE(kd.size() == kt.size());
+  if (c.weights == 2) {
+    CHECK(std::all_of(kd.begin(), kd.end(), [](float v) { return v == 0.0f; }));
+    return;
+  }
+  // Both float32-class (Tuned's Q 2.5e-6, the fp16 hi/lo products ~2^-22 with truncating tensor
+  // adds over <= 8192 samples): 1e-5.
+  const double vs_tuned = gpu_test::rel_l2(kd, kt);
+  WARN("dirichlet vs Q by tuned + FFT, " << describe(c.grid) << " M " << c.m << ": rel L2 " << vs_tuned);
+  CHECK(vs_tuned < 1e-5);
+
+  const Grid doubled = c.grid.doubled();
+  std::mt19937_64 rng(seed + 2);
+  std::vector<double> ref, got;
+  for (int i = 0; i < 48; ++i) {
+    int f[3];
+    for (int a = 0; a < 3; ++a)
+      f[a] = i == 0 ? 0 : static_cast<int>(rng() % static_cast<std::uint64_t>(doubled.extent(a)));
+    ref.push_back(dirichlet_reference(t, w, c.grid, f));
+    got.push_back(kd[static_cast<std::size_t>(f[0] + doubled.nx() * (f[1] + doubled.ny() * f[2]))]);
+  }
+  const double vs_f64 = gpu_test::rel_l2(got, ref);
+  WARN("dirichlet vs float64 sum at 48 frequencies: rel L2 " << vs_f64);
+  CHECK(vs_f64 < 1e-5);
+}
+
+TEST_CASE("gpu toeplitz: at the RECON-3D size the Dirichlet spectrum and Q's agree with the float64 sum",
+          "[gpu][recon][toeplitz][dirichlet][large]") {
+  // RECON-3D's koosh (2^20 samples, 4096 spokes through k = 0: a coherent centre) and a smaller one.
+  const int n = GENERATE(64, 128);
+  const Grid grid(n, n, n);
+  const auto t = n == 128 ? traj::koosh(grid, 4096, 256) : traj::koosh(grid, 1024, 128);
+  const std::vector<float> w; // RECON-3D's data carries no weights
+  const std::vector<float> kd = ToeplitzOperator(t, w, grid).spectrum();
+  const std::vector<float> kt = ToeplitzOperator(t, w, grid, KernelPolicy::Tuned).spectrum();
+  const Grid doubled = grid.doubled();
+  std::mt19937_64 rng(fresh_seed());
+  std::vector<double> ref, got_d, got_t;
+  for (int i = 0; i < 24; ++i) {
+    int f[3];
+    for (int a = 0; a < 3; ++a) f[a] = i < 2 ? i : static_cast<int>(rng() % static_cast<std::uint64_t>(doubled.extent(a)));
+    ref.push_back(dirichlet_reference(t, w, grid, f));
+    const auto at = static_cast<std::size_t>(f[0] + doubled.nx() * (f[1] + doubled.ny() * f[2]));
+    got_d.push_back(kd[at]);
+    got_t.push_back(kt[at]);
+  }
+  const double err_d = gpu_test::rel_l2(got_d, ref), err_t = gpu_test::rel_l2(got_t, ref);
+  WARN(n << "^3 koosh M " << t.size() << ": vs float64 at 24 frequencies: dirichlet " << err_d << ", Q by tuned + FFT "
+         << err_t << "; dirichlet vs tuned (all) " << gpu_test::rel_l2(kd, kt));
+  CHECK(err_d < 1e-5);
+  CHECK(err_t < 1e-5);
+  // Where the spectrum is small (the ill-conditioned directions CG resolves last).
+  float peak = 0;
+  for (float v : kt) peak = std::max(peak, std::abs(v));
+  double worst = 0, small_num = 0, small_den = 0;
+  for (std::size_t i = 0; i < kt.size(); ++i) {
+    const double d = std::abs(static_cast<double>(kd[i]) - kt[i]);
+    worst = std::max(worst, d);
+    if (std::abs(kt[i]) < 1e-3 * peak) {
+      small_num += d * d;
+      small_den += static_cast<double>(kt[i]) * kt[i];
+    }
+  }
+  WARN("max |dirichlet - tuned| / max |K| " << worst / peak << "; rel L2 where |K| < 1e-3 max "
+                                            << std::sqrt(small_num / small_den));
 }
 
 TEST_CASE("gpu toeplitz: the quick subset (odd 2D and 3D, both FFT paths)", "[gpu][recon][toeplitz][small]") {

@@ -1,0 +1,361 @@
+// The Toeplitz spectrum of the exact Q on the tensor cores (ours, beyond the seeds).
+//
+// The exact Q costs N_2x * M complex terms (the 2x grid, halved by Hermitian symmetry), four
+// times F^H D, and the FFT that follows throws away all but its real part. With the offsets
+// symmetric (|d_a| <= n_a - 1, the ones the crop uses) the spectrum is a sum of separable real
+// Dirichlet kernels (see dirichlet_spectrum.cuh):
+//   K(fx, fy, fz) = (1/L) sum_m X_m(fx) Y_m(fy) Z_m(fz),
+// a product of X (L_x x M) with the Khatri-Rao product of Y and w Z (M x L_y L_z): a real GEMM
+// whose second operand is never stored (each element is one multiply of two table entries).
+//
+// Precision: the tables are computed in double (sinpi) and the products carried as float16
+// pairs hi + lo (hi = fp16(v), lo = fp16(v - hi): 22 significant bits), so that
+//   x * b = x_hi b_hi + x_hi b_lo + x_lo b_hi   (+ x_lo b_lo ~ 2^-22 |x b|, dropped)
+// is three mma.sync m16n8k16 with float accumulation: float32-class accuracy at the float16
+// tensor rate. Values are scaled into float16's normal range (|v| <= 2^15); entries so small that
+// their lo part is subnormal contribute below 2^-25 of the largest term. The tensor cores add
+// with truncation, so the accumulators are flushed every kTile.flush_stages stages into float
+// sums in shared memory (rounded adds); a block's sums are added atomically into K. Measured on
+// the H200: 8192 samples per accumulator err 2.4e-5 (rel. L2 vs a float64 sum); flushing every
+// 256 samples 9e-7, yet RECON-3D's 20 unregularised CG iterations end 0.17 dB lower (21.53 vs
+// 21.70 dB with Q by the Tuned kernel: the bias, not its size, matters); every 128 samples (24
+// truncating adds): 3e-7 - 6e-7 and 21.69 - 21.70 dB, for 9% more time than every 256.
+//
+// Work split: a block owns 64 fx x 32 fy x 16 fz frequencies and a chunk of samples (part of one
+// on small grids, to fill the GPU); its 8 warps own 2 fz planes each (64 fx x 32 fy x 2 fz = 4
+// m16 tiles x 8 n8 tiles: 128 float accumulators per thread, and 128 float sums in shared
+// memory: 128 KiB per block). Each generated Y Z element (the B operand) feeds 4 m16 tiles.
+// Samples are staged 32 at a time through shared memory (cp.async, double-buffered): X's hi/lo
+// rows, Y rows and Z rows of the block's frequencies.
+#include <cuda_fp16.h>
+#include <cuda_pipeline.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "dirichlet_spectrum.cuh"
+#include "fhd_plan.cuh"
+#include "mri/error.hpp"
+
+namespace mri::cuda::detail {
+namespace {
+
+struct TileShape {
+  int fx = 64, fy = 32, fz = 16; // frequencies per block along each axis
+  int threads = 256;             // 8 warps, each fx x fy x 2 fz
+  int stage = 32;              // samples per shared-memory stage
+  int flush_stages = 4;        // stages (128 samples) summed on the tensor cores between flushes
+  int chunk = 65536;           // samples whose tables are built at a time (and one block sums)
+  double scale = 32768.0;      // 2^15: values in float16's normal range
+};
+inline constexpr TileShape kTile{};
+
+// Shared-memory rows: 32 samples (16 words of float16 pairs, 16 float2) plus 4 words / float2
+// of padding, so that the 8 fragment rows a warp reads fall in distinct banks.
+constexpr int kRowWords = 20;
+struct alignas(16) Stage {
+  std::uint32_t xhi[kTile.fx][kRowWords];
+  std::uint32_t xlo[kTile.fx][kRowWords];
+  float2 y[kTile.fy][kRowWords];
+  float2 z[kTile.fz][kRowWords];
+};
+constexpr int kMt = kTile.fx / 16;              // m16 tiles per warp (fx)
+constexpr int kJy = kTile.fy / 8;               // n8 tiles per warp along fy
+constexpr int kIz = kTile.fz / (kTile.threads / 32); // fz planes per warp
+constexpr int kFragments = kMt * kJy * kIz;     // 4 accumulators each
+
+// The normalised Dirichlet kernel D_n(t) / (2n - 1) = sin(pi (2n-1) t) / ((2n-1) sin(pi t)),
+// in double, on t reduced to [-1/2, 1/2] (both sines change sign together with t's integer
+// part). (Float sinpif on reduced arguments measured no faster end to end: the tables are a few
+// percent of the time, the tensor-core sum the rest.)
+__device__ double dirichlet(int n, double t) {
+  const double d = t - rint(t);
+  const double odd = 2.0 * n - 1.0;
+  if (fabs(d) < 1e-12) return 1.0;
+  return sinpi(odd * d) / (odd * sinpi(d));
+}
+
+struct TableArgs {
+  const KPoint *k;
+  const float *w;
+  double inv_w_max;
+  long long begin; // first sample of the chunk
+  int count;       // samples in the chunk
+  int cols;        // table row length (count rounded up to the stage)
+  int n[3], l[3], rows[3]; // extents, doubled extents, rows (doubled rounded up to the block)
+  __half *xhi, *xlo;
+  float *y, *z;
+};
+
+// One thread per (table row, sample): X as float16 hi/lo, Y scaled, Z weighted. Rows past the
+// doubled extent and samples past the chunk are zero (they add nothing).
+__global__ void dirichlet_tables_kernel(TableArgs a) {
+  const long long total = static_cast<long long>(a.rows[0] + a.rows[1] + a.rows[2]) * a.cols;
+  const long long idx = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= total) return;
+  const int col = static_cast<int>(idx % a.cols);
+  int row = static_cast<int>(idx / a.cols);
+  int axis = 0;
+  while (row >= a.rows[axis]) row -= a.rows[axis++];
+  double v = 0.0;
+  if (col < a.count && row < a.l[axis]) {
+    const KPoint p = a.k[a.begin + col];
+    const double kc = axis == 0 ? p.kx : axis == 1 ? p.ky : p.kz;
+    v = dirichlet(a.n[axis], kc / a.n[axis] - static_cast<double>(row) / a.l[axis]);
+    if (axis == 2) v *= (a.w ? a.w[a.begin + col] : 1.0) * a.inv_w_max;
+  }
+  const long long at = static_cast<long long>(row) * a.cols + col;
+  if (axis == 0) {
+    const double s = v * kTile.scale;
+    const __half hi = __double2half(s);
+    a.xhi[at] = hi;
+    a.xlo[at] = __double2half(s - static_cast<double>(__half2float(hi)));
+  } else if (axis == 1) {
+    a.y[at] = static_cast<float>(v * kTile.scale);
+  } else {
+    a.z[at] = static_cast<float>(v);
+  }
+}
+
+struct MmaArgs {
+  const __half *xhi, *xlo;
+  const float *y, *z;
+  int cols;                 // table row length
+  int stages_per_block;     // stages each block (blockIdx.y) of a frequency block sums
+  int blocks[3];            // blocks along x, y, z
+  int l[3];                 // doubled extents
+  float scale;              // accumulator -> K
+  float *kernel;
+};
+
+__device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+               "{%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ std::uint32_t as_u32(__half2 h) { return *reinterpret_cast<std::uint32_t *>(&h); }
+
+// v = hi + lo as float16 pairs (both elements of a float2).
+__device__ __forceinline__ void split(float2 v, std::uint32_t &hi, std::uint32_t &lo) {
+  const __half2 h = __float22half2_rn(v);
+  const float2 back = __half22float2(h);
+  hi = as_u32(h);
+  lo = as_u32(__float22half2_rn(make_float2(v.x - back.x, v.y - back.y)));
+}
+
+// Copy one stage (32 samples from column c0) of the block's table rows into shared memory:
+// 16-byte chunks, X hi and lo rows 4 each, Y and Z rows 8 each.
+__device__ __forceinline__ void load_stage(Stage &st, const MmaArgs &a, int fx0, int fy0, int fz0, int c0) {
+  constexpr int kX = 2 * kTile.fx * 4, kY = kTile.fy * 8, kZ = kTile.fz * 8;
+  for (int q = threadIdx.x; q < kX + kY + kZ; q += kTile.threads) {
+    if (q < kX) {
+      const bool lo = q >= kX / 2;
+      const int r = (q % (kX / 2)) >> 2, c = q & 3;
+      const __half *src = (lo ? a.xlo : a.xhi) + static_cast<long long>(fx0 + r) * a.cols + c0 + 8 * c;
+      __pipeline_memcpy_async(&(lo ? st.xlo : st.xhi)[r][4 * c], src, 16);
+    } else {
+      const bool zrow = q >= kX + kY;
+      const int r = (q - (zrow ? kX + kY : kX)) >> 3, c = q & 7;
+      const float *src = (zrow ? a.z + static_cast<long long>(fz0 + r) * a.cols
+                               : a.y + static_cast<long long>(fy0 + r) * a.cols) + c0 + 4 * c;
+      __pipeline_memcpy_async(&(zrow ? st.z : st.y)[r][2 * c], src, 16);
+    }
+  }
+}
+
+// A warp's fx x fy x kIz sums over one staged k16 step (column half `h` of 0, 1).
+__device__ __forceinline__ void mma_step(const Stage &st, int h, int warp, int g, int t,
+                                         float (&acc)[kMt][kJy][kIz][4]) {
+  const int w0 = 8 * h + t, w1 = w0 + 4; // words of samples (2t, 2t+1) and (2t+8, 2t+9)
+  std::uint32_t ahi[kMt][4], alo[kMt][4];
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt) {
+    const int r0 = 16 * mt + g, r1 = r0 + 8;
+    ahi[mt][0] = st.xhi[r0][w0];
+    ahi[mt][1] = st.xhi[r1][w0];
+    ahi[mt][2] = st.xhi[r0][w1];
+    ahi[mt][3] = st.xhi[r1][w1];
+    alo[mt][0] = st.xlo[r0][w0];
+    alo[mt][1] = st.xlo[r1][w0];
+    alo[mt][2] = st.xlo[r0][w1];
+    alo[mt][3] = st.xlo[r1][w1];
+  }
+  float2 z0[kIz], z1[kIz];
+#pragma unroll
+  for (int i = 0; i < kIz; ++i) {
+    z0[i] = st.z[kIz * warp + i][w0];
+    z1[i] = st.z[kIz * warp + i][w1];
+  }
+#pragma unroll
+  for (int jy = 0; jy < kJy; ++jy) {
+    const float2 y0 = st.y[8 * jy + g][w0], y1 = st.y[8 * jy + g][w1];
+    std::uint32_t bhi[kIz][2], blo[kIz][2];
+#pragma unroll
+    for (int i = 0; i < kIz; ++i) {
+      split(make_float2(y0.x * z0[i].x, y0.y * z0[i].y), bhi[i][0], blo[i][0]);
+      split(make_float2(y1.x * z1[i].x, y1.y * z1[i].y), bhi[i][1], blo[i][1]);
+    }
+    // Term-major order: kMt * kIz independent accumulators between two adds to the same one.
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+      for (int i = 0; i < kIz; ++i) mma_16816(acc[mt][jy][i], ahi[mt], bhi[i][0], bhi[i][1]);
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+      for (int i = 0; i < kIz; ++i) mma_16816(acc[mt][jy][i], ahi[mt], blo[i][0], blo[i][1]);
+#pragma unroll
+    for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+      for (int i = 0; i < kIz; ++i) mma_16816(acc[mt][jy][i], alo[mt], bhi[i][0], bhi[i][1]);
+  }
+}
+
+constexpr std::size_t kSumsBytes = sizeof(float4) * kFragments * kTile.threads;
+
+// sums[fragment][thread] += acc[fragment] (rounded float adds, 16-byte accesses: a warp's are
+// consecutive), acc = 0.
+__device__ __forceinline__ void flush(float (&acc)[kMt][kJy][kIz][4], float4 *sums) {
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+    for (int jy = 0; jy < kJy; ++jy)
+#pragma unroll
+      for (int i = 0; i < kIz; ++i) {
+        float4 &s = sums[((mt * kJy + jy) * kIz + i) * kTile.threads + threadIdx.x];
+        float(&c)[4] = acc[mt][jy][i];
+        s = make_float4(s.x + c[0], s.y + c[1], s.z + c[2], s.w + c[3]);
+        c[0] = c[1] = c[2] = c[3] = 0.f;
+      }
+}
+
+__global__ void __launch_bounds__(kTile.threads, 1) dirichlet_mma_kernel(MmaArgs a) {
+  __shared__ Stage stages[2];
+  extern __shared__ float4 sums[]; // kSumsBytes
+  const int block = blockIdx.x;
+  const int bx = block % a.blocks[0], by = (block / a.blocks[0]) % a.blocks[1], bz = block / (a.blocks[0] * a.blocks[1]);
+  const int fx0 = bx * kTile.fx, fy0 = by * kTile.fy, fz0 = bz * kTile.fz;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+
+  const int s_begin = blockIdx.y * a.stages_per_block;
+  const int s_end = min(s_begin + a.stages_per_block, a.cols / kTile.stage);
+  float acc[kMt][kJy][kIz][4] = {};
+  for (int f = 0; f < kFragments; ++f) sums[f * kTile.threads + threadIdx.x] = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (s_begin < s_end) load_stage(stages[0], a, fx0, fy0, fz0, s_begin * kTile.stage);
+  __pipeline_commit();
+  for (int s = s_begin, i = 0; s < s_end; ++s, ++i) {
+    // Its buffer was last read in iteration i - 1, which ended with a barrier.
+    if (s + 1 < s_end) load_stage(stages[(i + 1) & 1], a, fx0, fy0, fz0, (s + 1) * kTile.stage);
+    __pipeline_commit();
+    __pipeline_wait_prior(1);
+    __syncthreads();
+    mma_step(stages[i & 1], 0, warp, g, t, acc);
+    mma_step(stages[i & 1], 1, warp, g, t, acc);
+    if ((i + 1) % kTile.flush_stages == 0) flush(acc, sums);
+    __syncthreads();
+  }
+  flush(acc, sums);
+
+  // C fragment: (row g, cols 2t, 2t+1) and (row g + 8, same cols); rows are fx, cols fy.
+#pragma unroll
+  for (int mt = 0; mt < kMt; ++mt)
+#pragma unroll
+    for (int jy = 0; jy < kJy; ++jy)
+#pragma unroll
+      for (int i = 0; i < kIz; ++i) {
+        const float4 v = sums[((mt * kJy + jy) * kIz + i) * kTile.threads + threadIdx.x];
+        const float c[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int fx = fx0 + 16 * mt + g + (e >= 2 ? 8 : 0);
+          const int fy = fy0 + 8 * jy + 2 * t + (e & 1);
+          const int fz = fz0 + kIz * warp + i;
+          if (fx < a.l[0] && fy < a.l[1] && fz < a.l[2])
+            atomicAdd(a.kernel + fx + static_cast<long long>(a.l[0]) * (fy + static_cast<long long>(a.l[1]) * fz),
+                      c[e] * a.scale);
+        }
+      }
+}
+
+int round_up(long long v, int to) { return static_cast<int>((v + to - 1) / to * to); }
+
+} // namespace
+
+bool dirichlet_spectrum_applies(const Grid &grid) { return grid.nx() > 1 && grid.ny() > 1 && grid.nz() > 1; }
+
+std::size_t dirichlet_spectrum_bytes(const Grid &grid) {
+  const Grid l = grid.doubled();
+  const auto rows = static_cast<std::size_t>(round_up(l.nx(), kTile.fx) + round_up(l.ny(), kTile.fy) +
+                                             round_up(l.nz(), kTile.fz));
+  return rows * static_cast<std::size_t>(kTile.chunk) * 4; // 2 halves (X) or one float per entry
+}
+
+void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w_max, const Grid &grid, float *kernel,
+                        cudaStream_t stream) {
+  if (!dirichlet_spectrum_applies(grid))
+    mri::detail::invalid_argument("grid", std::to_string(grid.nx()) + "x" + std::to_string(grid.ny()) + "x" +
+                                              std::to_string(grid.nz()),
+                                  "needs three axes of extent > 1 (the Dirichlet spectrum)");
+  if (!(w_max > 0.0) || !std::isfinite(w_max)) mri::detail::invalid_argument("w_max", w_max, "must be finite and > 0");
+  const Grid doubled = grid.doubled();
+  TableArgs ta{};
+  MmaArgs ma{};
+  for (int a = 0; a < 3; ++a) {
+    ta.n[a] = static_cast<int>(grid.extent(a));
+    ta.l[a] = ma.l[a] = static_cast<int>(doubled.extent(a));
+    const int block = a == 0 ? kTile.fx : a == 1 ? kTile.fy : kTile.fz;
+    ta.rows[a] = round_up(ta.l[a], block);
+    ma.blocks[a] = ta.rows[a] / block;
+  }
+  const int max_cols = round_up(std::min<long long>(static_cast<long long>(m), kTile.chunk), kTile.stage);
+  DeviceBuffer<__half> xhi(static_cast<std::size_t>(ta.rows[0]) * max_cols), xlo(xhi.size());
+  DeviceBuffer<float> y(static_cast<std::size_t>(ta.rows[1]) * max_cols), z(static_cast<std::size_t>(ta.rows[2]) * max_cols);
+  ta.k = k;
+  ta.w = w;
+  ta.inv_w_max = 1.0 / w_max;
+  ta.xhi = xhi.get();
+  ta.xlo = xlo.get();
+  ta.y = y.get();
+  ta.z = z.get();
+  ma.xhi = xhi.get();
+  ma.xlo = xlo.get();
+  ma.y = y.get();
+  ma.z = z.get();
+  ma.kernel = kernel;
+  // acc = 2^30 * sum X Y Z w / w_max over normalised kernels; K = (1/L) prod(2 n_a - 1) w_max sum.
+  double scale = w_max / (static_cast<double>(doubled.voxels()) * kTile.scale * kTile.scale);
+  for (int a = 0; a < 3; ++a) scale *= 2.0 * ta.n[a] - 1.0;
+  ma.scale = static_cast<float>(scale);
+  MRI_CUDA_CHECK(cudaMemsetAsync(kernel, 0, static_cast<std::size_t>(doubled.voxels()) * sizeof(float), stream));
+
+  const int freq_blocks = ma.blocks[0] * ma.blocks[1] * ma.blocks[2];
+  MRI_CUDA_CHECK(cudaFuncSetAttribute(dirichlet_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kSumsBytes)));
+  int device = 0, sms = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&device));
+  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  for (std::size_t begin = 0; begin < m; begin += kTile.chunk) {
+    ta.begin = static_cast<long long>(begin);
+    ta.count = static_cast<int>(std::min<std::size_t>(kTile.chunk, m - begin));
+    ta.cols = ma.cols = round_up(ta.count, kTile.stage);
+    const long long entries = static_cast<long long>(ta.rows[0] + ta.rows[1] + ta.rows[2]) * ta.cols;
+    dirichlet_tables_kernel<<<blocks_for(entries, 256), 256, 0, stream>>>(ta);
+    MRI_CUDA_CHECK_LAUNCH("dirichlet_tables_kernel");
+    // One block per frequency block and chunk; small grids split the chunk's samples too, so that at least
+    // two blocks per multiprocessor run (one fits at a time: 237 registers x 256 threads).
+    const int stages = ma.cols / kTile.stage;
+    const int splits =
+        std::clamp((2 * sms + freq_blocks - 1) / freq_blocks, 1, (stages + kTile.flush_stages - 1) / kTile.flush_stages);
+    ma.stages_per_block = (stages + splits - 1) / splits;
+    const dim3 blocks(static_cast<unsigned>(freq_blocks), static_cast<unsigned>(splits));
+    dirichlet_mma_kernel<<<blocks, kTile.threads, kSumsBytes, stream>>>(ma);
+    MRI_CUDA_CHECK_LAUNCH("dirichlet_mma_kernel");
+  }
+  MRI_CUDA_CHECK(cudaStreamSynchronize(stream)); // the tables are freed on return
+}
+
+} // namespace mri::cuda::detail
