@@ -217,20 +217,24 @@ __device__ __forceinline__ void mma_step(const Stage &st, int h, int warp, int g
 
 constexpr std::size_t kSumsBytes = sizeof(float4) * kFragments * kTile.threads;
 
-// sums[fragment][thread] += acc[fragment] (rounded float adds, 16-byte accesses: a warp's are
-// consecutive), acc = 0.
-__device__ __forceinline__ void flush(float (&acc)[kMt][kJy][kIz][4], float4 *sums) {
+// f(fragment accumulators, this thread's float4 sum of that fragment) for each of the warp's
+// kMt x kJy x kIz fragments, with its (mt, jy, i).
+template <class F> __device__ __forceinline__ void for_each_fragment(float (&acc)[kMt][kJy][kIz][4], float4 *sums, F f) {
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt)
 #pragma unroll
     for (int jy = 0; jy < kJy; ++jy)
 #pragma unroll
-      for (int i = 0; i < kIz; ++i) {
-        float4 &s = sums[((mt * kJy + jy) * kIz + i) * kTile.threads + threadIdx.x];
-        float(&c)[4] = acc[mt][jy][i];
-        s = make_float4(s.x + c[0], s.y + c[1], s.z + c[2], s.w + c[3]);
-        c[0] = c[1] = c[2] = c[3] = 0.f;
-      }
+      for (int i = 0; i < kIz; ++i) f(acc[mt][jy][i], sums[((mt * kJy + jy) * kIz + i) * kTile.threads + threadIdx.x], mt, jy, i);
+}
+
+// sums[fragment][thread] += acc[fragment] (rounded float adds, 16-byte accesses: a warp's are
+// consecutive), acc = 0.
+__device__ __forceinline__ void flush(float (&acc)[kMt][kJy][kIz][4], float4 *sums) {
+  for_each_fragment(acc, sums, [](float(&c)[4], float4 &s, int, int, int) {
+    s = make_float4(s.x + c[0], s.y + c[1], s.z + c[2], s.w + c[3]);
+    c[0] = c[1] = c[2] = c[3] = 0.f;
+  });
 }
 
 __global__ void __launch_bounds__(kTile.threads, 1) dirichlet_mma_kernel(MmaArgs a) {
@@ -261,24 +265,18 @@ __global__ void __launch_bounds__(kTile.threads, 1) dirichlet_mma_kernel(MmaArgs
   flush(acc, sums);
 
   // C fragment: (row g, cols 2t, 2t+1) and (row g + 8, same cols); rows are fx, cols fy.
+  for_each_fragment(acc, sums, [&](float(&)[4], float4 &v, int mt, int jy, int i) {
+    const float c[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-  for (int mt = 0; mt < kMt; ++mt)
-#pragma unroll
-    for (int jy = 0; jy < kJy; ++jy)
-#pragma unroll
-      for (int i = 0; i < kIz; ++i) {
-        const float4 v = sums[((mt * kJy + jy) * kIz + i) * kTile.threads + threadIdx.x];
-        const float c[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int fx = fx0 + 16 * mt + g + (e >= 2 ? 8 : 0);
-          const int fy = fy0 + 8 * jy + 2 * t + (e & 1);
-          const int fz = fz0 + kIz * warp + i;
-          if (fx < a.l[0] && fy < a.l[1] && fz < a.l[2])
-            atomicAdd(a.kernel + fx + static_cast<long long>(a.l[0]) * (fy + static_cast<long long>(a.l[1]) * fz),
-                      c[e] * a.scale);
-        }
-      }
+    for (int e = 0; e < 4; ++e) {
+      const int fx = fx0 + 16 * mt + g + (e >= 2 ? 8 : 0);
+      const int fy = fy0 + 8 * jy + 2 * t + (e & 1);
+      const int fz = fz0 + kIz * warp + i;
+      if (fx < a.l[0] && fy < a.l[1] && fz < a.l[2])
+        atomicAdd(a.kernel + fx + static_cast<long long>(a.l[0]) * (fy + static_cast<long long>(a.l[1]) * fz),
+                  c[e] * a.scale);
+    }
+  });
 }
 
 int round_up(long long v, int to) { return static_cast<int>((v + to - 1) / to * to); }
@@ -291,7 +289,7 @@ std::size_t dirichlet_spectrum_bytes(const Grid &grid) {
   const Grid l = grid.doubled();
   const auto rows = static_cast<std::size_t>(round_up(l.nx(), kTile.fx) + round_up(l.ny(), kTile.fy) +
                                              round_up(l.nz(), kTile.fz));
-  return rows * static_cast<std::size_t>(kTile.chunk) * 4; // 2 halves (X) or one float per entry
+  return 2 * rows * static_cast<std::size_t>(kTile.chunk) * 4; // two lanes; 2 halves (X) or a float per entry
 }
 
 void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w_max, const Grid &grid, float *kernel,
@@ -311,20 +309,9 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
     ta.rows[a] = round_up(ta.l[a], block);
     ma.blocks[a] = ta.rows[a] / block;
   }
-  const int max_cols = round_up(std::min<long long>(static_cast<long long>(m), kTile.chunk), kTile.stage);
-  DeviceBuffer<__half> xhi(static_cast<std::size_t>(ta.rows[0]) * max_cols), xlo(xhi.size());
-  DeviceBuffer<float> y(static_cast<std::size_t>(ta.rows[1]) * max_cols), z(static_cast<std::size_t>(ta.rows[2]) * max_cols);
   ta.k = k;
   ta.w = w;
   ta.inv_w_max = 1.0 / w_max;
-  ta.xhi = xhi.get();
-  ta.xlo = xlo.get();
-  ta.y = y.get();
-  ta.z = z.get();
-  ma.xhi = xhi.get();
-  ma.xlo = xlo.get();
-  ma.y = y.get();
-  ma.z = z.get();
   ma.kernel = kernel;
   // acc = 2^30 * sum X Y Z w / w_max over normalised kernels; K = (1/L) prod(2 n_a - 1) w_max sum.
   double scale = w_max / (static_cast<double>(doubled.voxels()) * kTile.scale * kTile.scale);
@@ -332,30 +319,65 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
   ma.scale = static_cast<float>(scale);
   MRI_CUDA_CHECK(cudaMemsetAsync(kernel, 0, static_cast<std::size_t>(doubled.voxels()) * sizeof(float), stream));
 
-  const int freq_blocks = ma.blocks[0] * ma.blocks[1] * ma.blocks[2];
   MRI_CUDA_CHECK(cudaFuncSetAttribute(dirichlet_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kSumsBytes)));
   int device = 0, sms = 0;
   MRI_CUDA_CHECK(cudaGetDevice(&device));
   MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  for (std::size_t begin = 0; begin < m; begin += kTile.chunk) {
+  const int freq_blocks = ma.blocks[0] * ma.blocks[1] * ma.blocks[2];
+
+  // Chunks alternate between `stream` and a second stream, each with its own tables: one chunk's
+  // tables are built (a small kernel that fits beside the tensor-core blocks) while the other's
+  // sum runs, and one sum's last partial wave overlaps the next one's start. K takes both
+  // streams' atomic adds.
+  struct Lane {
+    DeviceBuffer<__half> xhi, xlo;
+    DeviceBuffer<float> y, z;
+  };
+  const auto max_cols = static_cast<std::size_t>(round_up(std::min<long long>(static_cast<long long>(m), kTile.chunk), kTile.stage));
+  Lane lanes[2];
+  for (Lane &l : lanes) {
+    l.xhi.grow(static_cast<std::size_t>(ta.rows[0]) * max_cols);
+    l.xlo.grow(static_cast<std::size_t>(ta.rows[0]) * max_cols);
+    l.y.grow(static_cast<std::size_t>(ta.rows[1]) * max_cols);
+    l.z.grow(static_cast<std::size_t>(ta.rows[2]) * max_cols);
+    if (m <= static_cast<std::size_t>(kTile.chunk)) break; // one chunk: one lane
+  }
+  const Stream second;
+  const Event memset_done, second_done;
+  MRI_CUDA_CHECK(cudaEventRecord(memset_done.get(), stream));
+  MRI_CUDA_CHECK(cudaStreamWaitEvent(second.get(), memset_done.get(), 0));
+  int chunk = 0;
+  for (std::size_t begin = 0; begin < m; begin += kTile.chunk, ++chunk) {
+    const Lane &l = lanes[chunk & 1];
+    cudaStream_t s = chunk & 1 ? second.get() : stream;
+    ta.xhi = l.xhi.get();
+    ta.xlo = l.xlo.get();
+    ta.y = l.y.get();
+    ta.z = l.z.get();
+    ma.xhi = ta.xhi;
+    ma.xlo = ta.xlo;
+    ma.y = ta.y;
+    ma.z = ta.z;
     ta.begin = static_cast<long long>(begin);
     ta.count = static_cast<int>(std::min<std::size_t>(kTile.chunk, m - begin));
     ta.cols = ma.cols = round_up(ta.count, kTile.stage);
     const long long entries = static_cast<long long>(ta.rows[0] + ta.rows[1] + ta.rows[2]) * ta.cols;
-    dirichlet_tables_kernel<<<blocks_for(entries, 256), 256, 0, stream>>>(ta);
+    dirichlet_tables_kernel<<<blocks_for(entries, 256), 256, 0, s>>>(ta);
     MRI_CUDA_CHECK_LAUNCH("dirichlet_tables_kernel");
-    // One block per frequency block and chunk; small grids split the chunk's samples too, so that at least
-    // two blocks per multiprocessor run (one fits at a time: 237 registers x 256 threads).
+    // One block per frequency block and chunk; small grids split the chunk's samples too, so
+    // that at least two blocks per multiprocessor run (one fits at a time).
     const int stages = ma.cols / kTile.stage;
     const int splits =
         std::clamp((2 * sms + freq_blocks - 1) / freq_blocks, 1, (stages + kTile.flush_stages - 1) / kTile.flush_stages);
     ma.stages_per_block = (stages + splits - 1) / splits;
     const dim3 blocks(static_cast<unsigned>(freq_blocks), static_cast<unsigned>(splits));
-    dirichlet_mma_kernel<<<blocks, kTile.threads, kSumsBytes, stream>>>(ma);
+    dirichlet_mma_kernel<<<blocks, kTile.threads, kSumsBytes, s>>>(ma);
     MRI_CUDA_CHECK_LAUNCH("dirichlet_mma_kernel");
   }
-  MRI_CUDA_CHECK(cudaStreamSynchronize(stream)); // the tables are freed on return
+  MRI_CUDA_CHECK(cudaEventRecord(second_done.get(), second.get()));
+  MRI_CUDA_CHECK(cudaStreamWaitEvent(stream, second_done.get(), 0));
+  MRI_CUDA_CHECK(cudaStreamSynchronize(stream)); // the tables and the second stream go on return
 }
 
 } // namespace mri::cuda::detail

@@ -13,7 +13,7 @@ namespace mri::cuda::detail {
 // True when dirichlet_spectrum computes the spectrum of `grid` (3D grids: every extent > 1).
 bool dirichlet_spectrum_applies(const Grid &grid);
 
-// Device bytes dirichlet_spectrum allocates for `grid` (its tables for one chunk of samples).
+// Device bytes dirichlet_spectrum allocates for `grid` (its tables for two chunks of samples).
 std::size_t dirichlet_spectrum_bytes(const Grid &grid);
 
 // The spectrum K = Re(FFT(Q)) / L of the Toeplitz embedding on grid.doubled() (L voxels, FFT

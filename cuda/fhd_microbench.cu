@@ -14,13 +14,12 @@
 namespace mri::cuda::detail {
 namespace {
 
-struct SfuLaunch {
-  int threads = 256;
-  int blocks_per_sm = 8;
-  int chains = 8;
-  int iterations = 4096;
+// Launch shape of a throughput microbenchmark: independent chains per thread, iterations each.
+struct MicroLaunch {
+  int threads, blocks_per_sm, chains, iterations;
 };
-inline constexpr SfuLaunch kSfu{};
+inline constexpr MicroLaunch kSfu{256, 8, 8, 4096};
+inline constexpr MicroLaunch kFfma{256, 8, 16, 8192};
 
 __global__ void __launch_bounds__(kSfu.threads) sincos_throughput_kernel(float *sink, int iterations) {
   float x[kSfu.chains];
@@ -39,14 +38,6 @@ __global__ void __launch_bounds__(kSfu.threads) sincos_throughput_kernel(float *
   for (int j = 0; j < kSfu.chains; ++j) acc += x[j];
   if (acc == 12345.f) sink[blockIdx.x] = acc; // never true in practice; keeps the work alive
 }
-
-struct FfmaLaunch {
-  int threads = 256;
-  int blocks_per_sm = 8;
-  int chains = 16;
-  int iterations = 8192;
-};
-inline constexpr FfmaLaunch kFfma{};
 
 __global__ void __launch_bounds__(kFfma.threads) ffma_throughput_kernel(float *sink, int iterations, float a, float b) {
   float x[kFfma.chains];

@@ -3,7 +3,10 @@
 #   tests     mri_gpu_tests "[recon]"                       -> recon-tests.log
 #   bench     bench_recon_gpu (MRI_BENCH_256=1: + 256^3)    -> bench_recon_gpu.json, bench-recon.log
 #   sanitize  compute-sanitizer memcheck on "[recon][small]", racecheck on "[recon][vector-ops]"
+#             and "[dirichlet][small]" (the tensor-core spectrum's shared-memory staging and sums)
 #   example   examples/koosh_3d (RECON-3D) and the README demo on cuda -> koosh_3d.png, examples.log
+#   ncu       (not default) one launch of the tensor-core Dirichlet spectrum in RECON-3D: tensor
+#             pipe, issue slots, stall reasons per issued instruction -> ncu-dirichlet.txt
 #
 #   BUILD_DIR=build-f scripts/recon-device.sh [steps...]   (default: tests bench sanitize example)
 # through the device tool, with the tree built here: run(command=..., carry=["build-f"]).
@@ -52,9 +55,12 @@ if has sanitize; then
   rc=$?; [ $rc -ne 0 ] && status=1
   note "compute-sanitizer memcheck [recon][small]: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'ERROR SUMMARY' "$OUT/sanitize.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/sanitize.log" | tail -1)"
   t0=$SECONDS
-  timeout "${RACECHECK_TIMEOUT:-40}" compute-sanitizer --tool racecheck --error-exitcode 86 "$TESTS" "[recon][vector-ops]" >>"$OUT/sanitize.log" 2>&1
-  rc=$?; [ $rc -ne 0 ] && status=1
-  note "compute-sanitizer racecheck [recon][vector-ops]: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'RACECHECK SUMMARY' "$OUT/sanitize.log" | tail -1)"
+  for subset in "[recon][vector-ops]" "[dirichlet][small]"; do
+    t0=$SECONDS
+    timeout "${RACECHECK_TIMEOUT:-60}" compute-sanitizer --tool racecheck --error-exitcode 86 "$TESTS" "$subset" >>"$OUT/sanitize.log" 2>&1
+    rc=$?; [ $rc -ne 0 ] && status=1
+    note "compute-sanitizer racecheck $subset: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'RACECHECK SUMMARY' "$OUT/sanitize.log" | tail -1)"
+  done
   grep -E '^=========' "$OUT/sanitize.log" | grep -v "SUMMARY" | head -20 | tee -a "$summary"
 fi
 
@@ -69,6 +75,16 @@ if has example; then
   grep -q "koosh_3d rc=0" "$OUT/examples.log" && grep -q "demo rc=0" "$OUT/examples.log" || status=1
   note "examples ($((SECONDS - t0)) s):"
   grep -E '^(backend|PSNR|grid|koosh|demo|error)' "$OUT/examples.log" | tee -a "$summary"
+fi
+
+if has ncu; then
+  # --clock-control none: leave the card's clocks as they are (METHOD.md).
+  timeout 200 ncu --clock-control none -k regex:dirichlet_mma_kernel --launch-skip 0 --launch-count 1 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section LaunchStats --section Occupancy \
+    --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+    "$BENCH" --benchmark_filter='^RECON-3D/end-to-end/' --benchmark_repetitions=1 >"$OUT/ncu-dirichlet.txt" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "ncu dirichlet_mma_kernel: rc=$rc $(grep -E 'pipe_tensor|issue_active|Duration|stalled_(wait|math|mio|short|dispatch|barrier)' "$OUT/ncu-dirichlet.txt" | tr -s ' ' | tr '\n' ';')"
 fi
 
 note "status: $status"
