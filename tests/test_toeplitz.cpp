@@ -1,4 +1,6 @@
 // The Toeplitz normal operator equals F^H W (F x) computed by the explicit sums.
+#include <cmath>
+#include <complex>
 #include <limits>
 
 #include "catch.hpp"
@@ -51,6 +53,55 @@ TEST_CASE("toeplitz: Q is Hermitian symmetric and its centre is the weight sum",
   for (int dy = -9; dy <= 9; ++dy)
     for (int dx = -9; dx <= 9; ++dx)
       CHECK(std::abs(Q.at(10 + dx, 10 + dy) - std::conj(Q.at(10 - dx, 10 - dy))) < 1e-4 * wsum);
+}
+
+TEST_CASE("toeplitz: the spectrum is a sum of separable Dirichlet kernels (the GPU's tensor-core form)",
+          "[toeplitz][dirichlet]") {
+  // cuda/dirichlet_spectrum.cu computes K(f) = (1/L) sum_m w_m prod_a D_a(k_a/n_a - f_a/L_a),
+  // D_a(t) = sin(pi (2 n_a - 1) t) / sin(pi t), instead of Re(FFT(Q)) / L. Here, in float64 on the
+  // CPU: that identity against a DFT of Q over the offsets |d_a| <= n_a - 1, and the operator made
+  // from that spectrum (d_a = -n_a dropped) against F^H(W F x).
+  const Grid grid(5, 4, 3);
+  const auto t = traj::uniform_random(grid, 200, 21);
+  const auto w = test::random_weights(t.size(), 22);
+  const QOperator q(t, w, grid, {Backend::Cpu, Precision::Float64});
+  const Grid doubled = grid.doubled();
+  const int n[3] = {5, 4, 3};
+  const int l[3] = {10, 8, 6};
+  const double volume = static_cast<double>(doubled.voxels());
+  std::vector<float> dirichlet;
+  double num = 0, den = 0;
+  for (int fz = 0; fz < l[2]; ++fz)
+    for (int fy = 0; fy < l[1]; ++fy)
+      for (int fx = 0; fx < l[0]; ++fx) {
+        const int f[3] = {fx, fy, fz};
+        double k_dir = 0;
+        for (std::size_t m = 0; m < t.size(); ++m) {
+          const double k[3] = {t[m].kx, t[m].ky, t[m].kz};
+          double term = w[m];
+          for (int a = 0; a < 3; ++a) {
+            const double x = k[a] / n[a] - static_cast<double>(f[a]) / l[a];
+            const double d = x - std::nearbyint(x);
+            term *= std::abs(d) < 1e-12 ? 2.0 * n[a] - 1 : std::sin(M_PI * (2 * n[a] - 1) * d) / std::sin(M_PI * d);
+          }
+          k_dir += term;
+        }
+        k_dir /= volume;
+        std::complex<double> dft = 0;
+        for (int dz = 1 - n[2]; dz < n[2]; ++dz)
+          for (int dy = 1 - n[1]; dy < n[1]; ++dy)
+            for (int dx = 1 - n[0]; dx < n[0]; ++dx) {
+              const double phase = -2 * M_PI * (double(fx) * dx / l[0] + double(fy) * dy / l[1] + double(fz) * dz / l[2]);
+              dft += std::complex<double>(q.q().at(dx + n[0], dy + n[1], dz + n[2])) * std::polar(1.0, phase);
+            }
+        num += (dft.real() / volume - k_dir) * (dft.real() / volume - k_dir);
+        den += k_dir * k_dir;
+        dirichlet.push_back(static_cast<float>(k_dir));
+      }
+  // Q is held in float (Image): ~1e-7.
+  CHECK(std::sqrt(num / den) < 1e-6);
+  const Image x = test::random_image(grid, 23);
+  CHECK(test::relative_error(QOperator::from_spectrum(grid, dirichlet).apply(x), explicit_normal(t, w, x)) < 1e-5);
 }
 
 TEST_CASE("toeplitz: float32 Q matches float64 Q", "[toeplitz]") {
