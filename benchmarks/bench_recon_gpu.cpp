@@ -90,6 +90,10 @@ mri::ReconOptions recon_options() {
   return o;
 }
 
+// The tensor-core ceiling (mma.sync, measured in main) and what the Dirichlet spectrum reaches:
+// 3 products per (frequency, sample) term, over the doubled grid's L frequencies.
+double g_hmma_macs_per_second = 0;
+
 // The last report of each end-to-end benchmark, for the Amdahl table.
 std::map<std::string, mri::ReconReport> g_reports;
 std::map<std::string, double> g_psnr;
@@ -131,6 +135,11 @@ void end_to_end(benchmark::State &state, const std::string &problem_name, const 
     state.counters["psnr_dB"] = g_psnr[label];
   }
   g_reports[label] = r.report;
+  if (r.report.q_method == "dirichlet-tensor-cores" && r.report.q_seconds > 0) {
+    const double macs = 3.0 * static_cast<double>(p.grid.doubled().voxels()) * static_cast<double>(p.data->samples_per_coil());
+    state.counters["q_tensor_MAC/s"] = macs / r.report.q_seconds;
+    state.counters["q_frac_of_mma_ceiling"] = macs / r.report.q_seconds / g_hmma_macs_per_second;
+  }
   state.SetLabel(std::string(mri::to_string(r.report.status)) + ", " + r.report.toeplitz_fft + ", q: " +
                  r.report.q_method + ", q-cache " + mri::to_string(r.report.q_cache));
 }
@@ -301,8 +310,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   const auto info = mri::cuda::detail::device_info();
-  std::printf("device: %s, %d SMs; cuFFT callbacks built: %s\n", info.name, info.multiprocessors,
-              mri::cuda::toeplitz_callbacks_built() ? "yes" : "no");
+  g_hmma_macs_per_second = mri::cuda::detail::measure_hmma_throughput(7).macs_per_second;
+  std::printf("device: %s, %d SMs; cuFFT callbacks built: %s; mma.sync m16n8k16 f16 ceiling %.3e MAC/s (%.0f TFLOP/s)\n",
+              info.name, info.multiprocessors, mri::cuda::toeplitz_callbacks_built() ? "yes" : "no",
+              g_hmma_macs_per_second, 2e-12 * g_hmma_macs_per_second);
   benchmark::RegisterBenchmark("Copy/1GiB", BM_CopyBandwidth)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("cuFFT-C2C-fwd+inv/256^3", BM_Cufft_C2C_Pair)->Arg(3)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("cuFFT-C2C-fwd+inv/512^2", BM_Cufft_C2C_Pair)->Arg(2)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);

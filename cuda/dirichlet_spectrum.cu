@@ -21,10 +21,11 @@
 // 21.70 dB with Q by the Tuned kernel: the bias, not its size, matters); every 128 samples (24
 // truncating adds): 3e-7 - 6e-7 and 21.69 - 21.70 dB, for 9% more time than every 256.
 //
-// Work split: a block owns 64 fx x 32 fy x 16 fz frequencies and a chunk of samples (part of one
-// on small grids, to fill the GPU); its 8 warps own 2 fz planes each (64 fx x 32 fy x 2 fz = 4
-// m16 tiles x 8 n8 tiles: 128 float accumulators per thread, and 128 float sums in shared
-// memory: 128 KiB per block). Each generated Y Z element (the B operand) feeds 4 m16 tiles.
+// Work split: a block owns 128 fx x 32 fy x 8 fz frequencies and a chunk of samples (part of one
+// on small grids, to fill the GPU); its 8 warps own one fz plane each (128 fx x 32 fy = 8 m16
+// tiles x 4 n8 tiles: 128 float accumulators per thread, and 128 float sums in shared memory:
+// 128 KiB per block). Each generated Y Z element (the B operand) feeds 8 m16 tiles: the float
+// work per tensor-core product is half that of a 64 x 64 warp tile (measured: ...).
 // Samples are staged 32 at a time through shared memory (cp.async, double-buffered): X's hi/lo
 // rows, Y rows and Z rows of the block's frequencies.
 #include <cuda_fp16.h>
@@ -37,14 +38,15 @@
 
 #include "dirichlet_spectrum.cuh"
 #include "fhd_plan.cuh"
+#include "mma_sync.cuh"
 #include "mri/error.hpp"
 
 namespace mri::cuda::detail {
 namespace {
 
 struct TileShape {
-  int fx = 64, fy = 32, fz = 16; // frequencies per block along each axis
-  int threads = 256;             // 8 warps, each fx x fy x 2 fz
+  int fx = 128, fy = 32, fz = 8; // frequencies per block along each axis
+  int threads = 256;             // 8 warps, each fx x fy x 1 fz
   int stage = 32;              // samples per shared-memory stage
   int flush_stages = 4;        // stages (128 samples) summed on the tensor cores between flushes
   int chunk = 65536;           // samples whose tables are built at a time (and one block sums)
@@ -130,13 +132,6 @@ struct MmaArgs {
   float *kernel;
 };
 
-__device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-               "{%0,%1,%2,%3};"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 __device__ __forceinline__ std::uint32_t as_u32(__half2 h) { return *reinterpret_cast<std::uint32_t *>(&h); }
 
 // v = hi + lo as float16 pairs (both elements of a float2).
@@ -167,22 +162,25 @@ __device__ __forceinline__ void load_stage(Stage &st, const MmaArgs &a, int fx0,
   }
 }
 
+// The m16 x k16 A fragment of mma.m16n8k16 (row-major) from four 8 x 8 matrices in shared memory.
+__device__ __forceinline__ void load_a(const std::uint32_t *row, std::uint32_t (&a)[4]) {
+  const auto addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(addr));
+}
+
 // A warp's fx x fy x kIz sums over one staged k16 step (column half `h` of 0, 1).
 __device__ __forceinline__ void mma_step(const Stage &st, int h, int warp, int g, int t,
                                          float (&acc)[kMt][kJy][kIz][4]) {
   const int w0 = 8 * h + t, w1 = w0 + 4; // words of samples (2t, 2t+1) and (2t+8, 2t+9)
+  // A (X hi and lo) by ldmatrix: lane l gives the address of row l % 16, samples 8 (l / 16) on.
   std::uint32_t ahi[kMt][4], alo[kMt][4];
+  const int lane = 4 * g + t, a_row = lane & 15, a_word = 8 * h + 4 * (lane >> 4);
 #pragma unroll
   for (int mt = 0; mt < kMt; ++mt) {
-    const int r0 = 16 * mt + g, r1 = r0 + 8;
-    ahi[mt][0] = st.xhi[r0][w0];
-    ahi[mt][1] = st.xhi[r1][w0];
-    ahi[mt][2] = st.xhi[r0][w1];
-    ahi[mt][3] = st.xhi[r1][w1];
-    alo[mt][0] = st.xlo[r0][w0];
-    alo[mt][1] = st.xlo[r1][w0];
-    alo[mt][2] = st.xlo[r0][w1];
-    alo[mt][3] = st.xlo[r1][w1];
+    load_a(&st.xhi[16 * mt + a_row][a_word], ahi[mt]);
+    load_a(&st.xlo[16 * mt + a_row][a_word], alo[mt]);
   }
   float2 z0[kIz], z1[kIz];
 #pragma unroll
@@ -216,6 +214,8 @@ __device__ __forceinline__ void mma_step(const Stage &st, int h, int warp, int g
 }
 
 constexpr std::size_t kSumsBytes = sizeof(float4) * kFragments * kTile.threads;
+constexpr std::size_t kSmemBytes = 2 * sizeof(Stage) + kSumsBytes;
+static_assert(sizeof(Stage) % sizeof(float4) == 0, "the sums follow the stages, 16-byte aligned");
 
 // f(fragment accumulators, this thread's float4 sum of that fragment) for each of the warp's
 // kMt x kJy x kIz fragments, with its (mt, jy, i).
@@ -238,8 +238,9 @@ __device__ __forceinline__ void flush(float (&acc)[kMt][kJy][kIz][4], float4 *su
 }
 
 __global__ void __launch_bounds__(kTile.threads, 1) dirichlet_mma_kernel(MmaArgs a) {
-  __shared__ Stage stages[2];
-  extern __shared__ float4 sums[]; // kSumsBytes
+  extern __shared__ float4 dynamic_smem[]; // two stages, then the sums: kSmemBytes
+  Stage *stages = reinterpret_cast<Stage *>(dynamic_smem);
+  float4 *sums = dynamic_smem + 2 * sizeof(Stage) / sizeof(float4);
   const int block = blockIdx.x;
   const int bx = block % a.blocks[0], by = (block / a.blocks[0]) % a.blocks[1], bz = block / (a.blocks[0] * a.blocks[1]);
   const int fx0 = bx * kTile.fx, fy0 = by * kTile.fy, fz0 = bz * kTile.fz;
@@ -320,7 +321,7 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
   MRI_CUDA_CHECK(cudaMemsetAsync(kernel, 0, static_cast<std::size_t>(doubled.voxels()) * sizeof(float), stream));
 
   MRI_CUDA_CHECK(cudaFuncSetAttribute(dirichlet_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSumsBytes)));
+                                      static_cast<int>(kSmemBytes)));
   int device = 0, sms = 0;
   MRI_CUDA_CHECK(cudaGetDevice(&device));
   MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -372,7 +373,7 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
         std::clamp((2 * sms + freq_blocks - 1) / freq_blocks, 1, (stages + kTile.flush_stages - 1) / kTile.flush_stages);
     ma.stages_per_block = (stages + splits - 1) / splits;
     const dim3 blocks(static_cast<unsigned>(freq_blocks), static_cast<unsigned>(splits));
-    dirichlet_mma_kernel<<<blocks, kTile.threads, kSumsBytes, s>>>(ma);
+    dirichlet_mma_kernel<<<blocks, kTile.threads, kSmemBytes, s>>>(ma);
     MRI_CUDA_CHECK_LAUNCH("dirichlet_mma_kernel");
   }
   MRI_CUDA_CHECK(cudaEventRecord(second_done.get(), second.get()));

@@ -217,6 +217,15 @@ struct FfmaThroughput {
 };
 FfmaThroughput measure_ffma_throughput(int repeats = 5);
 
+// Tensor-core microbenchmark: sustained mma.sync m16n8k16 (float16 in, float accumulate)
+// multiply-adds per second of the current device, independent tiles, nothing else in the loop:
+// the bound of the Dirichlet spectrum's sum (cuda/dirichlet_spectrum.cu), 3 such products per term.
+struct HmmaThroughput {
+  double macs_per_second = 0;
+  double median_seconds = 0; // of one launch
+};
+HmmaThroughput measure_hmma_throughput(int repeats = 5);
+
 // cuBLAS ZGEMM throughput of the current device on random operands, the bound of the
 // SeparableGemm policy: complex multiply-adds per second (1 MAC = 8 real FLOPs) of
 // C (m x n) = A^T B with A k x m and B k x n (the policy's layout), median of `repeats`.

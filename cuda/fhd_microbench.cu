@@ -3,6 +3,9 @@
 // - sustained __sincosf throughput. Each thread runs kSfu.chains independent chains of
 //   __sincosf (MUFU.SIN + MUFU.COS) with one FMA feeding the next argument, so the special
 //   function units, not the FMA pipe (1 FMUL + 1 FFMA per sincos) or latency, limit the kernel.
+// - sustained mma.sync m16n8k16 (float16 in, float accumulate) throughput, the bound of the
+//   tensor-core Dirichlet spectrum (dirichlet_spectrum.cu): kHmma.chains independent accumulator
+//   tiles per warp, 16 warps per SM, nothing else in the loop.
 // - sustained FFMA throughput, the bound of Tuned (2 FFMA per pair, 152 of its 162 SASS
 //   instructions per sample on the FP32 pipe): kFfma.chains independent FFMA chains per thread,
 //   enough warps and chains that neither latency nor issue from one warp limits it.
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "fhd_plan.cuh"
+#include "mma_sync.cuh"
 
 namespace mri::cuda::detail {
 namespace {
@@ -20,6 +24,7 @@ struct MicroLaunch {
 };
 inline constexpr MicroLaunch kSfu{256, 8, 8, 4096};
 inline constexpr MicroLaunch kFfma{256, 8, 16, 8192};
+inline constexpr MicroLaunch kHmma{256, 2, 8, 4096};
 
 __global__ void __launch_bounds__(kSfu.threads) sincos_throughput_kernel(float *sink, int iterations) {
   float x[kSfu.chains];
@@ -51,6 +56,20 @@ __global__ void __launch_bounds__(kFfma.threads) ffma_throughput_kernel(float *s
 #pragma unroll
   for (int j = 0; j < kFfma.chains; ++j) acc += x[j];
   if (acc == 12345.f) sink[blockIdx.x] = acc; // never true in practice; keeps the work alive
+}
+
+__global__ void __launch_bounds__(kHmma.threads) hmma_throughput_kernel(float *sink, int iterations) {
+  const std::uint32_t x = 0x1c001c00u + (threadIdx.x & 7); // float16 pairs near 2^-8: sums stay finite
+  const std::uint32_t a[4] = {x, x ^ 1u, x ^ 2u, x ^ 3u};
+  float acc[kHmma.chains][4] = {};
+  for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+    for (int j = 0; j < kHmma.chains; ++j) mma_16816(acc[j], a, x + j, x ^ static_cast<std::uint32_t>(j));
+  }
+  float total = 0.f;
+#pragma unroll
+  for (int j = 0; j < kHmma.chains; ++j) total += acc[j][0] + acc[j][1] + acc[j][2] + acc[j][3];
+  if (total == 12345.f) sink[blockIdx.x] = total; // never true in practice; keeps the work alive
 }
 
 // Median seconds of `repeats` launches of `launch(stream)` after one warm-up.
@@ -105,6 +124,19 @@ FfmaThroughput measure_ffma_throughput(int repeats) {
   const double ffma = static_cast<double>(blocks) * kFfma.threads * kFfma.chains * kFfma.iterations;
   r.ffma_per_second = ffma / r.median_seconds;
   r.implied_sm_clock_hz = r.ffma_per_second / (sms * 128.0); // 128 FP32 lanes per SM (sm_90)
+  return r;
+}
+
+HmmaThroughput measure_hmma_throughput(int repeats) {
+  const int blocks = multiprocessors() * kHmma.blocks_per_sm;
+  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
+  HmmaThroughput r;
+  r.median_seconds = median_launch_seconds(repeats, [&](cudaStream_t stream) {
+    hmma_throughput_kernel<<<blocks, kHmma.threads, 0, stream>>>(sink.get(), kHmma.iterations);
+    MRI_CUDA_CHECK_LAUNCH("hmma_throughput_kernel");
+  });
+  const double mmas = static_cast<double>(blocks) * (kHmma.threads / 32) * kHmma.chains * kHmma.iterations;
+  r.macs_per_second = mmas * 16 * 8 * 16 / r.median_seconds;
   return r;
 }
 
