@@ -21,11 +21,13 @@
 // 21.70 dB with Q by the Tuned kernel: the bias, not its size, matters); every 128 samples (24
 // truncating adds): 3e-7 - 6e-7 and 21.69 - 21.70 dB, for 9% more time than every 256.
 //
-// Work split: a block owns 128 fx x 32 fy x 8 fz frequencies and a chunk of samples (part of one
-// on small grids, to fill the GPU); its 8 warps own one fz plane each (128 fx x 32 fy = 8 m16
-// tiles x 4 n8 tiles: 128 float accumulators per thread, and 128 float sums in shared memory:
-// 128 KiB per block). Each generated Y Z element (the B operand) feeds 8 m16 tiles: the float
-// work per tensor-core product is half that of a 64 x 64 warp tile (measured: ...).
+// Work split: a block owns 64 fx x 32 fy x 8 fz frequencies and a chunk of samples (part of one
+// on small grids, to fill the GPU); its 8 warps own one fz plane each (64 fx x 32 fy = 4 m16
+// tiles x 4 n8 tiles: 64 float accumulators per thread, 127 registers, and 64 float sums per
+// thread in shared memory: 64 KiB per block), two blocks per multiprocessor. Measured on the H200
+// (RECON-3D's Q, bench_recon_gpu, against an mma.sync microbenchmark's 3.06e14 MAC/s): warps of
+// 64 x 32 x 2 or 128 x 32 x 1 at one block (8 warps) per multiprocessor reached 0.50 of that
+// ceiling (Q 0.341 - 0.346 s); this shape, 16 warps per multiprocessor, 0.53 (0.321 s).
 // Samples are staged 32 at a time through shared memory (cp.async, double-buffered): X's hi/lo
 // rows, Y rows and Z rows of the block's frequencies.
 #include <cuda_fp16.h>
@@ -45,7 +47,7 @@ namespace mri::cuda::detail {
 namespace {
 
 struct TileShape {
-  int fx = 128, fy = 32, fz = 8; // frequencies per block along each axis
+  int fx = 64, fy = 32, fz = 8; // frequencies per block along each axis
   int threads = 256;             // 8 warps, each fx x fy x 1 fz
   int stage = 32;              // samples per shared-memory stage
   int flush_stages = 4;        // stages (128 samples) summed on the tensor cores between flushes
@@ -237,7 +239,7 @@ __device__ __forceinline__ void flush(float (&acc)[kMt][kJy][kIz][4], float4 *su
   });
 }
 
-__global__ void __launch_bounds__(kTile.threads, 1) dirichlet_mma_kernel(MmaArgs a) {
+__global__ void __launch_bounds__(kTile.threads, 2) dirichlet_mma_kernel(MmaArgs a) {
   extern __shared__ float4 dynamic_smem[]; // two stages, then the sums: kSmemBytes
   Stage *stages = reinterpret_cast<Stage *>(dynamic_smem);
   float4 *sums = dynamic_smem + 2 * sizeof(Stage) / sizeof(float4);
@@ -367,7 +369,7 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
     dirichlet_tables_kernel<<<blocks_for(entries, 256), 256, 0, s>>>(ta);
     MRI_CUDA_CHECK_LAUNCH("dirichlet_tables_kernel");
     // One block per frequency block and chunk; small grids split the chunk's samples too, so
-    // that at least two blocks per multiprocessor run (one fits at a time).
+    // that at least two blocks per multiprocessor run.
     const int stages = ma.cols / kTile.stage;
     const int splits =
         std::clamp((2 * sms + freq_blocks - 1) / freq_blocks, 1, (stages + kTile.flush_stages - 1) / kTile.flush_stages);
