@@ -96,47 +96,45 @@ int multiprocessors() {
   return sms;
 }
 
+// Threads x chains x iterations of one launch of shape l over the current device.
+double work_items(const MicroLaunch &l) {
+  return static_cast<double>(multiprocessors()) * l.blocks_per_sm * l.threads * l.chains * l.iterations;
+}
+
+// Median seconds of `repeats` launches of kernel(sink, l.iterations, args...) on l's grid.
+template <class... Args>
+double time_launches(const MicroLaunch &l, int repeats, void (*kernel)(float *, int, Args...), Args... args) {
+  const int blocks = multiprocessors() * l.blocks_per_sm;
+  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
+  return median_launch_seconds(repeats, [&](cudaStream_t stream) {
+    kernel<<<blocks, l.threads, 0, stream>>>(sink.get(), l.iterations, args...);
+    check(cudaGetLastError(), "launch of a throughput microbenchmark kernel", __FILE__, __LINE__);
+  });
+}
+
 } // namespace
 
 SincosThroughput measure_sincos_throughput(int repeats) {
-  const int blocks = multiprocessors() * kSfu.blocks_per_sm;
-  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
   SincosThroughput r;
-  r.median_seconds = median_launch_seconds(repeats, [&](cudaStream_t stream) {
-    sincos_throughput_kernel<<<blocks, kSfu.threads, 0, stream>>>(sink.get(), kSfu.iterations);
-    MRI_CUDA_CHECK_LAUNCH("sincos_throughput_kernel");
-  });
-  const double sincos = static_cast<double>(blocks) * kSfu.threads * kSfu.chains * kSfu.iterations;
-  r.ops_per_launch = 2.0 * sincos;
+  r.median_seconds = time_launches(kSfu, repeats, sincos_throughput_kernel);
+  r.ops_per_launch = 2.0 * work_items(kSfu); // MUFU.SIN + MUFU.COS per sincos
   r.ops_per_second = r.ops_per_launch / r.median_seconds;
   return r;
 }
 
 FfmaThroughput measure_ffma_throughput(int repeats) {
-  const int sms = multiprocessors();
-  const int blocks = sms * kFfma.blocks_per_sm;
-  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
   FfmaThroughput r;
-  r.median_seconds = median_launch_seconds(repeats, [&](cudaStream_t stream) {
-    ffma_throughput_kernel<<<blocks, kFfma.threads, 0, stream>>>(sink.get(), kFfma.iterations, 0.5f, 0.25f);
-    MRI_CUDA_CHECK_LAUNCH("ffma_throughput_kernel");
-  });
-  const double ffma = static_cast<double>(blocks) * kFfma.threads * kFfma.chains * kFfma.iterations;
-  r.ffma_per_second = ffma / r.median_seconds;
-  r.implied_sm_clock_hz = r.ffma_per_second / (sms * 128.0); // 128 FP32 lanes per SM (sm_90)
+  r.median_seconds = time_launches(kFfma, repeats, ffma_throughput_kernel, 0.5f, 0.25f);
+  r.ffma_per_second = work_items(kFfma) / r.median_seconds;
+  r.implied_sm_clock_hz = r.ffma_per_second / (multiprocessors() * 128.0); // 128 FP32 lanes per SM (sm_90)
   return r;
 }
 
 HmmaThroughput measure_hmma_throughput(int repeats) {
-  const int blocks = multiprocessors() * kHmma.blocks_per_sm;
-  DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
   HmmaThroughput r;
-  r.median_seconds = median_launch_seconds(repeats, [&](cudaStream_t stream) {
-    hmma_throughput_kernel<<<blocks, kHmma.threads, 0, stream>>>(sink.get(), kHmma.iterations);
-    MRI_CUDA_CHECK_LAUNCH("hmma_throughput_kernel");
-  });
-  const double mmas = static_cast<double>(blocks) * (kHmma.threads / 32) * kHmma.chains * kHmma.iterations;
-  r.macs_per_second = mmas * 16 * 8 * 16 / r.median_seconds;
+  r.median_seconds = time_launches(kHmma, repeats, hmma_throughput_kernel);
+  // work_items counts threads x chains x iterations: a warp's 32 threads issue one mma together.
+  r.macs_per_second = work_items(kHmma) / 32 * (16 * 8 * 16) / r.median_seconds;
   return r;
 }
 
