@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../cuda/gridding_cuda.hpp"
+#include "../tests/gpu/sampled_reference.hpp"
 #include "bench_support.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
@@ -73,13 +74,7 @@ const Problem &problem(int dims) {
   return dims == 3 ? p3 : p2;
 }
 
-NufftOptions options(double tol, Gridding g) {
-  NufftOptions o;
-  o.tolerance = tol;
-  o.gridding = g;
-  o.backend = Backend::Cuda;
-  return o;
-}
+using gpu_test::cuda_nufft;
 
 double adjoint_error(const Problem &p, const Image &nufft) {
   const std::int64_t c = p.grid.dims() == 3 ? 8 : 32;
@@ -144,7 +139,7 @@ void time_adjoint(benchmark::State &state, const NufftOptions &o) {
 // range(0): dims, range(1): method, range(2): -log10(tol)
 void NUFFT_adjoint(benchmark::State &state) {
   if (!gpu_usable(state)) return;
-  time_adjoint(state, options(std::pow(10.0, -static_cast<double>(state.range(2))), gridding_of(state.range(1))));
+  time_adjoint(state, cuda_nufft(std::pow(10.0, -static_cast<double>(state.range(2))), gridding_of(state.range(1))));
 }
 BENCHMARK(NUFFT_adjoint)
     ->ArgNames({"dims", "method", "tol"})
@@ -158,7 +153,7 @@ BENCHMARK(NUFFT_adjoint)
 // range(2) = W, tolerance 1e-3 for W <= 4 (the polynomial fit's accuracy), 1e-5 above.
 void NUFFT_adjoint_width(benchmark::State &state) {
   if (!gpu_usable(state)) return;
-  NufftOptions o = options(state.range(2) <= 4 ? 1e-3 : 1e-5, gridding_of(state.range(1)));
+  NufftOptions o = cuda_nufft(state.range(2) <= 4 ? 1e-3 : 1e-5, gridding_of(state.range(1)));
   o.width = static_cast<int>(state.range(2));
   time_adjoint(state, o);
 }
@@ -174,7 +169,7 @@ void NUFFT_forward(benchmark::State &state) {
   if (!gpu_usable(state)) return;
   const Problem &p = problem(static_cast<int>(state.range(0)));
   const double tol = std::pow(10.0, -static_cast<double>(state.range(1)));
-  const NufftOperator op(p.traj, p.grid, options(tol, Gridding::Gather));
+  const NufftOperator op(p.traj, p.grid, cuda_nufft(tol, Gridding::Gather));
   auto &plan = *op.device_plan();
   plan.upload_image(p.image.data());
   time_device(state, p.traj.size(), [&] { return plan.time_forward_ms(kReps); });
@@ -196,14 +191,14 @@ void NUFFT_plan(benchmark::State &state) {
   const Problem &p = problem(dims);
   using Clock = std::chrono::steady_clock;
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-  { const NufftOperator warm(p.traj, p.grid, options(1e-3, Gridding::Gather)); } // CUDA/cuFFT first-use costs
+  { const NufftOperator warm(p.traj, p.grid, cuda_nufft(1e-3, Gridding::Gather)); } // CUDA/cuFFT first-use costs
   double cold = 0;
   {
     cuda::detail::release_gridding_cache();
     Trajectory t = p.traj;
     const auto t0 = Clock::now();
     // A tolerance not requested before (same kernel width): the kernel fit runs again.
-    const NufftOperator op(std::move(t), p.grid, options(1.01e-3 + 1e-5 * dims, Gridding::Gather));
+    const NufftOperator op(std::move(t), p.grid, cuda_nufft(1.01e-3 + 1e-5 * dims, Gridding::Gather));
     op.device_plan()->synchronize();
     cold = ms(t0, Clock::now());
   }
@@ -212,7 +207,7 @@ void NUFFT_plan(benchmark::State &state) {
     const auto c0 = Clock::now();
     Trajectory t = p.traj;
     const auto t0 = Clock::now();
-    const NufftOperator op(std::move(t), p.grid, options(1e-3, Gridding::Gather));
+    const NufftOperator op(std::move(t), p.grid, cuda_nufft(1e-3, Gridding::Gather));
     const auto t1 = Clock::now();
     op.device_plan()->synchronize();
     const auto t2 = Clock::now();
@@ -228,7 +223,7 @@ void NUFFT_plan(benchmark::State &state) {
   for (int r = 0; r < kFromDevice; ++r) {
     const auto t0 = Clock::now();
     const auto plan = detail::make_device_nufft_plan(points.data(), points.size(), p.grid,
-                                                     options(1e-3, Gridding::Gather), {1, 1, 1});
+                                                     cuda_nufft(1e-3, Gridding::Gather), {1, 1, 1});
     plan->synchronize();
     from_device += ms(t0, Clock::now());
   }
@@ -246,7 +241,7 @@ void GRID2D(benchmark::State &state) {
   static const Trajectory t = traj::propeller(Grid(256, 256), 16, 32, 256);
   static const std::vector<cfloat> data = random_complex(t.size(), 5);
   const Gridding g = gridding_of(state.range(0));
-  const NufftOperator op(t, Grid(256, 256), options(1e-3, g));
+  const NufftOperator op(t, Grid(256, 256), cuda_nufft(1e-3, g));
   auto &plan = *op.device_plan();
   set_method(plan, state.range(0));
   plan.upload_samples(data.data());

@@ -217,7 +217,7 @@ private:
     report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
     toeplitz_->set_regularizer(options_.regularizer, options_.lambda);
     report_.toeplitz_fft = toeplitz_->fft_note();
-    if (report_.q_method.empty()) report_.q_method = toeplitz_->q_path(); // (the NUFFT path names itself)
+    report_.q_method = toeplitz_->q_path();
   }
 
 

@@ -17,6 +17,29 @@
 
 namespace mri::test {
 
+// The Toeplitz spectrum of Q with the offsets |d_a| <= n_a - 1, at one frequency f of
+// grid.doubled(), as the sum of separable Dirichlet kernels, in double (what
+// cuda/dirichlet_spectrum.cu computes on the tensor cores):
+//   K(f) = (1/L) sum_m w_m prod_a D_a(k_a / n_a - f_a / L_a), D_a(t) = sin(pi (2 n_a - 1) t) / sin(pi t).
+// w: empty (all ones) or one weight per sample.
+inline double dirichlet_spectrum_at(const Trajectory &t, const std::vector<float> &w, const Grid &grid,
+                                    const int (&f)[3]) {
+  const Grid doubled = grid.doubled();
+  double sum = 0;
+  for (std::size_t m = 0; m < t.size(); ++m) {
+    const double k[3] = {t[m].kx, t[m].ky, t[m].kz};
+    double term = w.empty() ? 1.0 : w[m];
+    for (int a = 0; a < 3; ++a) {
+      const double n = static_cast<double>(grid.extent(a));
+      const double x = k[a] / n - static_cast<double>(f[a]) / static_cast<double>(doubled.extent(a));
+      const double d = x - std::nearbyint(x);
+      term *= std::abs(d) < 1e-12 ? 2 * n - 1 : std::sin(M_PI * (2 * n - 1) * d) / std::sin(M_PI * d);
+    }
+    sum += term;
+  }
+  return sum / static_cast<double>(doubled.voxels());
+}
+
 inline std::vector<cfloat> random_complex(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> g(0.0f, 1.0f);

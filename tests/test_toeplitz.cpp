@@ -75,18 +75,7 @@ TEST_CASE("toeplitz: the spectrum is a sum of separable Dirichlet kernels (the G
     for (int fy = 0; fy < l[1]; ++fy)
       for (int fx = 0; fx < l[0]; ++fx) {
         const int f[3] = {fx, fy, fz};
-        double k_dir = 0;
-        for (std::size_t m = 0; m < t.size(); ++m) {
-          const double k[3] = {t[m].kx, t[m].ky, t[m].kz};
-          double term = w[m];
-          for (int a = 0; a < 3; ++a) {
-            const double x = k[a] / n[a] - static_cast<double>(f[a]) / l[a];
-            const double d = x - std::nearbyint(x);
-            term *= std::abs(d) < 1e-12 ? 2.0 * n[a] - 1 : std::sin(M_PI * (2 * n[a] - 1) * d) / std::sin(M_PI * d);
-          }
-          k_dir += term;
-        }
-        k_dir /= volume;
+        const double k_dir = test::dirichlet_spectrum_at(t, w, grid, f);
         std::complex<double> dft = 0;
         for (int dz = 1 - n[2]; dz < n[2]; ++dz)
           for (int dy = 1 - n[1]; dy < n[1]; ++dy)

@@ -22,6 +22,7 @@
 
 #include "mri/grid.hpp"
 #include "mri/image.hpp"
+#include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"
 
@@ -129,6 +130,15 @@ double sampled_rel_l2(std::span<const std::complex<C>> result, std::span<const s
     den += std::norm(ref[i]);
   }
   return std::sqrt(num / den);
+}
+
+// NUFFT options on the GPU at `tolerance` with adjoint gridding `g` (tests and benchmarks).
+inline NufftOptions cuda_nufft(double tolerance, Gridding g) {
+  NufftOptions o;
+  o.tolerance = tolerance;
+  o.gridding = g;
+  o.backend = Backend::Cuda;
+  return o;
 }
 
 // Fresh inputs every run; the seed is printed so a failure can be replayed (MRI_GPU_TEST_SEED).

@@ -12,6 +12,7 @@
 #include "../../cuda/gridding_cuda.hpp"
 #include "../catch.hpp"
 #include "../test_support.hpp"
+#include "sampled_reference.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
@@ -20,15 +21,9 @@ using namespace mri;
 
 namespace {
 
-std::uint64_t fresh_seed() { return (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}(); }
+using gpu_test::fresh_seed; // MRI_GPU_TEST_SEED replays a failure
 
-NufftOptions gpu(double tol, Gridding g) {
-  NufftOptions o;
-  o.tolerance = tol;
-  o.gridding = g;
-  o.backend = Backend::Cuda;
-  return o;
-}
+using gpu_test::cuda_nufft;
 
 Image exact_adjoint(const Trajectory &t, const std::vector<cfloat> &y, const Grid &g) {
   Image x(g);
@@ -60,12 +55,12 @@ TEST_CASE("cuda nufft: error vs the exact float64 F and F^H within the tolerance
   const auto forward_ref = exact_forward(t, x);
   for (const double tol : {1e-2, 1e-4, 1e-5}) {
     for (const Gridding g : {Gridding::Scatter, Gridding::Gather}) {
-      const NufftOperator op(t, grid, gpu(tol, g));
+      const NufftOperator op(t, grid, cuda_nufft(tol, g));
       REQUIRE(op.options().backend == Backend::Cuda);
       const double ea = test::relative_error(op.adjoint(y), adjoint_ref);
       const double ef = test::relative_error(op.apply(x), forward_ref);
       // The CPU NUFFT with the same kernel: the two differ by float rounding only.
-      NufftOptions cpu = gpu(tol, g);
+      NufftOptions cpu = cuda_nufft(tol, g);
       cpu.backend = Backend::Cpu;
       const NufftOperator ref(t, grid, cpu);
       const double da = test::relative_error(op.adjoint(y), ref.adjoint(y));
@@ -88,11 +83,11 @@ TEST_CASE("cuda nufft: GA and RGA agree to rounding; RGA is bitwise identical ru
   const Trajectory t = traj::uniform_random(grid, 20011, seed);
   const auto y = test::random_complex(t.size(), seed + 1);
   const Image x = test::random_image(grid, seed + 2);
-  const NufftOperator ga(t, grid, gpu(1e-3, Gridding::Scatter));
-  const NufftOperator rga(t, grid, gpu(1e-3, Gridding::Gather));
+  const NufftOperator ga(t, grid, cuda_nufft(1e-3, Gridding::Scatter));
+  const NufftOperator rga(t, grid, cuda_nufft(1e-3, Gridding::Gather));
   const Image a = rga.adjoint(y);
   CHECK(bitwise_equal(a, rga.adjoint(y)));
-  CHECK(bitwise_equal(a, NufftOperator(t, grid, gpu(1e-3, Gridding::Gather)).adjoint(y))); // a new plan too
+  CHECK(bitwise_equal(a, NufftOperator(t, grid, cuda_nufft(1e-3, Gridding::Gather)).adjoint(y))); // a new plan too
   const double diff = test::relative_error(ga.adjoint(y), a);
   INFO("|GA - RGA| / |RGA| = " << diff);
   CHECK(diff <= 2e-6);
@@ -117,8 +112,8 @@ TEST_CASE("cuda nufft: samples on the k-space edge and tiny grids wrap periodica
     const auto y = test::random_complex(t.size(), 5);
     const Image x = test::random_image(g, 6);
     for (const Gridding gr : {Gridding::Scatter, Gridding::Gather}) {
-      const NufftOperator op(t, g, gpu(1e-5, gr));
-      NufftOptions cpu = gpu(1e-5, gr);
+      const NufftOperator op(t, g, cuda_nufft(1e-5, gr));
+      NufftOptions cpu = cuda_nufft(1e-5, gr);
       cpu.backend = Backend::Cpu;
       const NufftOperator ref(t, g, cpu);
       const double ea = test::relative_error(op.adjoint(y), exact_adjoint(t, y, g));
@@ -147,7 +142,7 @@ TEST_CASE("cuda nufft: M = 2^20 on 256^2 and M = 2^18 on 48^3 agree with the CPU
     const Image ref_adj = ref.adjoint(y);
     const auto ref_fwd = ref.apply(x);
     for (const Gridding g : {Gridding::Scatter, Gridding::Gather}) {
-      const NufftOperator op(t, grid, gpu(1e-3, g));
+      const NufftOperator op(t, grid, cuda_nufft(1e-3, g));
       const double da = test::relative_error(op.adjoint(y), ref_adj);
       const double df = test::relative_error(op.apply(x), ref_fwd);
       INFO(grid.dims() << "D, " << to_string(g) << ": vs CPU NUFFT adjoint " << da << ", forward " << df);
@@ -164,7 +159,7 @@ TEST_CASE("cuda nufft: Q by NUFFT on the device matches the exact Q", "[gpu][gri
   std::vector<cfloat> wc(w.begin(), w.end());
   Image exact(g.doubled());
   detail::adjoint_sum_f64(t, wc, g.doubled(), g, exact.data());
-  const Image q = nufft_q(t, w, g, gpu(1e-4, Gridding::Gather));
+  const Image q = nufft_q(t, w, g, cuda_nufft(1e-4, Gridding::Gather));
   const double e = test::relative_error(q, exact);
   INFO("Q error " << e);
   CHECK(e <= 1e-4);
@@ -194,7 +189,7 @@ TEST_CASE("cuda nufft: SM tiles, GA and RGA agree with the CPU NUFFT for every w
   const Trajectory t = traj::uniform_random(grid, 3001, seed);
   const auto y = test::random_complex(t.size(), seed + 1);
   for (int width = 2; width <= cuda::detail::kMaxDeviceWidth; ++width) {
-    NufftOptions o = gpu(1e-5, Gridding::Scatter);
+    NufftOptions o = cuda_nufft(1e-5, Gridding::Scatter);
     o.width = width;
     const NufftOperator op(t, grid, o);
     NufftOptions cpu = o;
@@ -228,13 +223,13 @@ TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowd
       {traj::propeller(Grid(64, 64), 8, 16, 64), Grid(64, 64)}, {Trajectory(3, p), Grid(16, 16, 16)}};
   for (const auto &[t, grid] : problems) {
     const auto y = test::random_complex(t.size(), 23);
-    NufftOptions cpu = gpu(1e-4, Gridding::Scatter);
+    NufftOptions cpu = cuda_nufft(1e-4, Gridding::Scatter);
     cpu.backend = Backend::Cpu;
     const Image ref = NufftOperator(t, grid, cpu).adjoint(y);
-    const NufftOperator op(t, grid, gpu(1e-4, Gridding::Scatter));
+    const NufftOperator op(t, grid, cuda_nufft(1e-4, Gridding::Scatter));
     const Image sm = scatter_adjoint(op, y, ScatterMethod::Shared);
     const Image ga = scatter_adjoint(op, y, ScatterMethod::Global);
-    const Image rga = NufftOperator(t, grid, gpu(1e-4, Gridding::Gather)).adjoint(y);
+    const Image rga = NufftOperator(t, grid, cuda_nufft(1e-4, Gridding::Gather)).adjoint(y);
     const double e_sm = test::relative_error(sm, ref), e_ga = test::relative_error(ga, ref),
                  e_rga = test::relative_error(rga, ref);
     INFO(grid.dims() << "D, M = " << t.size() << ": vs CPU NUFFT SM " << e_sm << ", GA " << e_ga << ", RGA " << e_rga);
@@ -249,28 +244,28 @@ TEST_CASE("cuda nufft: samples outside the grid and wrong dims throw InvalidArgu
   const Grid g2(16, 12), g3(8, 8, 6);
   std::vector<KPoint> p(100);
   for (std::size_t i = 0; i < p.size(); ++i) p[i] = {static_cast<float>(i % 16) - 8.0f, static_cast<float>(i % 12) - 6.0f, 0.0f};
-  CHECK_NOTHROW(NufftOperator(Trajectory(2, p), g2, gpu(1e-3, Gridding::Gather)));
+  CHECK_NOTHROW(NufftOperator(Trajectory(2, p), g2, cuda_nufft(1e-3, Gridding::Gather)));
   for (const KPoint bad : {KPoint{8.0f, 0.0f, 0.0f}, KPoint{0.0f, -6.5f, 0.0f}, KPoint{-9.0f, 0.0f, 0.0f}}) {
     std::vector<KPoint> q = p;
     q[57] = bad;
-    CHECK_THROWS_AS(NufftOperator(Trajectory(2, q), g2, gpu(1e-3, Gridding::Gather)), InvalidArgument);
+    CHECK_THROWS_AS(NufftOperator(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather)), InvalidArgument);
   }
   std::vector<KPoint> r(50, KPoint{0.5f, -0.25f, 2.0f});
-  CHECK_NOTHROW(NufftOperator(Trajectory(3, r), g3, gpu(1e-3, Gridding::Scatter)));
+  CHECK_NOTHROW(NufftOperator(Trajectory(3, r), g3, cuda_nufft(1e-3, Gridding::Scatter)));
   r[49].kz = 3.0f; // n_z / 2
-  CHECK_THROWS_AS(NufftOperator(Trajectory(3, r), g3, gpu(1e-3, Gridding::Scatter)), InvalidArgument);
-  CHECK_THROWS_AS(NufftOperator(Trajectory(2, p), g3, gpu(1e-3, Gridding::Gather)), InvalidArgument); // dims
+  CHECK_THROWS_AS(NufftOperator(Trajectory(3, r), g3, cuda_nufft(1e-3, Gridding::Scatter)), InvalidArgument);
+  CHECK_THROWS_AS(NufftOperator(Trajectory(2, p), g3, cuda_nufft(1e-3, Gridding::Gather)), InvalidArgument); // dims
   // Large enough for the pinned upload ring; the plan after the failed one is unaffected.
   const Grid g(64, 64);
   std::vector<KPoint> big = traj::uniform_random(g, std::size_t{1} << 17, 41).points();
   big[100000] = KPoint{0.0f, 32.0f, 0.0f};
-  CHECK_THROWS_AS(NufftOperator(Trajectory(2, big), g, gpu(1e-3, Gridding::Gather)), InvalidArgument);
+  CHECK_THROWS_AS(NufftOperator(Trajectory(2, big), g, cuda_nufft(1e-3, Gridding::Gather)), InvalidArgument);
   big[100000] = KPoint{0.0f, 31.5f, 0.0f};
   const Trajectory ok(2, big);
   const auto y = test::random_complex(ok.size(), 42);
-  NufftOptions cpu = gpu(1e-3, Gridding::Gather);
+  NufftOptions cpu = cuda_nufft(1e-3, Gridding::Gather);
   cpu.backend = Backend::Cpu;
-  CHECK(test::relative_error(NufftOperator(ok, g, gpu(1e-3, Gridding::Gather)).adjoint(y),
+  CHECK(test::relative_error(NufftOperator(ok, g, cuda_nufft(1e-3, Gridding::Gather)).adjoint(y),
                              NufftOperator(ok, g, cpu).adjoint(y)) <= 5e-6);
 }
 
@@ -280,8 +275,8 @@ TEST_CASE("cuda nufft: plans of one shape share the cached cuFFT plans and poole
   const Trajectory t = traj::uniform_random(grid, 5000, 31);
   const auto y = test::random_complex(t.size(), 32);
   const Image x = test::random_image(grid, 33);
-  auto a = std::make_unique<NufftOperator>(t, grid, gpu(1e-3, Gridding::Gather));
-  const NufftOperator b(t, grid, gpu(1e-3, Gridding::Gather)); // alive together: two cuFFT plans
+  auto a = std::make_unique<NufftOperator>(t, grid, cuda_nufft(1e-3, Gridding::Gather));
+  const NufftOperator b(t, grid, cuda_nufft(1e-3, Gridding::Gather)); // alive together: two cuFFT plans
   const Image ya = a->adjoint(y);
   const auto fa = a->apply(x);
   CHECK(bitwise_equal(ya, b.adjoint(y)));
@@ -289,12 +284,12 @@ TEST_CASE("cuda nufft: plans of one shape share the cached cuFFT plans and poole
   cuda::detail::release_gridding_cache(); // live plans keep theirs
   CHECK(bitwise_equal(ya, a->adjoint(y)));
   a.reset(); // its cuFFT plan and buffers go back to the caches
-  const NufftOperator c(t, grid, gpu(1e-3, Gridding::Gather));
+  const NufftOperator c(t, grid, cuda_nufft(1e-3, Gridding::Gather));
   CHECK(bitwise_equal(ya, c.adjoint(y)));
   CHECK(c.apply(x) == fa);
   CHECK(bitwise_equal(ya, b.adjoint(y)));
   cuda::detail::release_gridding_cache();
-  const NufftOperator d(t, grid, gpu(1e-3, Gridding::Gather));
+  const NufftOperator d(t, grid, cuda_nufft(1e-3, Gridding::Gather));
   CHECK(bitwise_equal(ya, d.adjoint(y)));
 }
 
@@ -308,7 +303,7 @@ TEST_CASE("cuda nufft: a plan from device points (scaled) equals the plan from t
     INFO(g.nx() << "x" << g.ny() << "x" << g.nz() << ", seed " << seed);
     const Trajectory t = test::random_trajectory(g, 700, seed);
     const auto y = test::random_complex(t.size(), seed + 1);
-    const NufftOptions o = gpu(1e-3, Gridding::Gather);
+    const NufftOptions o = cuda_nufft(1e-3, Gridding::Gather);
     const cuda::detail::DevicePoints points(t);
     REQUIRE(points.size() == t.size());
     const auto run = [&](const std::shared_ptr<cuda::detail::NufftDevicePlan> &plan, const Grid &grid) {

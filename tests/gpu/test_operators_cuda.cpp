@@ -4,6 +4,7 @@
 
 #include "../catch.hpp"
 #include "../test_support.hpp"
+#include "sampled_reference.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/metrics.hpp"
@@ -15,7 +16,7 @@ using namespace mri;
 
 namespace {
 
-std::uint64_t fresh_seed() { return (std::uint64_t(std::random_device{}()) << 32) | std::random_device{}(); }
+using gpu_test::fresh_seed; // MRI_GPU_TEST_SEED replays a failure
 
 const OperatorOptions kReference{Backend::Cpu, Precision::Float64, KernelPolicy::Auto};
 

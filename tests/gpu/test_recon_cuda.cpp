@@ -38,15 +38,7 @@ using cuda::ToeplitzOperator;
 
 namespace {
 
-// Fresh inputs every run; MRI_GPU_TEST_SEED replays a failure (the seed is in the INFO output).
-std::uint64_t fresh_seed() {
-  static const std::uint64_t base = []() -> std::uint64_t {
-    if (const char *s = std::getenv("MRI_GPU_TEST_SEED")) return std::stoull(s);
-    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  }();
-  static std::uint64_t counter = 0;
-  return base + 0x9e3779b97f4a7c15ULL * ++counter;
-}
+using gpu_test::fresh_seed; // MRI_GPU_TEST_SEED replays a failure (the seed is in the INFO output)
 
 // F^H (w .* F x) (+ lambda W^H W x) with the CPU float64 sums.
 Image explicit_normal(const Trajectory &t, const std::vector<float> &w, const Image &x,
@@ -240,35 +232,12 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the pruned and callback paths equa
   }
 }
 
-namespace {
-
-// K(f) = (1/L) sum_m w_m prod_a D_a(k_a / n_a - f_a / L_a), D_a(t) = sin(pi (2 n_a - 1) t) / sin(pi t),
-// in double: the spectrum of the Toeplitz embedding with Q's offsets |d_a| <= n_a - 1.
-double dirichlet_reference(const Trajectory &t, const std::vector<float> &w, const Grid &grid, const int (&f)[3]) {
-  const Grid doubled = grid.doubled();
-  double sum = 0;
-  for (std::size_t m = 0; m < t.size(); ++m) {
-    const double k[3] = {t[m].kx, t[m].ky, t[m].kz};
-    double term = w.empty() ? 1.0 : w[m];
-    for (int a = 0; a < 3; ++a) {
-      const double n = static_cast<double>(grid.extent(a));
-      const double x = k[a] / n - static_cast<double>(f[a]) / static_cast<double>(doubled.extent(a));
-      const double d = x - std::nearbyint(x);
-      term *= std::abs(d) < 1e-12 ? 2 * n - 1 : std::sin(M_PI * (2 * n - 1) * d) / std::sin(M_PI * d);
-    }
-    sum += term;
-  }
-  return sum / static_cast<double>(doubled.voxels());
-}
-
-} // namespace
-
 TEST_CASE("gpu toeplitz: the tensor-core Dirichlet spectrum equals Q's spectrum and the float64 sum",
           "[gpu][recon][toeplitz][dirichlet][small]") {
   // KernelPolicy::Auto in 3D computes the spectrum directly (cuda/dirichlet_spectrum.cu); a named
   // policy sums Q with that F^H D kernel and transforms it. Sizes: odd extents, doubled extents
-  // that are not multiples of the 32-cube, M past one block's 8192 samples and one 65536-sample
-  // table chunk; weighted, unweighted and all-zero weights.
+  // that are not multiples of the 64 x 32 x 8 frequency blocks, M past one 65536-sample table
+  // chunk (two streams); weighted, unweighted and all-zero weights.
   struct Case {
     Grid grid;
     std::size_t m;
@@ -291,8 +260,8 @@ TEST_CASE("gpu toeplitz: the tensor-core Dirichlet spectrum equals Q's spectrum 
     CHECK(std::all_of(kd.begin(), kd.end(), [](float v) { return v == 0.0f; }));
     return;
   }
-  // Both float32-class (Tuned's Q 2.5e-6, the fp16 hi/lo products ~2^-22 with truncating tensor
-  // adds over <= 8192 samples): 1e-5.
+  // Both float32-class (Tuned's Q 2.5e-6; the fp16 hi/lo products ~2^-22, truncating tensor adds
+  // over 128 samples between rounded flushes): 1e-5.
   const double vs_tuned = gpu_test::rel_l2(kd, kt);
   WARN("dirichlet vs Q by tuned + FFT, " << describe(c.grid) << " M " << c.m << ": rel L2 " << vs_tuned);
   CHECK(vs_tuned < 1e-5);
@@ -304,7 +273,7 @@ TEST_CASE("gpu toeplitz: the tensor-core Dirichlet spectrum equals Q's spectrum 
     int f[3];
     for (int a = 0; a < 3; ++a)
       f[a] = i == 0 ? 0 : static_cast<int>(rng() % static_cast<std::uint64_t>(doubled.extent(a)));
-    ref.push_back(dirichlet_reference(t, w, c.grid, f));
+    ref.push_back(test::dirichlet_spectrum_at(t, w, c.grid, f));
     got.push_back(kd[static_cast<std::size_t>(f[0] + doubled.nx() * (f[1] + doubled.ny() * f[2]))]);
   }
   const double vs_f64 = gpu_test::rel_l2(got, ref);
@@ -327,7 +296,7 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the Dirichlet spectrum and Q's agr
   for (int i = 0; i < 24; ++i) {
     int f[3];
     for (int a = 0; a < 3; ++a) f[a] = i < 2 ? i : static_cast<int>(rng() % static_cast<std::uint64_t>(doubled.extent(a)));
-    ref.push_back(dirichlet_reference(t, w, grid, f));
+    ref.push_back(test::dirichlet_spectrum_at(t, w, grid, f));
     const auto at = static_cast<std::size_t>(f[0] + doubled.nx() * (f[1] + doubled.ny() * f[2]));
     got_d.push_back(kd[at]);
     got_t.push_back(kt[at]);
