@@ -24,7 +24,7 @@
 //   rel_err    ||gpu - ref|| / ||ref|| on 32 sampled voxels (forward: samples), ref a long
 //              double sum over all M (tests/gpu/sampled_reference.hpp)
 // SeparableGemm also runs adjoint_f64 once per problem (double in and out): its error against
-// the same long double sum is printed after the table (issue 3: <= 1e-10).
+// the same long double sum is printed after the table (target: <= 1e-10).
 // A summary table (median time, speedup over Gather) is printed after the run.
 #include <benchmark/benchmark.h>
 
@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "../cuda/fhd_backend.hpp"
+#include "fhd_backend.hpp"
 #include "../tests/gpu/sampled_reference.hpp"
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"

@@ -1,4 +1,4 @@
-// The gridding NUFFT on the CPU (issue 5):
+// The gridding NUFFT on the CPU:
 //
 //   NUFFT2D_adjoint/<method>/<tol>   256^2 voxels, M = 2^20 uniform random points, float32:
 //                                    the issue's CPU target (<= 17 ms at 1e-3 on 2 cores;

@@ -1,4 +1,4 @@
-// The CUDA gridding NUFFT (issue 5's GPU targets, cuFINUFFT's H200 figures in brackets):
+// The CUDA gridding NUFFT (targets, cuFINUFFT's H200 figures in brackets):
 //
 //   NUFFT_adjoint/dims:2/method/tol  256^2, M = 2^20 uniform random   (<= 0.16 ms at 1e-3)
 //   NUFFT_adjoint/dims:3/method/tol  128^3, M = 2^21 uniform random   (<= 1.1 ms at 1e-3, 1.9 ms at 1e-5)
@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-#include "../cuda/gridding_cuda.hpp"
+#include "gridding_cuda.hpp"
 #include "../tests/gpu/sampled_reference.hpp"
 #include "bench_support.hpp"
 #include "mri/fourier.hpp"
@@ -125,7 +125,7 @@ template <class TimeMs> void time_device(benchmark::State &state, std::size_t po
 void time_adjoint(benchmark::State &state, const NufftOptions &o) {
   const Problem &p = problem(static_cast<int>(state.range(0)));
   const NufftOperator op(p.traj, p.grid, o);
-  auto &plan = *op.device_plan();
+  auto &plan = cuda::detail::device_plan_of(op);
   set_method(plan, state.range(1));
   plan.upload_samples(p.data.data());
   time_device(state, p.traj.size(), [&] { return plan.time_adjoint_ms(o.gridding, kReps); });
@@ -170,7 +170,7 @@ void NUFFT_forward(benchmark::State &state) {
   const Problem &p = problem(static_cast<int>(state.range(0)));
   const double tol = std::pow(10.0, -static_cast<double>(state.range(1)));
   const NufftOperator op(p.traj, p.grid, cuda_nufft(tol, Gridding::Gather));
-  auto &plan = *op.device_plan();
+  auto &plan = cuda::detail::device_plan_of(op);
   plan.upload_image(p.image.data());
   time_device(state, p.traj.size(), [&] { return plan.time_forward_ms(kReps); });
   std::vector<cfloat> out(p.traj.size());
@@ -199,7 +199,7 @@ void NUFFT_plan(benchmark::State &state) {
     const auto t0 = Clock::now();
     // A tolerance not requested before (same kernel width): the kernel fit runs again.
     const NufftOperator op(std::move(t), p.grid, cuda_nufft(1.01e-3 + 1e-5 * dims, Gridding::Gather));
-    op.device_plan()->synchronize();
+    cuda::detail::device_plan_of(op).synchronize();
     cold = ms(t0, Clock::now());
   }
   double copy = 0, ret = 0, setup = 0;
@@ -209,12 +209,12 @@ void NUFFT_plan(benchmark::State &state) {
     const auto t0 = Clock::now();
     const NufftOperator op(std::move(t), p.grid, cuda_nufft(1e-3, Gridding::Gather));
     const auto t1 = Clock::now();
-    op.device_plan()->synchronize();
+    cuda::detail::device_plan_of(op).synchronize();
     const auto t2 = Clock::now();
     state.SetIterationTime(ms(t0, t2) * 1e-3);
     copy += ms(c0, t0);
     ret += ms(t0, t1);
-    setup = op.device_plan()->setup_ms();
+    setup = cuda::detail::device_plan_of(op).setup_ms();
   }
   // cuFINUFFT's setpts reads device arrays: the plan from points already on the device.
   const cuda::detail::DevicePoints points(p.traj);
@@ -222,7 +222,7 @@ void NUFFT_plan(benchmark::State &state) {
   double from_device = 0;
   for (int r = 0; r < kFromDevice; ++r) {
     const auto t0 = Clock::now();
-    const auto plan = detail::make_device_nufft_plan(points.data(), points.size(), p.grid,
+    const auto plan = cuda::detail::make_device_nufft_plan(points.data(), points.size(), p.grid,
                                                      cuda_nufft(1e-3, Gridding::Gather), {1, 1, 1});
     plan->synchronize();
     from_device += ms(t0, Clock::now());
@@ -242,7 +242,7 @@ void GRID2D(benchmark::State &state) {
   static const std::vector<cfloat> data = random_complex(t.size(), 5);
   const Gridding g = gridding_of(state.range(0));
   const NufftOperator op(t, Grid(256, 256), cuda_nufft(1e-3, g));
-  auto &plan = *op.device_plan();
+  auto &plan = cuda::detail::device_plan_of(op);
   set_method(plan, state.range(0));
   plan.upload_samples(data.data());
   time_device(state, t.size(), [&] { return plan.time_adjoint_ms(g, kReps); });

@@ -1,4 +1,4 @@
-// The GPU reconstruction on MISSION.md's named problems (issue 4):
+// The GPU reconstruction on MISSION.md's named problems:
 //
 //   RECON-3D  128^3 3D Shepp-Logan, koosh M = 2^20 (traj::koosh(grid, 4096, 256)), SNR 50,
 //             20 CG iterations, end to end (F^H D + Q on the 2x grid + CG; Q's spectrum by the
@@ -31,9 +31,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "../cuda/device_image.hpp"
-#include "../cuda/fhd_backend.hpp"
-#include "../cuda/toeplitz_cuda.hpp"
+#include "device_image.hpp"
+#include "fhd_backend.hpp"
+#include "toeplitz_cuda.hpp"
 #include "mri/mri.hpp"
 
 namespace {
@@ -174,7 +174,7 @@ void BM_Recon2D_Direct(benchmark::State &state) {
   o.normal = mri::Normal::Direct;
   end_to_end(state, "RECON-2D", "RECON-2D (normal = direct)", o);
 }
-// method = Nufft: F^H D and Q by the gridding NUFFT at tolerance 1e-3 (issue 5: RECON-3D within
+// method = Nufft: F^H D and Q by the gridding NUFFT at tolerance 1e-3 (target: RECON-3D within
 // 0.1 dB of the exact method, end to end at most 50 ms); normal = Direct: the NUFFT pair per iteration.
 void recon_nufft(benchmark::State &state, const std::string &problem_name, mri::Normal normal,
                  double tolerance = mri::ReconOptions{}.nufft_tolerance, mri::Gridding gridding = mri::Gridding::Auto) {

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.cuh"
+#include "device.cuh"
 
 namespace mri::cuda::detail {
 
@@ -13,6 +14,13 @@ bool device_present() {
     return false;
   }
   return count > 0;
+}
+
+int multiprocessor_count() {
+  int device = 0, sms = 1;
+  MRI_CUDA_CHECK(cudaGetDevice(&device));
+  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
 }
 
 } // namespace mri::cuda::detail

@@ -11,8 +11,7 @@
 //            (cuBLAS, cuda/fhd_separable_gemm.cu) in float or double.
 //
 // Each KernelPolicy is one of the seeds' optimisation stages (cuda/README.md maps files to
-// stages); a policy this build does not implement throws mri::Unsupported, it never runs
-// another kernel in its place. Every CUDA failure becomes mri::CudaError naming the call.
+// stages); no policy ever runs another kernel in its place. Every CUDA failure becomes mri::CudaError naming the call.
 #include <complex>
 #include <cstddef>
 #include <memory>
@@ -24,10 +23,8 @@
 
 namespace mri::cuda::detail {
 
-// True when `policy` (Auto included) has a kernel in this build.
-bool policy_implemented(KernelPolicy policy);
-// The policy that runs for `policy`: Auto becomes the fastest implemented accurate policy;
-// an unimplemented one throws Unsupported naming it.
+// The policy that runs for `policy`: Auto becomes the fastest accurate policy (every other
+// policy has its kernel); a value outside the enum throws InvalidArgument.
 KernelPolicy resolve_policy(KernelPolicy policy);
 // The same for an operator of `precision`: float32 as above; float64 runs SeparableGemm (the
 // one policy that computes in double) for Auto and SeparableGemm, and any other policy (they

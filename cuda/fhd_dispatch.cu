@@ -6,28 +6,46 @@
 
 namespace mri::cuda::detail {
 
-bool policy_implemented(KernelPolicy policy) {
-  switch (policy) {
-  case KernelPolicy::Auto:
-  case KernelPolicy::ScatterAtomic:
-  case KernelPolicy::Gather:
-  case KernelPolicy::Register:
-  case KernelPolicy::ConstantChunked:
-  case KernelPolicy::SfuTrig:
-  case KernelPolicy::Tuned:
-  case KernelPolicy::SeparableGemm:
-    return true;
-  }
-  return false;
+template <> void run_adjoint<KernelPolicy::ScatterAtomic>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::Gather>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::Register>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::ConstantChunked>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::SfuTrig>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::Tuned>(const PlanState &, const float2 *, float2 *);
+template <> void run_adjoint<KernelPolicy::SeparableGemm>(const PlanState &, const float2 *, float2 *);
+
+namespace {
+
+// The policy table: a new kernel policy is its enum value (mri/options.hpp), its own file
+// fhd_<policy>.cu defining run_adjoint<P>, and one row here (with its declaration above).
+struct PolicyEntry {
+  KernelPolicy policy;
+  SampleScratch scratch; // the per-sample device scratch it keeps between calls (fhd_plan.cu)
+  void (*run)(const PlanState &, const float2 *, float2 *);
+};
+constexpr PolicyEntry kPolicies[] = {
+    {KernelPolicy::ScatterAtomic, SampleScratch::None, run_adjoint<KernelPolicy::ScatterAtomic>},
+    {KernelPolicy::Gather, SampleScratch::Soa, run_adjoint<KernelPolicy::Gather>},
+    {KernelPolicy::Register, SampleScratch::Packed, run_adjoint<KernelPolicy::Register>},
+    {KernelPolicy::ConstantChunked, SampleScratch::Packed, run_adjoint<KernelPolicy::ConstantChunked>},
+    {KernelPolicy::SfuTrig, SampleScratch::Packed, run_adjoint<KernelPolicy::SfuTrig>},
+    {KernelPolicy::Tuned, SampleScratch::Tuned, run_adjoint<KernelPolicy::Tuned>},
+    {KernelPolicy::SeparableGemm, SampleScratch::Gemm, run_adjoint<KernelPolicy::SeparableGemm>},
+};
+
+// Auto: the fastest policy that meets the 1e-5 accuracy bar (benchmarks/bench_fhd_gpu.cpp).
+constexpr KernelPolicy kAutoPolicy = KernelPolicy::Tuned;
+
+const PolicyEntry &entry(KernelPolicy policy) {
+  const KernelPolicy p = policy == KernelPolicy::Auto ? kAutoPolicy : policy;
+  for (const PolicyEntry &e : kPolicies)
+    if (e.policy == p) return e;
+  mri::detail::invalid_argument("policy", static_cast<int>(policy), "is not a KernelPolicy");
 }
 
-KernelPolicy resolve_policy(KernelPolicy policy) {
-  if (!policy_implemented(policy))
-    throw Unsupported(std::string("cuda backend: kernel policy '") + to_string(policy) +
-                      "' is not implemented yet (issue 3); choose another policy");
-  // Auto: the fastest policy that meets the 1e-5 accuracy bar (benchmarks/bench_fhd_gpu.cpp).
-  return policy == KernelPolicy::Auto ? KernelPolicy::Tuned : policy;
-}
+} // namespace
+
+KernelPolicy resolve_policy(KernelPolicy policy) { return entry(policy).policy; }
 
 KernelPolicy resolve_policy(KernelPolicy policy, Precision precision) {
   if (precision == Precision::Float32) return resolve_policy(policy);
@@ -66,19 +84,7 @@ void FhdPlan::forward_device(ForwardPath path, const cfloat *image_dev, cfloat *
                    reinterpret_cast<float2 *>(result_dev));
 }
 
-SampleScratch sample_scratch(KernelPolicy policy) {
-  switch (policy) {
-  case KernelPolicy::Gather: return SampleScratch::Soa;
-  case KernelPolicy::Register:
-  case KernelPolicy::ConstantChunked:
-  case KernelPolicy::SfuTrig: return SampleScratch::Packed;
-  case KernelPolicy::Tuned: return SampleScratch::Tuned;
-  case KernelPolicy::SeparableGemm: return SampleScratch::Gemm;
-  case KernelPolicy::ScatterAtomic:
-  case KernelPolicy::Auto: break;
-  }
-  return SampleScratch::None;
-}
+SampleScratch sample_scratch(KernelPolicy policy) { return entry(policy).scratch; }
 
 void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev) {
   require_resident(*impl_, "adjoint_device");
@@ -87,18 +93,7 @@ void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *r
 }
 
 void run_adjoint_policy(const PlanState &s, KernelPolicy policy, const float2 *c, float2 *out) {
-  switch (resolve_policy(policy)) {
-  case KernelPolicy::ScatterAtomic: return run_adjoint<KernelPolicy::ScatterAtomic>(s, c, out);
-  case KernelPolicy::Gather: return run_adjoint<KernelPolicy::Gather>(s, c, out);
-  case KernelPolicy::Register: return run_adjoint<KernelPolicy::Register>(s, c, out);
-  case KernelPolicy::ConstantChunked: return run_adjoint<KernelPolicy::ConstantChunked>(s, c, out);
-  case KernelPolicy::SfuTrig: return run_adjoint<KernelPolicy::SfuTrig>(s, c, out);
-  case KernelPolicy::Tuned: return run_adjoint<KernelPolicy::Tuned>(s, c, out);
-  case KernelPolicy::SeparableGemm: return run_adjoint<KernelPolicy::SeparableGemm>(s, c, out);
-  case KernelPolicy::Auto:
-    break; // resolve_policy() never returns Auto
-  }
-  throw Unsupported(std::string("cuda backend: no kernel for policy '") + to_string(policy) + "'");
+  entry(policy).run(s, c, out);
 }
 
 } // namespace mri::cuda::detail

@@ -1,8 +1,8 @@
 // The forward reference kernel: (F x)_m = sum_n x_n exp(-i 2 pi sum_a k_ma x_a / period_a),
 // one thread per sample looping over every voxel (all lanes read the same voxel: a broadcast).
 // Accurate: the phase is formed in turns, reduced to [-1/2, 1/2] and evaluated with
-// sincospif; the sum is blocked by row and plane. Not a fast path (issue 3 asks for one later:
-// the separable GEMM form).
+// sincospif; the sum is blocked by row and plane. Not a fast path: the fast forward is the
+// separable GEMM form (fhd_separable_gemm.cu, ForwardPath::GemmFloat / GemmDouble).
 #include "fhd_plan.cuh"
 
 namespace mri::cuda::detail {

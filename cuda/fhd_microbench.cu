@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "device.cuh"
 #include "fhd_plan.cuh"
 #include "mma_sync.cuh"
 
@@ -89,22 +90,15 @@ template <class Launch> double median_launch_seconds(int repeats, Launch launch)
   return ms[ms.size() / 2] * 1e-3;
 }
 
-int multiprocessors() {
-  int device = 0, sms = 0;
-  MRI_CUDA_CHECK(cudaGetDevice(&device));
-  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
 // Threads x chains x iterations of one launch of shape l over the current device.
 double work_items(const MicroLaunch &l) {
-  return static_cast<double>(multiprocessors()) * l.blocks_per_sm * l.threads * l.chains * l.iterations;
+  return static_cast<double>(multiprocessor_count()) * l.blocks_per_sm * l.threads * l.chains * l.iterations;
 }
 
 // Median seconds of `repeats` launches of kernel(sink, l.iterations, args...) on l's grid.
 template <class... Args>
 double time_launches(const MicroLaunch &l, int repeats, void (*kernel)(float *, int, Args...), Args... args) {
-  const int blocks = multiprocessors() * l.blocks_per_sm;
+  const int blocks = multiprocessor_count() * l.blocks_per_sm;
   DeviceBuffer<float> sink(static_cast<std::size_t>(blocks));
   return median_launch_seconds(repeats, [&](cudaStream_t stream) {
     kernel<<<blocks, l.threads, 0, stream>>>(sink.get(), l.iterations, args...);
@@ -126,7 +120,7 @@ FfmaThroughput measure_ffma_throughput(int repeats) {
   FfmaThroughput r;
   r.median_seconds = time_launches(kFfma, repeats, ffma_throughput_kernel, 0.5f, 0.25f);
   r.ffma_per_second = work_items(kFfma) / r.median_seconds;
-  r.implied_sm_clock_hz = r.ffma_per_second / (multiprocessors() * 128.0); // 128 FP32 lanes per SM (sm_90)
+  r.implied_sm_clock_hz = r.ffma_per_second / (multiprocessor_count() * 128.0); // 128 FP32 lanes per SM (sm_90)
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "device.cuh"
 #include "fhd_plan.cuh"
 #include "mri/error.hpp"
 
@@ -54,13 +55,6 @@ constexpr std::size_t kPerVoxel = sizeof(float2) + sizeof(double2) + 3 * sizeof(
 constexpr std::size_t kMaxChunk = (std::size_t{1} << 30) / FhdPlan::kChunkQuantum * FhdPlan::kChunkQuantum;
 static_assert(FhdPlan::kChunkQuantum % 1024 == 0 && FhdPlan::kChunkQuantum % 1536 == 0);
 static_assert(sizeof(KPoint) == 12);
-
-int multiprocessor_count() {
-  int device = 0, sms = 1;
-  MRI_CUDA_CHECK(cudaGetDevice(&device));
-  MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
 
 // A bound on Tuned's split partial images (splits x voxels float2; none with one split) for m
 // samples at a time. choose_splits() in fhd_tuned.cu searches splits <= min(ceil(m / 64),

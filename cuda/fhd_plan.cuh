@@ -192,31 +192,12 @@ void streamed_forward_f64(FhdPlan::Impl &p, const double2 *image_host, double2 *
 
 
 // ---------------------------------------------------------------------------------------
-// Per-policy launchers: one explicit specialisation per file (fhd_<policy>.cu), chosen at
-// compile time by the template argument and at run time by the one switch in fhd_dispatch.cu.
-// c and out are device arrays of M and out.voxels complex values; out is fully written.
+// Per-policy launchers: one explicit specialisation of run_adjoint<P>(plan, c, out) per file
+// (fhd_<policy>.cu), declared and listed in the one policy table of fhd_dispatch.cu. c and out
+// are device arrays of M and out.voxels complex values; out is fully written.
 template <KernelPolicy P> void run_adjoint(const PlanState &plan, const float2 *c, float2 *out);
-template <> void run_adjoint<KernelPolicy::ScatterAtomic>(const PlanState &, const float2 *, float2 *);
-template <> void run_adjoint<KernelPolicy::Gather>(const PlanState &, const float2 *, float2 *);
-template <> void run_adjoint<KernelPolicy::Register>(const PlanState &, const float2 *, float2 *);
-template <> void run_adjoint<KernelPolicy::ConstantChunked>(const PlanState &, const float2 *, float2 *);
-template <> void run_adjoint<KernelPolicy::SfuTrig>(const PlanState &, const float2 *, float2 *);
-template <> void run_adjoint<KernelPolicy::Tuned>(const PlanState &, const float2 *, float2 *);
-template <> void run_adjoint<KernelPolicy::SeparableGemm>(const PlanState &, const float2 *, float2 *);
 
-// Compile-time tags for callers that pick a stage statically: run_adjoint<Policy::value>.
-template <KernelPolicy P> struct PolicyTag {
-  static constexpr KernelPolicy value = P;
-};
-using ScatterAtomicTag = PolicyTag<KernelPolicy::ScatterAtomic>;
-using GatherTag = PolicyTag<KernelPolicy::Gather>;
-using RegisterTag = PolicyTag<KernelPolicy::Register>;
-using ConstantChunkedTag = PolicyTag<KernelPolicy::ConstantChunked>;
-using SfuTrigTag = PolicyTag<KernelPolicy::SfuTrig>;
-using TunedTag = PolicyTag<KernelPolicy::Tuned>;
-using SeparableGemmTag = PolicyTag<KernelPolicy::SeparableGemm>;
-
-// The one runtime switch over policies / forward paths (fhd_dispatch.cu), on any PlanState
+// The runtime dispatch over policies / forward paths (fhd_dispatch.cu), on any PlanState
 // (the plan's own, or a chunk's view of it).
 void run_adjoint_policy(const PlanState &plan, KernelPolicy policy, const float2 *c, float2 *out);
 void run_forward_path(const PlanState &plan, ForwardPath path, const float2 *image, float2 *result);

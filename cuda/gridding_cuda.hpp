@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA gridding NUFFT (plain C++ header: lib/ and the benchmarks include it). Float32.
+// The CUDA gridding NUFFT (plain C++ header: the plugin, GPU tests and benchmarks include it). Float32.
 //
 //   plan:    upload the trajectory (host threads through a small pinned ring); per sample the
 //            first window point j0, the kernel polynomial variable s per axis, and whether it
@@ -31,22 +31,13 @@
 #include "mri/image.hpp"
 #include "mri/nufft.hpp"
 #include "mri/trajectory.hpp"
+#include "mri_backend/cuda_backend.hpp"
 
 namespace mri::cuda::detail {
 
 // What the host side chose (lib/nufft.cpp): kernel, oversampled grid, deapodization.
-struct GriddingSetup {
-  int dims = 2;
-  int width = 4;
-  int degree = 0;
-  std::array<std::int64_t, 3> n{1, 1, 1};  // image grid
-  std::array<std::int64_t, 3> g{1, 1, 1};  // oversampled grid
-  std::vector<float> coef;                 // (degree + 1) x width kernel polynomial in s
-  std::array<std::vector<float>, 3> deapod; // 1 / Phi per axis, n_a values
-};
-
-// The widest kernel the device kernels are compiled for (tolerances down to 1e-7 need 8).
-inline constexpr int kMaxDeviceWidth = 8;
+using GriddingSetup = mri::detail::NufftSetup;
+inline constexpr int kMaxDeviceWidth = mri::detail::kMaxDeviceNufftWidth;
 
 // How Gridding::Scatter spreads (NufftDevicePlan::set_scatter_method): Auto = Shared in 3D,
 // Global in 2D; Global =
@@ -76,7 +67,7 @@ private:
   std::size_t size_ = 0;
 };
 
-class NufftDevicePlan {
+class NufftDevicePlan final : public mri::detail::DeviceNufft {
 public:
   // Throws Unsupported for a width above kMaxDeviceWidth or grids beyond 2^31 points, CudaError
   // for CUDA/cuFFT failures, InvalidArgument (Trajectory::check_within's) for a sample outside
@@ -89,13 +80,13 @@ public:
   // grid with 2). Read during the constructor only. The range check runs on the device; a sample
   // outside the grid throws InvalidArgument (without its index: check_within on the host names it).
   NufftDevicePlan(const KPoint *d_points, std::size_t m, const GriddingSetup &setup, std::array<float, 3> scale);
-  ~NufftDevicePlan();
+  ~NufftDevicePlan() override;
   NufftDevicePlan(const NufftDevicePlan &) = delete;
   NufftDevicePlan &operator=(const NufftDevicePlan &) = delete;
 
   // Host pointers: copy in, run, copy out, synchronise.
-  void adjoint(const cfloat *samples, cfloat *image, Gridding gridding);
-  void forward(const cfloat *image, cfloat *samples);
+  void adjoint(const cfloat *samples, cfloat *image, Gridding gridding) override;
+  void forward(const cfloat *image, cfloat *samples) override;
   // Device pointers, enqueued on the plan's stream (synchronize() to wait).
   void adjoint_device(const cfloat *d_samples, cfloat *d_image, Gridding gridding);
   void forward_device(const cfloat *d_image, cfloat *d_samples);
@@ -127,5 +118,19 @@ private:
   struct State;
   std::unique_ptr<State> s_;
 };
+
+// The plan behind a NufftOperator whose backend is Cuda (GPU tests, benchmarks); InvalidArgument
+// for one on the CPU.
+NufftDevicePlan &device_plan_of(const NufftOperator &op);
+
+// A NufftOperator's CUDA plan without the operator (which keeps a copy of the trajectory: ms for
+// millions of samples), for reconstruct. options: validated (mri::detail::validated_nufft_options).
+// Throws as the NufftOperator constructor.
+std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajectory, const Grid &grid,
+                                                        const NufftOptions &options);
+// The same from m points already in device memory, each coordinate times scale[axis] (see
+// NufftDevicePlan): reconstruct uploads the trajectory once for F^H D and Q's doubled grid.
+std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, std::size_t m, const Grid &grid,
+                                                        const NufftOptions &options, std::array<float, 3> scale);
 
 } // namespace mri::cuda::detail

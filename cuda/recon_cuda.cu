@@ -6,13 +6,13 @@
 #include <optional>
 #include <string>
 
-#include "../lib/recon_report.hpp"
 #include "cuda_check.cuh"
 #include "device_image.hpp"
 #include "fhd_plan.cuh"
 #include "gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
+#include "mri_backend/recon_report.hpp"
 #include "recon_cuda.hpp"
 #include "toeplitz_cuda.hpp"
 
@@ -173,7 +173,7 @@ private:
   DeviceImage rhs_by_nufft() {
     timed(report_.transfer_seconds, [&] { points_.emplace(trajectory_); });
     DeviceImage rhs = timed(report_.setup_seconds, [&] {
-      nufft_plan_ = mri::detail::make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_,
+      nufft_plan_ = make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_,
                                                         {1, 1, 1});
       return DeviceImage(grid_, stream_);
     });
@@ -227,7 +227,7 @@ private:
     DeviceImage q = timed(report_.q_seconds, [&] {
       DeviceImage out(grid_.doubled(), stream_);
       const auto doubled_k = [&](int a) { return grid_.extent(a) > 1 ? 2.0f : 0.0f; };
-      const auto q_plan = mri::detail::make_device_nufft_plan(points_->data(), points_->size(), grid_.doubled(),
+      const auto q_plan = make_device_nufft_plan(points_->data(), points_->size(), grid_.doubled(),
                                                               nufft_options_, {doubled_k(0), doubled_k(1), doubled_k(2)});
       const DeviceBuffer<cfloat> weights = q_samples(data_, static_cast<cudaStream_t>(stream_));
       q_plan->adjoint_device(weights.get(), out.data(), gridding_);

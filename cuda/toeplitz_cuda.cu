@@ -29,6 +29,7 @@
 
 #include "cuda_check.cuh"
 #include "cufft_check.cuh"
+#include "device.cuh"
 #include "dirichlet_spectrum.cuh"
 #include "fhd_backend.hpp"
 #include "fhd_plan.cuh"
@@ -931,7 +932,7 @@ double time_cufft_pair_ms(const Grid &grid, int repeats) {
     StreamTimer timer;
     auto *buf = reinterpret_cast<cufftComplex *>(data.get());
     for (int r = 0; r <= repeats; ++r) {
-      fill_random_kernel<<<132 * 8, kThreads, 0, s>>>(data.get(), n, 12345u + static_cast<unsigned>(r));
+      fill_random_kernel<<<detail::multiprocessor_count() * 8, kThreads, 0, s>>>(data.get(), n, 12345u + static_cast<unsigned>(r));
       MRI_CUDA_CHECK(cudaGetLastError());
       timer.start();
       MRI_CUFFT_CHECK(cufftExecC2C(plan, buf, buf, CUFFT_FORWARD));

@@ -18,6 +18,10 @@
 
 namespace mri::cuda {
 
+namespace detail {
+class NufftDevicePlan; // gridding_cuda.hpp
+}
+
 // How the Toeplitz application runs its zero-pad, spectrum multiply and crop (measured on the
 // H200 for RECON-3D, 128^3 -> 256^3: docs/performance.md).
 enum class ToeplitzFft {

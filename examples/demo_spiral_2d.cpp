@@ -53,6 +53,7 @@ int main(int argc, char **argv) {
 
     const mri::Image error = example::error_image(result.image, truth);
     const auto &r = result.report;
+    if (!r.backend_note.empty()) std::printf("%s\n", r.backend_note.c_str());
     std::printf("backend %s, method %s: F^H D %.3f s, Q %.3f s, CG %.3f s (%d iterations, %s), total %.3f s\n",
                 mri::to_string(r.backend), mri::to_string(r.method), r.fhd_seconds, r.q_seconds, r.cg_seconds, r.iterations,
                 mri::to_string(r.status), r.total_seconds);

@@ -69,6 +69,7 @@ int main(int argc, char **argv) {
     options.q_cache_dir = cache;
     const mri::ReconResult result = mri::reconstruct(data, grid, options);
     const auto &r = result.report;
+    if (!r.backend_note.empty()) std::printf("%s\n", r.backend_note.c_str());
     std::printf("backend %s, method %s: F^H D %.3f s, Q %.3f s, FFT setup %.3f s, CG %.3f s (%d iterations, %s), "
                 "transfers %.3f s, setup %.3f s, total %.3f s\n",
                 mri::to_string(r.backend), mri::to_string(r.method), r.fhd_seconds, r.q_seconds, r.fft_setup_seconds, r.cg_seconds,

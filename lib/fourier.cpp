@@ -5,9 +5,7 @@
 
 #include "backend.hpp"
 #include "mri/error.hpp"
-#ifdef MRI_HAVE_CUDA
-#include "fhd_backend.hpp"
-#endif
+#include "mri_backend/cuda_backend.hpp"
 
 namespace mri {
 namespace {
@@ -24,13 +22,12 @@ FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptio
     : trajectory_(std::move(trajectory)), grid_(grid), options_(options) {
   if (trajectory_.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   trajectory_.check_within(grid_);
-  options_.backend = detail::resolve_backend(options_.backend, options_.precision);
-#ifdef MRI_HAVE_CUDA
+  options_.backend = detail::resolve_backend(options_.backend, "FourierOperator");
   if (options_.backend == Backend::Cuda) {
-    options_.policy = cuda::detail::resolve_policy(options_.policy, options_.precision);
-    device_plan_ = std::make_shared<cuda::detail::FhdPlan>(trajectory_, grid_, grid_);
+    const detail::CudaBackend &cuda = detail::require_cuda("FourierOperator");
+    options_.policy = cuda.resolve_policy(options_.policy, options_.precision);
+    device_plan_ = cuda.fourier(trajectory_, grid_, grid_);
   }
-#endif
 }
 
 std::vector<cfloat> FourierOperator::apply(const Image &image) const {
@@ -39,12 +36,10 @@ std::vector<cfloat> FourierOperator::apply(const Image &image) const {
                              "image grid differs from the operator's grid");
   check_finite({image.data(), image.size()}, "image");
   std::vector<cfloat> out(trajectory_.size());
-#ifdef MRI_HAVE_CUDA
   if (device_plan_) {
-    device_plan_->forward(cuda::detail::forward_path(options_.precision), image.data(), out.data());
+    device_plan_->forward(options_.precision, image.data(), out.data());
     return out;
   }
-#endif
   if (options_.precision == Precision::Float64)
     detail::forward_sum_f64(trajectory_, image, out.data());
   else
@@ -58,12 +53,10 @@ Image FourierOperator::adjoint(std::span<const cfloat> samples) const {
                              "must equal trajectory.size() = " + std::to_string(trajectory_.size()));
   check_finite(samples, "samples");
   Image out(grid_);
-#ifdef MRI_HAVE_CUDA
   if (device_plan_) {
     device_plan_->adjoint(options_.policy, samples.data(), out.data());
     return out;
   }
-#endif
   if (options_.precision == Precision::Float64)
     detail::adjoint_sum_f64(trajectory_, samples, grid_, grid_, out.data());
   else

@@ -20,12 +20,10 @@
 #include <string>
 
 #include "fftw_lock.hpp"
-#ifdef MRI_HAVE_CUDA
-#include "gridding_cuda.hpp"
-#endif
 #include "gridding_cpu.hpp"
 #include "mri/error.hpp"
 #include "mri/kspace.hpp"
+#include "mri_backend/cuda_backend.hpp"
 #include "nufft_plan.hpp"
 
 namespace mri {
@@ -219,9 +217,6 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
   }
 };
 
-// The GPU kernels' widest kernel (cuda/gridding_cuda.hpp's kMaxDeviceWidth).
-constexpr int kMaxGpuWidth = 8;
-
 NufftChoice choose_nufft(const Grid &grid, const NufftOptions &options) {
   NufftChoice c;
   c.kernel = KaiserBessel::for_tolerance(options.tolerance, grid.dims());
@@ -404,7 +399,9 @@ void check_finite(std::span<const cfloat> v, const char *name) {
       detail::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]", v[i], "must be finite");
 }
 
-NufftOptions validated(NufftOptions o) {
+} // namespace
+
+NufftOptions detail::validated_nufft_options(NufftOptions o) {
   if (!(o.tolerance >= kNufftMinTolerance && o.tolerance <= kNufftMaxTolerance)) {
     std::ostringstream os;
     os << "must be in [" << kNufftMinTolerance << ", " << kNufftMaxTolerance << "]";
@@ -424,13 +421,12 @@ NufftOptions validated(NufftOptions o) {
   // Backend: the GPU path is float32 with kernels up to width 8 (tolerance >= 1e-5 always
   // fits). An explicit Cuda request that cannot run says why; Auto falls back to the CPU.
   const int width = o.width != 0 ? o.width : KaiserBessel::for_tolerance(o.tolerance).width;
-  const bool gpu_fits = o.precision == Precision::Float32 && width <= detail::kMaxGpuWidth;
+  const bool gpu_fits = o.precision == Precision::Float32 && width <= detail::kMaxDeviceNufftWidth;
   if (o.backend == Backend::Cuda) {
-    if (!cuda_available())
-      throw Unsupported("NufftOperator: backend = cuda: no CUDA device is usable (or the build has no CUDA backend)");
+    detail::require_cuda("NufftOperator");
     if (!gpu_fits)
       throw Unsupported("NufftOperator: backend = cuda runs precision = float32 with kernel width <= " +
-                        std::to_string(detail::kMaxGpuWidth) + "; use backend = cpu for float64");
+                        std::to_string(detail::kMaxDeviceNufftWidth) + "; use backend = cpu for float64");
   } else if (o.backend == Backend::Auto) {
     o.backend = gpu_fits && cuda_available() ? Backend::Cuda : Backend::Cpu;
   }
@@ -438,37 +434,21 @@ NufftOptions validated(NufftOptions o) {
   return o;
 }
 
-} // namespace
-
-#ifdef MRI_HAVE_CUDA
 namespace {
 
-// The CUDA plan's host-side choice (kernel, oversampled grid, kernel polynomial, deapodization)
-// per grid and kernel request, kept for the process: a second plan of the same problem skips the
-// polynomial fit and the Bessel evaluations. Small (a few KB per entry), bounded.
-struct CudaChoice {
+// The device plan's host-side choice per grid and kernel request, kept for the process. Small (a
+// few KB per entry), bounded.
+struct KeptSetup {
   std::array<std::int64_t, 3> n{};
   double tolerance = 0, oversampling = 0;
   int width = 0;
-  KaiserBessel kernel;
-  std::shared_ptr<const cuda::detail::GriddingSetup> setup;
+  std::shared_ptr<const detail::NufftSetup> setup;
 };
 
-std::shared_ptr<const CudaChoice> cuda_choice(const Grid &grid, const NufftOptions &options) {
-  static std::mutex mutex;
-  static auto &kept = *new std::vector<std::shared_ptr<const CudaChoice>>();
-  constexpr std::size_t kMaxKept = 16;
-  auto same = [&](const CudaChoice &c) {
-    return c.n == grid.extents() && c.tolerance == options.tolerance && c.width == options.width &&
-           c.oversampling == options.oversampling;
-  };
-  {
-    std::lock_guard lock(mutex);
-    for (const auto &c : kept)
-      if (same(*c)) return c;
-  }
+std::shared_ptr<detail::NufftSetup> make_setup(const Grid &grid, const NufftOptions &options) {
   const detail::NufftChoice c = detail::choose_nufft(grid, options);
-  auto setup = std::make_shared<cuda::detail::GriddingSetup>();
+  auto setup = std::make_shared<detail::NufftSetup>();
+  setup->kernel = c.kernel;
   setup->dims = grid.dims();
   setup->width = c.kernel.width;
   setup->degree = c.poly.degree;
@@ -487,53 +467,40 @@ std::shared_ptr<const CudaChoice> cuda_choice(const Grid &grid, const NufftOptio
       setup->deapod[A].assign(d.begin(), d.end());
     }
   }
-  auto entry = std::make_shared<CudaChoice>();
-  entry->n = grid.extents();
-  entry->tolerance = options.tolerance;
-  entry->oversampling = options.oversampling;
-  entry->width = options.width;
-  entry->kernel = c.kernel;
-  entry->setup = std::move(setup);
-  std::lock_guard lock(mutex);
-  if (kept.size() >= kMaxKept) kept.erase(kept.begin());
-  kept.push_back(entry);
-  return entry;
+  return setup;
 }
 
 } // namespace
-#endif
 
-#ifdef MRI_HAVE_CUDA
-std::shared_ptr<cuda::detail::NufftDevicePlan> detail::make_device_nufft_plan(const Trajectory &trajectory,
-                                                                             const Grid &grid,
-                                                                             const NufftOptions &options) {
-  if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
-  if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
-  // The plan checks the samples' range on the device (the host loop cost milliseconds) and
-  // throws check_within's InvalidArgument for a sample outside.
-  return std::make_shared<cuda::detail::NufftDevicePlan>(trajectory, *cuda_choice(grid, validated(options))->setup);
+std::shared_ptr<const detail::NufftSetup> detail::nufft_setup(const Grid &grid, const NufftOptions &options) {
+  static std::mutex mutex;
+  static auto &kept = *new std::vector<KeptSetup>();
+  constexpr std::size_t kMaxKept = 16;
+  auto same = [&](const KeptSetup &k) {
+    return k.n == grid.extents() && k.tolerance == options.tolerance && k.width == options.width &&
+           k.oversampling == options.oversampling;
+  };
+  {
+    std::lock_guard lock(mutex);
+    for (const auto &k : kept)
+      if (same(k)) return k.setup;
+  }
+  std::shared_ptr<const NufftSetup> setup = make_setup(grid, options);
+  std::lock_guard lock(mutex);
+  if (kept.size() >= kMaxKept) kept.erase(kept.begin());
+  kept.push_back({grid.extents(), options.tolerance, options.oversampling, options.width, setup});
+  return setup;
 }
-
-std::shared_ptr<cuda::detail::NufftDevicePlan> detail::make_device_nufft_plan(const KPoint *d_points, std::size_t m,
-                                                                             const Grid &grid,
-                                                                             const NufftOptions &options,
-                                                                             std::array<float, 3> scale) {
-  return std::make_shared<cuda::detail::NufftDevicePlan>(d_points, m, *cuda_choice(grid, validated(options))->setup,
-                                                         scale);
-}
-#endif
 
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)
-    : trajectory_(std::move(trajectory)), grid_(grid), options_(validated(options)) {
-#ifdef MRI_HAVE_CUDA
+    : trajectory_(std::move(trajectory)), grid_(grid), options_(detail::validated_nufft_options(options)) {
   if (options_.backend == Backend::Cuda) {
-    device_plan_ = detail::make_device_nufft_plan(trajectory_, grid_, options_);
-    const std::shared_ptr<const CudaChoice> c = cuda_choice(grid_, options_); // kept: no second fit
+    device_plan_ = detail::require_cuda("NufftOperator").nufft(trajectory_, grid_, options_);
+    const std::shared_ptr<const detail::NufftSetup> c = detail::nufft_setup(grid_, options_); // kept: no second fit
     kernel_ = c->kernel;
-    oversampled_ = Grid(c->setup->g[0], c->setup->g[1], c->setup->g[2]);
+    oversampled_ = Grid(c->g[0], c->g[1], c->g[2]);
     return;
   }
-#endif
   plan_ = std::make_shared<detail::NufftPlan>(trajectory_, grid_, options_);
   kernel_ = plan_->kernel();
   oversampled_ = plan_->oversampled();
@@ -559,15 +526,11 @@ Image NufftOperator::adjoint(std::span<const cfloat> samples) const {
 }
 
 void NufftOperator::apply(const cfloat *image, cfloat *samples) const {
-#ifdef MRI_HAVE_CUDA
   if (device_plan_) return device_plan_->forward(image, samples);
-#endif
   plan_->forward(image, samples);
 }
 void NufftOperator::adjoint(const cfloat *samples, cfloat *image) const {
-#ifdef MRI_HAVE_CUDA
   if (device_plan_) return device_plan_->adjoint(samples, image, options_.gridding);
-#endif
   plan_->adjoint(samples, image, options_.gridding);
 }
 

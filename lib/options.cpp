@@ -1,15 +1,19 @@
 #include "mri/options.hpp"
 
+#include "mri_backend/cuda_backend.hpp"
+
 namespace mri {
 
-#ifdef MRI_HAVE_CUDA
-namespace cuda::detail {
-bool device_present(); // cuda/device.cu
+bool cuda_available() {
+  const detail::CudaPlugin &p = detail::cuda_plugin();
+  return p.backend && p.backend->device_present();
 }
-bool cuda_available() { return cuda::detail::device_present(); }
-#else
-bool cuda_available() { return false; }
-#endif
+
+std::string cuda_unavailable_reason() {
+  const detail::CudaPlugin &p = detail::cuda_plugin();
+  if (!p.backend) return p.reason;
+  return p.backend->device_present() ? "" : "no CUDA device is usable";
+}
 
 const char *to_string(Backend b) {
   switch (b) {

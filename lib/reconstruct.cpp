@@ -8,10 +8,8 @@
 #include "mri/fourier.hpp"
 #include "mri/toeplitz.hpp"
 #include "mri/toeplitz_cache.hpp"
-#include "recon_report.hpp"
-#ifdef MRI_HAVE_CUDA
-#include "recon_cuda.hpp"
-#endif
+#include "mri_backend/cuda_backend.hpp"
+#include "mri_backend/recon_report.hpp"
 
 namespace mri {
 
@@ -60,7 +58,7 @@ Backend recon_backend(const ReconOptions &o) {
                         "NUFFT is float32); use backend = cpu or auto");
     return Backend::Cpu;
   }
-  return detail::resolve_backend(o.backend, o.precision);
+  return detail::resolve_backend(o.backend, "reconstruct");
 }
 
 // F^H W F by F then F^H (normal = Direct) on the CPU: the exact sums, or the NUFFT pair.
@@ -119,6 +117,10 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
                             Clock::time_point t_start) {
   ReconReport report;
   report.backend = Backend::Cpu;
+  if (options.backend == Backend::Auto)
+    report.backend_note = options.method == Method::Nufft && options.precision == Precision::Float64
+                              ? "auto: cpu (the CUDA NUFFT is float32)"
+                              : "auto: cpu (" + cuda_unavailable_reason() + ")";
   report.normal = options.normal;
   report.method = options.method;
   const OperatorOptions op{Backend::Cpu, options.precision, options.policy};
@@ -182,10 +184,7 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   const auto t_start = Clock::now();
   validate(data, grid, options);
   const Backend backend = recon_backend(options);
-#ifdef MRI_HAVE_CUDA
-  if (backend == Backend::Cuda) return cuda::detail::reconstruct_cuda(data, grid, options);
-#endif
-  (void)backend;
+  if (backend == Backend::Cuda) return detail::require_cuda("reconstruct").reconstruct(data, grid, options);
   return reconstruct_cpu(data, grid, options, t_start);
 }
 

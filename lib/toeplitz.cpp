@@ -14,9 +14,7 @@
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/kspace.hpp"
-#ifdef MRI_HAVE_CUDA
-#include "fhd_backend.hpp"
-#endif
+#include "mri_backend/cuda_backend.hpp"
 
 namespace mri {
 
@@ -78,19 +76,17 @@ QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weight
   if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   trajectory.check_within(grid);
   detail::check_weights(weights, trajectory.size());
-  [[maybe_unused]] const Backend backend = detail::resolve_backend(options.backend, options.precision);
+  const Backend backend = detail::resolve_backend(options.backend, "QOperator");
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
   std::copy(weights.begin(), weights.end(), w.begin());
   const Grid padded = grid.doubled();
   q_ = Image(padded);
   // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
-#ifdef MRI_HAVE_CUDA
-  if (backend == Backend::Cuda)
-    cuda::detail::FhdPlan(trajectory, padded, grid)
-        .adjoint(cuda::detail::resolve_policy(options.policy, options.precision), w.data(), q_.data());
-  else
-#endif
-  if (options.precision == Precision::Float64)
+  if (backend == Backend::Cuda) {
+    const detail::CudaBackend &cuda = detail::require_cuda("QOperator");
+    cuda.fourier(trajectory, padded, grid)->adjoint(cuda.resolve_policy(options.policy, options.precision), w.data(),
+                                                   q_.data());
+  } else if (options.precision == Precision::Float64)
     detail::adjoint_sum_f64(trajectory, w, padded, grid, q_.data());
   else
     detail::adjoint_sum_f32(trajectory, w, padded, grid, q_.data());

@@ -119,7 +119,7 @@ if has sass; then
   # The Tuned kernels' SASS, from the object file of a full build tree or else from libmri (a
   # staged tree, scripts/stage-device.sh), kept to the functions named tuned_kernel.
   obj="$BUILD_DIR/cuda/CMakeFiles/mri_cuda.dir/fhd_tuned.cu.o"
-  [ -e "$obj" ] || obj="$BUILD_DIR/lib/libmri.so.0"
+  [ -e "$obj" ] || obj="$BUILD_DIR/lib/libmri_cuda.so"
   {
     echo "==== $obj resource usage"
     cuobjdump -res-usage "$obj" 2>&1 | grep -A1 tuned_kernel

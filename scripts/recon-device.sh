@@ -5,6 +5,10 @@
 #   sanitize  compute-sanitizer memcheck on "[recon][small]", racecheck on "[recon][vector-ops]"
 #             and "[dirichlet][small]" (the tensor-core spectrum's shared-memory staging and sums)
 #   example   examples/koosh_3d (RECON-3D) and the README demo on cuda -> koosh_3d.png, examples.log
+#   suite     (not default) the whole GPU suite, and the CPU suite with the [plugin] tests
+#             (MRI_TEST_PLUGIN_DIR: the staged fake plugin)             -> suite.log
+#   compare   (not default) RECON-2D/3D end to end from $BEFORE_DIR (another staged build) and
+#             from $BUILD_DIR, alternating, same filter             -> compare-*.json, compare.log
 #   ncu       (not default) one launch of the tensor-core Dirichlet spectrum in RECON-3D: tensor
 #             pipe, issue slots, stall reasons per issued instruction -> ncu-dirichlet.txt
 #
@@ -20,10 +24,10 @@ machine_header name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperatur
 TESTS="$BUILD_DIR/tests/mri_gpu_tests"
 BENCH="$BUILD_DIR/benchmarks/bench_recon_gpu"
 use_build_libraries
-# cuFFT, nvJitLink, cuBLAS: libmri's RUNPATH names the CUDA of the build machine; look elsewhere
+# cuFFT, nvJitLink, cuBLAS: the plugin's RUNPATH names the CUDA of the build machine; look elsewhere
 # when that path does not hold them here.
 for lib in libcufft.so.12 libnvJitLink.so.13 libcublas.so.13; do
-  if ldd "$BUILD_DIR/lib/libmri.so" 2>&1 | grep -q "$lib => not found"; then
+  if ldd "$BUILD_DIR/lib/libmri_cuda.so" 2>&1 | grep -q "$lib => not found"; then
     found=$(find /usr/local /usr/lib /opt -name "$lib" 2>/dev/null | head -1)
     [ -n "$found" ] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
     note "$lib: not on libmri's RUNPATH here; using ${found:-NOTHING FOUND}"
@@ -38,6 +42,32 @@ if has tests; then
   note "tests [recon]: rc=$rc ($((SECONDS - t0)) s): $(grep -E '^(All tests passed|test cases:)' "$OUT/recon-tests.log" | tail -1)"
   grep -E 'rel L2|runs:|PSNR|needs about' "$OUT/recon-tests.log" | sort | uniq -c | head -40 | tee -a "$summary"
   grep -B2 -A12 -E 'FAILED|failed' "$OUT/recon-tests.log" | head -120 | tee -a "$summary"
+fi
+
+if has suite; then
+  t0=$SECONDS
+  timeout "${SUITE_TIMEOUT:-300}" "$TESTS" --durations yes >"$OUT/suite.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "GPU suite: rc=$rc ($((SECONDS - t0)) s): $(grep -E '^(All tests passed|test cases:)' "$OUT/suite.log" | tail -1)"
+  t0=$SECONDS
+  MRI_TEST_PLUGIN_DIR="$PWD/$BUILD_DIR/tests" timeout 300 "$BUILD_DIR/tests/mri_tests" >>"$OUT/suite.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "CPU suite (plugin tests with a device): rc=$rc ($((SECONDS - t0)) s): $(grep -E '^(All tests passed|test cases:)' "$OUT/suite.log" | tail -1)"
+  grep -B2 -A12 -E 'FAILED' "$OUT/suite.log" | head -80 | tee -a "$summary"
+fi
+
+if has compare; then
+  filter='^RECON-(2D|3D)/end-to-end/'
+  for round in 1 2; do
+    for side in before after; do
+      dir=$BUILD_DIR; [ $side = before ] && dir=$BEFORE_DIR
+      LD_LIBRARY_PATH="$PWD/$dir/lib:$PWD/$dir/runtime-libs:$LD_LIBRARY_PATH" timeout 120 "$dir/benchmarks/bench_recon_gpu" \
+        --benchmark_filter="$filter" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$OUT/compare-$side-$round.json" --benchmark_out_format=json >>"$OUT/compare.log" 2>&1
+      rc=$?; [ $rc -ne 0 ] && status=1
+      note "compare $side round $round: rc=$rc $(grep -E 'median' "$OUT/compare.log" | tail -4 | awk '{ printf "%s %s %s; ", $1, $2, $3 }')"
+    done
+  done
 fi
 
 if has bench; then

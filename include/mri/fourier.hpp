@@ -14,8 +14,8 @@
 
 namespace mri {
 
-namespace cuda::detail {
-class FhdPlan; // the CUDA backend's plan (cuda/fhd_backend.hpp)
+namespace detail {
+class DeviceFourier; // the CUDA backend's plan, behind the plugin interface
 }
 
 // Copies share one device plan (operators are cheap values); apply/adjoint on one operator
@@ -40,7 +40,7 @@ private:
   Trajectory trajectory_;
   Grid grid_;
   OperatorOptions options_;
-  std::shared_ptr<cuda::detail::FhdPlan> device_plan_; // null on the CPU backend
+  std::shared_ptr<detail::DeviceFourier> device_plan_; // null on the CPU backend
 };
 
 // F^H D with density weights: the right-hand side of the normal equations, the seeds' FhD.

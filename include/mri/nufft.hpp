@@ -120,11 +120,9 @@ struct NufftOptions {
 };
 
 namespace detail {
-class NufftPlan; // the CPU plan (lib/nufft_plan.hpp)
-}
-namespace cuda::detail {
-class NufftDevicePlan; // the CUDA plan (cuda/gridding_cuda.hpp)
-}
+class NufftPlan;   // the CPU plan (lib/nufft_plan.hpp)
+class DeviceNufft; // the CUDA plan, behind the plugin interface
+} // namespace detail
 
 // Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
 // builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan;
@@ -153,7 +151,7 @@ public:
 
   // The plan that runs: plan() on the CPU backend, device_plan() on Cuda (the other is null).
   const std::shared_ptr<detail::NufftPlan> &plan() const { return plan_; }
-  const std::shared_ptr<cuda::detail::NufftDevicePlan> &device_plan() const { return device_plan_; }
+  const std::shared_ptr<detail::DeviceNufft> &device_plan() const { return device_plan_; }
 
 private:
   Trajectory trajectory_;
@@ -162,7 +160,7 @@ private:
   KaiserBessel kernel_;
   Grid oversampled_;
   std::shared_ptr<detail::NufftPlan> plan_;
-  std::shared_ptr<cuda::detail::NufftDevicePlan> device_plan_;
+  std::shared_ptr<detail::DeviceNufft> device_plan_;
 };
 
 // Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(), d in {-n .. n-1} per axis
@@ -174,16 +172,6 @@ Image nufft_q(const Trajectory &trajectory, std::span<const float> weights, cons
 namespace detail {
 // nufft_q's trajectory: every k doubled (0 on axes of extent 1), for the adjoint on grid.doubled().
 Trajectory q_trajectory(const Trajectory &trajectory, const Grid &grid);
-// A NufftOperator's CUDA plan without the operator (which keeps a copy of the trajectory: ms
-// for millions of samples), for reconstruct. options: validated, backend resolved to Cuda.
-// Throws as the NufftOperator constructor; only in builds with the CUDA backend.
-std::shared_ptr<cuda::detail::NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajectory, const Grid &grid,
-                                                                      const NufftOptions &options);
-// The same from m points already in device memory, each coordinate times scale[axis] (see
-// cuda/gridding_cuda.hpp): reconstruct uploads the trajectory once for F^H D and Q's doubled grid.
-std::shared_ptr<cuda::detail::NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, std::size_t m,
-                                                                      const Grid &grid, const NufftOptions &options,
-                                                                      std::array<float, 3> scale);
 } // namespace detail
 
 } // namespace mri

@@ -1,4 +1,6 @@
 #pragma once
+#include <string>
+
 // Where and how an operator runs. The CUDA kernel policies are the seeds' optimisation
 // stages of the F^H D kernel; the CPU ignores the policy.
 namespace mri {
@@ -29,7 +31,11 @@ const char *to_string(Backend);
 const char *to_string(Precision);
 const char *to_string(KernelPolicy);
 
-// True when this build has the CUDA backend and a CUDA device is usable.
+// True when the CUDA backend plugin (libmri_cuda.so, loaded on the first call) is found, of this
+// build of mri, and a CUDA device is usable.
 bool cuda_available();
+// Why cuda_available() is false (no driver, the plugin's dlerror, a version mismatch, no
+// device); empty when it is true.
+std::string cuda_unavailable_reason();
 
 } // namespace mri

@@ -79,6 +79,7 @@ struct ReconOptions {
 
 struct ReconReport {
   Backend backend = Backend::Cpu; // the backend that ran
+  std::string backend_note;       // why: with backend = Auto, e.g. "auto: cpu (no CUDA driver ...)"
   Normal normal = Normal::Toeplitz;
   Method method = Method::Exact;
   // Phases (seconds, wall clock; on the GPU each phase ends with a stream synchronisation).

@@ -6,8 +6,8 @@
 //
 // What is stored: the Toeplitz spectrum K = Re(FFT(Q)) / L on grid.doubled() (L voxels), in FFT
 // order (offset d at index d mod L per axis), as float32. Q is Hermitian, Q(-d) = conj(Q(d)), so
-// its spectrum is real; the offsets d = -n per axis never enter the cropped convolution and are
-// zeroed. F^H W F x = crop(IFFT(K .* FFT(zero-pad(x)))) with an unnormalised inverse FFT.
+// its spectrum is real up to the offsets d = -n per axis (whose partner +n is not on the grid):
+// they never enter the cropped convolution, so the real part of FFT(Q) is the same operator. F^H W F x = crop(IFFT(K .* FFT(zero-pad(x)))) with an unnormalised inverse FFT.
 //
 // File: a fixed header (magic, format version, the key, the image and padded grids, the sample
 // count, the payload length and a payload checksum) followed by the L floats. Loading checks

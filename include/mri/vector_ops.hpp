@@ -1,8 +1,8 @@
 #pragma once
 // The small vector-operations table ConjugateGradient needs (BART's idea: one solver for CPU
-// and GPU vectors). Specialise VectorOps<Vec> for a new vector type; the CUDA backend does
-// so for its device vectors (mri::cuda::DeviceImage, cuda/device_image.hpp), whose reductions
-// return only the scalar to the host. Optional member, used by ConjugateGradient when present:
+// and GPU vectors). Specialise VectorOps<Vec> for a new vector type; the CUDA plugin does so
+// for its internal device vectors (not installed), whose reductions return only the scalar to
+// the host. Optional member, used by ConjugateGradient when present:
 //   static double update_norm2(std::complex<double> alpha, const Vec &p, const Vec &ap, Vec &x, Vec &r);
 // x += alpha p, r -= alpha ap and ||r||^2 in one pass over the four vectors.
 #include <complex>

@@ -141,14 +141,12 @@ inline NufftOptions cuda_nufft(double tolerance, Gridding g) {
   return o;
 }
 
-// Fresh inputs every run; the seed is printed so a failure can be replayed (MRI_GPU_TEST_SEED).
+// Fresh inputs every run, each seed printed by its test. MRI_GPU_TEST_SEED=S makes every call
+// return S, so a replay of the failing test (named on the command line) gets the very inputs
+// the failure printed, whatever ran before it.
 inline std::uint64_t fresh_seed() {
-  static const std::uint64_t base = []() -> std::uint64_t {
-    if (const char *s = std::getenv("MRI_GPU_TEST_SEED")) return std::stoull(s);
-    return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ static_cast<std::uint64_t>(std::random_device{}());
-  }();
-  static std::uint64_t counter = 0;
-  return base + 0x9e3779b97f4a7c15ULL * ++counter;
+  if (const char *s = std::getenv("MRI_GPU_TEST_SEED")) return std::stoull(s);
+  return (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ static_cast<std::uint64_t>(std::random_device{}());
 }
 
 // M points uniform in [-n/2, n/2) of `period` (kz == 0 in 2D).

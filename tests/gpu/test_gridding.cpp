@@ -171,9 +171,9 @@ using cuda::detail::ScatterMethod;
 
 // The adjoint with Gridding::Scatter through the given scatter kernel.
 Image scatter_adjoint(const NufftOperator &op, const std::vector<cfloat> &y, ScatterMethod method) {
-  op.device_plan()->set_scatter_method(method);
+  cuda::detail::device_plan_of(op).set_scatter_method(method);
   Image out = op.adjoint(y);
-  op.device_plan()->set_scatter_method(ScatterMethod::Auto);
+  cuda::detail::device_plan_of(op).set_scatter_method(ScatterMethod::Auto);
   return out;
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("cuda nufft: SM tiles, GA and RGA agree with the CPU NUFFT for every w
     const double e_sm = test::relative_error(sm, ref), e_ga = test::relative_error(ga, ref),
                  e_rga = test::relative_error(rga, ref), sm_ga = test::relative_error(sm, ga);
     INFO("W " << width << ": vs CPU NUFFT SM " << e_sm << ", GA " << e_ga << ", RGA " << e_rga << "; SM vs GA " << sm_ga);
-    CHECK(op.device_plan()->scatter_method() == (grid.dims() == 3 ? ScatterMethod::Shared : ScatterMethod::Global));
+    CHECK(cuda::detail::device_plan_of(op).scatter_method() == (grid.dims() == 3 ? ScatterMethod::Shared : ScatterMethod::Global));
     CHECK(e_sm <= 5e-6);
     CHECK(e_ga <= 5e-6);
     CHECK(e_rga <= 5e-6);
@@ -306,19 +306,19 @@ TEST_CASE("cuda nufft: a plan from device points (scaled) equals the plan from t
     const NufftOptions o = cuda_nufft(1e-3, Gridding::Gather);
     const cuda::detail::DevicePoints points(t);
     REQUIRE(points.size() == t.size());
-    const auto run = [&](const std::shared_ptr<cuda::detail::NufftDevicePlan> &plan, const Grid &grid) {
+    const auto run = [&](const auto &plan, const Grid &grid) { // the plan, or the operator's behind the interface
       Image out(grid);
       plan->adjoint(y.data(), out.data(), Gridding::Gather);
       return out;
     };
-    CHECK(bitwise_equal(run(mri::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {1, 1, 1}), g),
+    CHECK(bitwise_equal(run(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {1, 1, 1}), g),
                         run(NufftOperator(t, g, o).device_plan(), g)));
     const auto two = [&](int a) { return g.extent(a) > 1 ? 2.0f : 0.0f; };
     CHECK(bitwise_equal(
-        run(mri::detail::make_device_nufft_plan(points.data(), t.size(), g.doubled(), o, {two(0), two(1), two(2)}),
+        run(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g.doubled(), o, {two(0), two(1), two(2)}),
             g.doubled()),
         run(NufftOperator(mri::detail::q_trajectory(t, g), g.doubled(), o).device_plan(), g.doubled())));
     // Scaled out of the grid: refused on the device check.
-    CHECK_THROWS_AS(mri::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {3, 3, 3}), InvalidArgument);
+    CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {3, 3, 3}), InvalidArgument);
   }
 }

@@ -1,4 +1,4 @@
-// The GPU reconstruction (issue 4): device vectors and the one ConjugateGradient template on
+// The GPU reconstruction: device vectors and the one ConjugateGradient template on
 // them, the Toeplitz and direct normal operators on the device against explicit float64 sums,
 // the Q cache, reconstruct(backend = Cuda) against the CPU path, and bad input.
 // Tags: [gpu] all; [small] the quick subset compute-sanitizer runs.
@@ -474,8 +474,8 @@ TEST_CASE("gpu toeplitz and direct normal by NUFFT: equal the explicit float64 s
   std::vector<cfloat> wc(w.begin(), w.end());
   const DeviceImage dw(Image(Grid(static_cast<std::int64_t>(wc.size()), 1), wc));
   DeviceImage q(grid.doubled());
-  q_op.device_plan()->adjoint_device(dw.data(), q.data(), Gridding::Gather);
-  q_op.device_plan()->synchronize();
+  cuda::detail::device_plan_of(q_op).adjoint_device(dw.data(), q.data(), Gridding::Gather);
+  cuda::detail::device_plan_of(q_op).synchronize();
   const ToeplitzOperator toeplitz(grid, q);
   DeviceImage out = poisoned(grid);
   toeplitz.apply(dx, out);
@@ -485,7 +485,8 @@ TEST_CASE("gpu toeplitz and direct normal by NUFFT: equal the explicit float64 s
 
   const NufftOperator pair(t, grid, o);
   for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {
-    DirectNormalOperator direct(pair.device_plan(), g, w, grid, t.size());
+    DirectNormalOperator direct(std::dynamic_pointer_cast<cuda::detail::NufftDevicePlan>(pair.device_plan()), g, w,
+                                grid, t.size());
     direct.set_regularizer(Regularizer::FiniteDifference, 0.8);
     DeviceImage out_d = poisoned(grid);
     direct.apply(dx, out_d);

@@ -1,0 +1,82 @@
+// The plugin's side of the seam (lib/interface/mri_backend/cuda_backend.hpp): the CudaBackend
+// that libmri loads, made of the plans in this folder, and the two exported C entry points.
+#include "device.cuh"
+#include "fhd_backend.hpp"
+#include "gridding_cuda.hpp"
+#include "mri/error.hpp"
+#include "mri_backend/cuda_backend.hpp"
+#include "recon_cuda.hpp"
+
+namespace mri::cuda::detail {
+
+std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajectory, const Grid &grid,
+                                                        const NufftOptions &options) {
+  if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
+  // The plan checks the samples' range on the device (the host loop cost milliseconds) and
+  // throws check_within's InvalidArgument for a sample outside.
+  return std::make_shared<NufftDevicePlan>(
+      trajectory, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options)));
+}
+
+std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, std::size_t m, const Grid &grid,
+                                                        const NufftOptions &options, std::array<float, 3> scale) {
+  return std::make_shared<NufftDevicePlan>(
+      d_points, m, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options)), scale);
+}
+
+NufftDevicePlan &device_plan_of(const NufftOperator &op) {
+  auto *plan = dynamic_cast<NufftDevicePlan *>(op.device_plan().get());
+  if (!plan) mri::detail::invalid_argument("op.options().backend", to_string(op.options().backend), "has no CUDA plan");
+  return *plan;
+}
+
+namespace {
+
+class DeviceFourierPlan final : public mri::detail::DeviceFourier {
+public:
+  DeviceFourierPlan(const Trajectory &trajectory, const Grid &out, const Grid &period) : plan_(trajectory, out, period) {}
+  void adjoint(KernelPolicy policy, const cfloat *coefficients, cfloat *result) override {
+    plan_.adjoint(policy, coefficients, result);
+  }
+  void forward(Precision precision, const cfloat *image, cfloat *samples) override {
+    plan_.forward(forward_path(precision), image, samples);
+  }
+
+private:
+  FhdPlan plan_;
+};
+
+class Backend final : public mri::detail::CudaBackend {
+public:
+  bool device_present() const override { return detail::device_present(); }
+  KernelPolicy resolve_policy(KernelPolicy policy, Precision precision) const override {
+    return detail::resolve_policy(policy, precision);
+  }
+  std::unique_ptr<mri::detail::DeviceFourier> fourier(const Trajectory &trajectory, const Grid &out,
+                                                      const Grid &period) const override {
+    return std::make_unique<DeviceFourierPlan>(trajectory, out, period);
+  }
+  std::unique_ptr<mri::detail::DeviceNufft> nufft(const Trajectory &trajectory, const Grid &grid,
+                                                  const NufftOptions &validated) const override {
+    if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+    if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
+    return std::make_unique<NufftDevicePlan>(trajectory, *mri::detail::nufft_setup(grid, validated));
+  }
+  ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) const override {
+    return reconstruct_cuda(data, grid, options);
+  }
+};
+
+} // namespace
+} // namespace mri::cuda::detail
+
+extern "C" __attribute__((visibility("default"))) const char *mri_cuda_plugin_version() {
+  static const std::string v = std::to_string(mri::detail::kCudaPluginAbi) + " " + MRI_VERSION_STRING;
+  return v.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) const mri::detail::CudaBackend *mri_cuda_plugin_backend() {
+  static const mri::cuda::detail::Backend backend;
+  return &backend;
+}

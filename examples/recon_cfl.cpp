@@ -1,0 +1,55 @@
+// Reconstructs single-coil non-Cartesian k-space from BART files, as `bart pics -l2` does:
+//   recon_cfl --size 256 traj ksp image      (traj: BART's 3 x samples x spokes, cycles/FOV;
+//                                            ksp: 1 x samples x spokes; image: size x size)
+// A plain program that links libmri: docs/performance.md times its start-up and peak memory
+// against `bart pics` on the same files (scripts/bench-startup.sh).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include <mri/mri.hpp>
+
+#include "example_support.hpp"
+
+int main(int argc, char **argv) {
+  CLI::App app{"mri: reconstruct BART .cfl k-space (single coil) by CG"};
+  std::string traj_file, ksp_file, out_file;
+  int size = 256, iterations = 30;
+  double lambda = 0;
+  mri::Backend backend = mri::Backend::Cpu;
+  app.add_option("traj", traj_file, "BART trajectory (no extension)")->required();
+  app.add_option("ksp", ksp_file, "BART k-space 1 x samples x spokes (no extension)")->required();
+  app.add_option("image", out_file, "BART image to write (no extension)")->required();
+  app.add_option("--size", size, "image size n (n x n)")->check(CLI::Range(8, 4096));
+  app.add_option("--iterations", iterations, "CG iterations")->check(CLI::NonNegativeNumber);
+  app.add_option("--lambda", lambda, "Tikhonov weight (ours; BART's -r is lambda / voxels)")
+      ->check(CLI::NonNegativeNumber);
+  example::add_backend_option(app, backend, "cpu | cuda | auto");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const mri::Grid grid(size, size);
+    const mri::bart::CflArray traj = mri::bart::read_cfl(traj_file);
+    const mri::bart::CflArray ksp = mri::bart::read_cfl(ksp_file);
+    mri::Trajectory t = mri::bart::to_trajectory(traj, 2);
+    if (ksp.data.size() != t.size()) {
+      std::fprintf(stderr, "recon_cfl: %s holds %zu samples, the trajectory %zu (multi-coil data is not read here)\n",
+                   ksp_file.c_str(), ksp.data.size(), t.size());
+      return 2;
+    }
+    const mri::KSpaceData data(std::move(t), ksp.data);
+    mri::ReconOptions options;
+    options.iterations = iterations;
+    options.lambda = lambda;
+    options.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
+    options.backend = backend;
+    const mri::ReconResult r = mri::reconstruct(data, grid, options);
+    mri::bart::write_cfl(out_file, {grid.nx(), grid.ny()}, r.image.values());
+    std::printf("%s: %d iterations on %s in %.3f s\n", out_file.c_str(), r.report.iterations,
+                mri::to_string(r.report.backend), r.report.total_seconds);
+  } catch (const mri::Error &e) {
+    std::fprintf(stderr, "recon_cfl: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,111 @@
+#pragma once
+// The seam between libmri (host code, no CUDA library) and the CUDA backend, a plugin
+// (libmri_cuda.so) that libmri loads with dlopen the first time a CUDA backend is asked for.
+// lib/ owns this interface; cuda/ implements it and includes nothing else of lib/ (the headers
+// in this folder are the whole of what a backend sees besides the public ones).
+//
+// The plugin exports two C symbols (see kCudaPluginVersionSymbol, kCudaPluginEntrySymbol):
+// its ABI number and version, checked by libmri before anything else is called, and the entry
+// that returns its CudaBackend. Both sides are built from one tree with one compiler; the
+// version check refuses a plugin from another build of mri rather than risk a mismatched vtable.
+#include <memory>
+#include <string>
+
+#include "mri/image.hpp"
+#include "mri/nufft.hpp"
+#include "mri/options.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri::detail {
+
+// Bumped whenever a class below changes shape.
+inline constexpr int kCudaPluginAbi = 1;
+
+// The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
+// NufftOperator sends wider kernels (float64 tolerances) to the CPU.
+inline constexpr int kMaxDeviceNufftWidth = 8;
+
+// The sum s(x) = sum_m c_m exp(+i 2 pi sum_a k_ma x_a / period_a) on a grid `out` (F^H: out ==
+// period; Q: out = period.doubled()) and F's forward on out == period, for one trajectory whose
+// device copies the object owns (mri::detail::adjoint_sum_f64's semantics). Host arrays; calls
+// block until the result is on the host. Not thread-safe: one object per thread.
+class DeviceFourier {
+public:
+  virtual ~DeviceFourier() = default;
+  virtual void adjoint(KernelPolicy policy, const cfloat *coefficients, cfloat *result) = 0;
+  // F x by the fastest forward path of `precision`.
+  virtual void forward(Precision precision, const cfloat *image, cfloat *samples) = 0;
+};
+
+// The gridding NUFFT of one trajectory on the device (NufftOperator with backend = Cuda).
+// Host arrays; calls block. Not thread-safe: one object per thread.
+class DeviceNufft {
+public:
+  virtual ~DeviceNufft() = default;
+  virtual void forward(const cfloat *image, cfloat *samples) = 0;
+  virtual void adjoint(const cfloat *samples, cfloat *image, Gridding gridding) = 0;
+};
+
+// What the host side chooses for a NUFFT (lib/nufft.cpp): kernel, oversampled grid, the kernel
+// polynomial the device evaluates, and the deapodization; the same numbers the CPU plan uses.
+struct NufftSetup {
+  KaiserBessel kernel;
+  int dims = 2;
+  int width = 4;
+  int degree = 0;
+  std::array<std::int64_t, 3> n{1, 1, 1};   // image grid
+  std::array<std::int64_t, 3> g{1, 1, 1};   // oversampled grid
+  std::vector<float> coef;                  // (degree + 1) x width kernel polynomial
+  std::array<std::vector<float>, 3> deapod; // 1 / Phi per axis, n_a values
+};
+// options: validated (validated_nufft_options). Kept per grid and options for the process, so a
+// second plan of the same problem skips the polynomial fit and the Bessel evaluations.
+std::shared_ptr<const NufftSetup> nufft_setup(const Grid &grid, const NufftOptions &options);
+// NufftOperator's validation and backend resolution (Throws as its constructor).
+NufftOptions validated_nufft_options(NufftOptions options);
+
+class CudaBackend {
+public:
+  virtual ~CudaBackend() = default;
+  // Whether a CUDA device is usable (a driver and at least one device).
+  virtual bool device_present() const = 0;
+  // The kernel policy that runs for `policy` at `precision` (Auto: the fastest accurate one);
+  // Unsupported for one that cannot run (cuda/README.md).
+  virtual KernelPolicy resolve_policy(KernelPolicy policy, Precision precision) const = 0;
+  // Throws InvalidArgument for an empty trajectory or one outside period's k-space, Unsupported
+  // when it does not fit the device.
+  virtual std::unique_ptr<DeviceFourier> fourier(const Trajectory &trajectory, const Grid &out,
+                                                 const Grid &period) const = 0;
+  virtual std::unique_ptr<DeviceNufft> nufft(const Trajectory &trajectory, const Grid &grid,
+                                             const NufftOptions &validated) const = 0;
+  // mri::reconstruct on the device; data, grid and options already validated.
+  virtual ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) const = 0;
+};
+
+// The plugin as libmri found it: the backend, or null and the reason (no driver, dlerror, a
+// version mismatch). Loaded once per process, on the first call; thread-safe.
+struct CudaPlugin {
+  const CudaBackend *backend = nullptr;
+  std::string path;   // the file loaded (or tried)
+  std::string reason; // why backend is null
+};
+const CudaPlugin &cuda_plugin();
+// The plugin's backend, or Unsupported naming why there is none (`who` starts the message).
+const CudaBackend &require_cuda(const char *who);
+// Loads the plugin at `path` without the driver probe, for tests (a missing file, a file that
+// is no library, a plugin of another version). Each call loads anew.
+CudaPlugin load_cuda_plugin(const std::string &path);
+
+} // namespace mri::detail
+
+// The plugin's exported C entry points.
+extern "C" {
+// "<abi> <version>", e.g. "1 0.1.0".
+using MriCudaPluginVersionFn = const char *(*)();
+using MriCudaPluginEntryFn = const mri::detail::CudaBackend *(*)();
+}
+namespace mri::detail {
+inline constexpr const char *kCudaPluginVersionSymbol = "mri_cuda_plugin_version";
+inline constexpr const char *kCudaPluginEntrySymbol = "mri_cuda_plugin_backend";
+} // namespace mri::detail
