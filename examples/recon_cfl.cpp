@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
   app.add_option("--lambda", lambda, "Tikhonov weight (ours; BART's -r is lambda / voxels)")
       ->check(CLI::NonNegativeNumber);
   example::add_backend_option(app, backend, "cpu | cuda | auto");
+  mri::ReconOptions options;
+  example::add_method_options(app, options);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -38,15 +40,17 @@ int main(int argc, char **argv) {
       return 2;
     }
     const mri::KSpaceData data(std::move(t), ksp.data);
-    mri::ReconOptions options;
     options.iterations = iterations;
     options.lambda = lambda;
     options.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
     options.backend = backend;
     const mri::ReconResult r = mri::reconstruct(data, grid, options);
     mri::bart::write_cfl(out_file, {grid.nx(), grid.ny()}, r.image.values());
-    std::printf("%s: %d iterations on %s in %.3f s\n", out_file.c_str(), r.report.iterations,
-                mri::to_string(r.report.backend), r.report.total_seconds);
+    const mri::ReconReport &rep = r.report;
+    std::printf("%s: %d iterations on %s, method %s: F^H D %.3f s, Q %.3f s, FFT setup %.3f s, CG %.3f s, total %.3f s\n",
+                out_file.c_str(), rep.iterations, mri::to_string(rep.backend), mri::to_string(rep.method),
+                rep.fhd_seconds, rep.q_seconds, rep.fft_setup_seconds, rep.cg_seconds, rep.total_seconds);
+    if (!rep.backend_note.empty()) std::printf("%s\n", rep.backend_note.c_str());
   } catch (const mri::Error &e) {
     std::fprintf(stderr, "recon_cfl: %s\n", e.what());
     return 1;
