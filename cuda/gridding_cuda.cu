@@ -20,15 +20,11 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "cufft_check.cuh"
 #include "mri/error.hpp"
 
 namespace mri::cuda::detail {
 namespace {
-
-void check_fft(cufftResult r, const char *call) {
-  if (r != CUFFT_SUCCESS)
-    throw CudaError(std::string(call) + " failed: cufftResult " + std::to_string(static_cast<int>(r)));
-}
 
 void check_launch(const char *kernel) { check(cudaGetLastError(), kernel, __FILE__, __LINE__); }
 
@@ -150,13 +146,13 @@ FftPlan acquire_fft(int dims, int gx, int gy, int gz) {
         return p;
       }
   }
-  check_fft(cufftCreate(&p.handle), "cufftCreate");
+  MRI_CUFFT_CHECK(cufftCreate(&p.handle));
   try {
-    check_fft(cufftSetAutoAllocation(p.handle, 0), "cufftSetAutoAllocation");
+    MRI_CUFFT_CHECK(cufftSetAutoAllocation(p.handle, 0));
     if (dims == 3)
-      check_fft(cufftMakePlan3d(p.handle, gz, gy, gx, CUFFT_C2C, &p.work), "cufftMakePlan3d");
+      MRI_CUFFT_CHECK(cufftMakePlan3d(p.handle, gz, gy, gx, CUFFT_C2C, &p.work));
     else
-      check_fft(cufftMakePlan2d(p.handle, gy, gx, CUFFT_C2C, &p.work), "cufftMakePlan2d");
+      MRI_CUFFT_CHECK(cufftMakePlan2d(p.handle, gy, gx, CUFFT_C2C, &p.work));
   } catch (...) {
     cufftDestroy(p.handle);
     throw;
@@ -763,8 +759,8 @@ NufftDevicePlan::NufftDevicePlan(const GriddingSetup &setup, std::size_t samples
   s.fft = acquire_fft(setup.dims, s.dev.gx, s.dev.gy, s.dev.gz);
   s.fft_held = true;
   s.fft_work.allocate(s.fft.work, s.pool, s.stream);
-  if (s.fft.work > 0) check_fft(cufftSetWorkArea(s.fft.handle, s.fft_work.get()), "cufftSetWorkArea");
-  check_fft(cufftSetStream(s.fft.handle, s.stream), "cufftSetStream");
+  if (s.fft.work > 0) MRI_CUFFT_CHECK(cufftSetWorkArea(s.fft.handle, s.fft_work.get()));
+  MRI_CUFFT_CHECK(cufftSetStream(s.fft.handle, s.stream));
   s.t_fft = ms_since(s.t_start);
 
   // Buffers, then the constants in one copy.
@@ -932,9 +928,8 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
                                              s.grid.get());
     check_launch("gather_kernel");
   }
-  check_fft(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
-                         reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_INVERSE),
-            "cufftExecC2C(inverse)");
+  MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
+                         reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_INVERSE));
   crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod(),
                                                             reinterpret_cast<float2 *>(d_image));
   check_launch("crop_kernel");
@@ -946,9 +941,8 @@ void NufftDevicePlan::forward_device(const cfloat *d_image, cfloat *d_samples) {
   pad_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_image), s.dev,
                                                            s.deapod(), s.grid.get());
   check_launch("pad_kernel");
-  check_fft(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
-                         reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_FORWARD),
-            "cufftExecC2C(forward)");
+  MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
+                         reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_FORWARD));
   s.k.interp<<<blocks(s.m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.perm.get(), s.m, s.dev, s.coef(),
                                                      s.grid.get(), reinterpret_cast<float2 *>(d_samples));
   check_launch("interp_kernel");
