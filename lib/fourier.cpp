@@ -19,9 +19,8 @@ void check_finite(std::span<const cfloat> v, const char *name) {
 } // namespace
 
 FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptions options)
-    : trajectory_(std::move(trajectory)), grid_(grid), options_(options) {
+    : trajectory_(std::move(trajectory).wrapped(grid)), grid_(grid), options_(options) {
   if (trajectory_.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
-  trajectory_.check_within(grid_);
   options_.backend = detail::resolve_backend(options_.backend, "FourierOperator");
   if (options_.backend == Backend::Cuda) {
     const detail::CudaBackend &cuda = detail::require_cuda("FourierOperator");

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -25,6 +26,7 @@
 #include "mri/kspace.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "nufft_plan.hpp"
+#include "trajectory_range.hpp"
 
 namespace mri {
 namespace detail {
@@ -493,7 +495,7 @@ std::shared_ptr<const detail::NufftSetup> detail::nufft_setup(const Grid &grid, 
 }
 
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)
-    : trajectory_(std::move(trajectory)), grid_(grid), options_(detail::validated_nufft_options(options)) {
+    : trajectory_(std::move(trajectory).wrapped(grid)), grid_(grid), options_(detail::validated_nufft_options(options)) {
   if (options_.backend == Backend::Cuda) {
     device_plan_ = detail::require_cuda("NufftOperator").nufft(trajectory_, grid_, options_);
     const std::shared_ptr<const detail::NufftSetup> c = detail::nufft_setup(grid_, options_); // kept: no second fit
@@ -534,10 +536,11 @@ void NufftOperator::adjoint(const cfloat *samples, cfloat *image) const {
   plan_->adjoint(samples, image, options_.gridding);
 }
 
-Image nufft_q(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+Image nufft_q(const Trajectory &any_trajectory, std::span<const float> weights, const Grid &grid,
               const NufftOptions &options) {
-  if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
-  trajectory.check_within(grid);
+  if (any_trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  std::optional<Trajectory> storage;
+  const Trajectory &trajectory = detail::inside_grid(any_trajectory, grid, storage);
   detail::check_weights(weights, trajectory.size());
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
   std::copy(weights.begin(), weights.end(), w.begin());

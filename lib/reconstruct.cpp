@@ -40,7 +40,6 @@ void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
   if (!(o.lambda >= 0) || !std::isfinite(o.lambda))
     detail::invalid_argument("options.lambda", o.lambda, "must be finite and >= 0");
   if (data.trajectory().empty()) detail::invalid_argument("data.trajectory().size()", 0, "needs at least one sample");
-  data.trajectory().check_within(grid);
   if (o.method == Method::Nufft) {
     const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
     if (!(o.nufft_tolerance >= floor && o.nufft_tolerance <= kNufftMaxTolerance))
@@ -183,9 +182,17 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
   validate(data, grid, options);
-  const Backend backend = recon_backend(options);
-  if (backend == Backend::Cuda) return detail::require_cuda("reconstruct").reconstruct(data, grid, options);
-  return reconstruct_cpu(data, grid, options, t_start);
+  // Samples on or beyond the grid's edge are their periodic images (Trajectory::check_range):
+  // wrapped once here, so every operator below sees [-n/2, n/2) and nothing is copied otherwise.
+  const std::size_t outside = data.trajectory().check_range(grid);
+  std::optional<KSpaceData> wrapped;
+  if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
+  const KSpaceData &inside = wrapped ? *wrapped : data;
+  ReconResult r = recon_backend(options) == Backend::Cuda
+                      ? detail::require_cuda("reconstruct").reconstruct(inside, grid, options)
+                      : reconstruct_cpu(inside, grid, options, t_start);
+  r.report.wrapped_samples = outside;
+  return r;
 }
 
 } // namespace mri

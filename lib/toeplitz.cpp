@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <optional>
 #include <omp.h>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "mri/fourier.hpp"
 #include "mri/kspace.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "trajectory_range.hpp"
 
 namespace mri {
 
@@ -70,11 +72,12 @@ void load_kernel(const Image &q, fftwf_complex *kernel) {
 
 } // namespace
 
-QOperator::QOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+QOperator::QOperator(const Trajectory &any_trajectory, std::span<const float> weights, const Grid &grid,
                      OperatorOptions options)
     : grid_(grid) {
-  if (trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
-  trajectory.check_within(grid);
+  if (any_trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  std::optional<Trajectory> storage;
+  const Trajectory &trajectory = detail::inside_grid(any_trajectory, grid, storage);
   detail::check_weights(weights, trajectory.size());
   const Backend backend = detail::resolve_backend(options.backend, "QOperator");
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));

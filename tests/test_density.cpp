@@ -156,7 +156,7 @@ TEST_CASE("density: bad input raises SDK exceptions naming the argument and valu
   o.width = 6;
   o.oversampling = 8;
   CHECK_THROWS_WITH(density::pipe_menon(t, g, o), test::contains("options.oversampling = 8"));
-  CHECK_THROWS_AS(density::pipe_menon(t, Grid(16, 16)), InvalidArgument); // k outside the grid
+  CHECK_THROWS_AS(density::pipe_menon(t, Grid(8, 8)), InvalidArgument); // |k| = 16 beyond 3n/2 = 12: a unit mistake
   // Weights of the wrong length or negative never reach the gridding: KSpaceData refuses them.
   const auto y = test::random_complex(t.size(), 1);
   CHECK_THROWS_AS(KSpaceData(t, y, std::vector<float>(t.size() - 1, 1.0f)), InvalidArgument);

@@ -225,11 +225,11 @@ TEST_CASE("fourier: FourierOperator rejects bad input", "[fourier][bad-input]") 
     y[17] = cfloat(1.0f, std::numeric_limits<float>::quiet_NaN());
     CHECK_THROWS_AS(f.adjoint(y), InvalidArgument);
   }
-  SECTION("sample outside [-n/2, n/2) at construction") {
-    // n/2 itself is outside (the interval is half-open); so is anything beyond -n/2.
-    CHECK_THROWS_AS(FourierOperator(Trajectory(2, {{0, 0, 0}, {4.0f, 0, 0}}), g), InvalidArgument);
-    CHECK_THROWS_AS(FourierOperator(Trajectory(2, {{0, -4.01f, 0}}), g), InvalidArgument);
-    CHECK_NOTHROW(FourierOperator(Trajectory(2, {{-4.0f, std::nextafter(4.0f, 0.0f), 0}}), g));
+  SECTION("sample beyond 3n/2 at construction (a unit mistake); up to it, periodic images") {
+    CHECK_THROWS_WITH(FourierOperator(Trajectory(2, {{0, 0, 0}, {12.01f, 0, 0}}), g),
+                      test::contains("trajectory[1]") && test::contains("beyond 3n/2"));
+    CHECK_THROWS_AS(FourierOperator(Trajectory(2, {{0, -12.5f, 0}}), g), InvalidArgument);
+    CHECK_NOTHROW(FourierOperator(Trajectory(2, {{-12.0f, 12.0f, 0}, {4.0f, -4.0f, 0}}), g));
   }
   SECTION("empty trajectory") {
     CHECK_THROWS_AS(FourierOperator(Trajectory(2, {}), g), InvalidArgument);

@@ -79,7 +79,6 @@ inline Trajectory random_trajectory(const Grid &grid, std::size_t m, std::uint64
   return Trajectory(grid.dims(), std::move(points));
 }
 
-// ||a - b|| / ||b|| in double.
 // Samples on the k-space edge (-n/2, the largest float below n/2), the centre and one off-grid
 // value per axis: 12 (2D) or 36 (3D) samples whose windows wrap around the periodic grid.
 inline Trajectory edge_trajectory(const Grid &g) {
@@ -92,6 +91,28 @@ inline Trajectory edge_trajectory(const Grid &g) {
   return Trajectory(g.dims(), p);
 }
 
+// Samples on and beyond the grid's edge: random points moved by -n, 0 or +n per axis (kept
+// within 3n/2), plus samples exactly at +n/2 on each axis and at the corner (n/2, n/2[, n/2]):
+// what a spiral designed to Nyquist or a gradient overshoot gives.
+inline Trajectory beyond_edge_trajectory(const Grid &grid, std::size_t m, std::uint64_t seed) {
+  std::vector<KPoint> points = random_trajectory(grid, m, seed).points();
+  std::mt19937_64 rng(seed + 7);
+  std::uniform_int_distribution<int> shift(-1, 1);
+  for (KPoint &p : points) {
+    float *k[3] = {&p.kx, &p.ky, &p.kz};
+    for (int a = 0; a < grid.dims(); ++a) {
+      const auto n = static_cast<float>(grid.extent(a));
+      const float moved = *k[a] + static_cast<float>(shift(rng)) * n;
+      if (std::abs(moved) <= 1.5f * n) *k[a] = moved;
+    }
+  }
+  const float hx = grid.nx() / 2.0f, hy = grid.ny() / 2.0f, hz = grid.dims() == 3 ? grid.nz() / 2.0f : 0.0f;
+  for (const KPoint p : {KPoint{hx, 0, 0}, KPoint{0, hy, 0}, KPoint{0, 0, hz}, KPoint{hx, hy, hz}})
+    points.push_back(p);
+  return Trajectory(grid.dims(), std::move(points));
+}
+
+// ||a - b|| / ||b|| in double.
 inline double relative_error(std::span<const cfloat> a, std::span<const cfloat> b) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {

@@ -127,7 +127,7 @@ TEST_CASE("toeplitz: bad input", "[toeplitz][bad-input]") {
   w[7] = -1;
   CHECK_THROWS_WITH(QOperator(t, w, grid), test::contains("weights[7]"));
   CHECK_THROWS_AS(QOperator(Trajectory(2, {}), {}, grid), InvalidArgument);
-  CHECK_THROWS_AS(QOperator(t, {}, Grid(4, 4)), InvalidArgument); // samples outside [-2, 2)
+  CHECK_THROWS_AS(QOperator(Trajectory(2, {{6.5f, 0, 0}}), {}, Grid(4, 4)), InvalidArgument); // beyond 3n/2 = 6
   const QOperator q(t, {}, grid);
   CHECK_THROWS_AS(q.apply(Image(Grid(8, 9))), InvalidArgument);
   CHECK_THROWS_WITH(QOperator::from_q(grid, Image(grid)), test::contains("q.grid()")); // not doubled

@@ -23,10 +23,13 @@ class DeviceFourier; // the CUDA backend's plan, behind the plugin interface
 class FourierOperator {
 public:
   // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, or
-  // a sample lies outside [-n/2, n/2); Unsupported when backend = Cuda cannot run here.
-  // options.backend is resolved here (Auto -> Cuda or Cpu): options() tells which runs.
+  // a sample lies beyond 3n/2 (Trajectory::check_range); samples outside [-n/2, n/2) are the
+  // same DFT samples as their periodic images and are used as such. Unsupported when backend =
+  // Cuda cannot run here. options.backend is resolved here (Auto -> Cuda or Cpu): options()
+  // tells which runs.
   FourierOperator(Trajectory trajectory, Grid grid, OperatorOptions options = {});
 
+  // The samples as the operator uses them: wrapped into [-n/2, n/2) (Trajectory::wrapped).
   const Trajectory &trajectory() const { return trajectory_; }
   const Grid &grid() const { return grid_; }
   const OperatorOptions &options() const { return options_; }

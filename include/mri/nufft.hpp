@@ -130,7 +130,8 @@ class DeviceNufft; // the CUDA plan, behind the plugin interface
 class NufftOperator {
 public:
   // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, a
-  // sample lies outside [-n/2, n/2), the tolerance is outside [1e-6, 1e-2] (or below 1e-5
+  // sample lies beyond 3n/2 (samples outside [-n/2, n/2) are used as their periodic images,
+  // Trajectory::check_range; trajectory() returns them wrapped), the tolerance is outside [1e-6, 1e-2] (or below 1e-5
   // with Float32), threads < 0; Unsupported for backend = Cuda without a usable device or
   // with precision = Float64. options() tells which backend runs.
   NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options = {});

@@ -80,6 +80,8 @@ struct ReconOptions {
 struct ReconReport {
   Backend backend = Backend::Cpu; // the backend that ran
   std::string backend_note;       // why: with backend = Auto, e.g. "auto: cpu (no CUDA driver ...)"
+  std::size_t wrapped_samples = 0; // samples outside [-n/2, n/2) used as their periodic images
+                                  // (k - n round(k/n): the same DFT samples; Trajectory::check_range)
   Normal normal = Normal::Toeplitz;
   Method method = Method::Exact;
   // Phases (seconds, wall clock; on the GPU each phase ends with a stream synchronisation).
@@ -111,7 +113,7 @@ struct ReconResult {
   ReconReport report;
 };
 
-// Throws InvalidArgument for bad data/grid/options (sizes, dims, k outside the grid,
+// Throws InvalidArgument for bad data/grid/options (sizes, dims, k beyond 3n/2,
 // lambda < 0, iterations < 0, nufft_tolerance outside its range); Unsupported when backend == Cuda cannot run here or the problem
 // does not fit in the device memory (the message names the bytes needed and free).
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options = {});

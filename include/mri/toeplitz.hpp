@@ -16,7 +16,8 @@ namespace mri {
 class QOperator {
 public:
   // Computes Q on grid.doubled() with the exact sum (the seeds' Q) and keeps its FFT.
-  // weights: empty (all ones) or one non-negative weight per sample.
+  // weights: empty (all ones) or one non-negative weight per sample. The trajectory's range as
+  // FourierOperator's (Trajectory::check_range).
   QOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
             OperatorOptions options = {});
   ~QOperator();

@@ -34,6 +34,18 @@ public:
   // and the trajectory's dimensionality matches the grid's. Names the first bad sample.
   void check_within(const Grid &grid) const;
 
+  // What the operators accept. On the integer voxel grid a sample at k and at k + n are the
+  // same DFT sample (exp(i 2 pi (k + n) x / n) = exp(i 2 pi k x / n) for integer x), so a
+  // spiral ending exactly at |k| = n/2 or a gradient overshoot is valid data. Throws
+  // InvalidArgument when dims differ from the grid's or a coordinate lies beyond 3n/2 on its
+  // axis (almost always a unit mistake: cycles per FOV are expected, not [-0.5, 0.5]), naming
+  // the first such sample; returns how many samples lie outside [-n/2, n/2).
+  std::size_t check_range(const Grid &grid) const;
+  // Every coordinate outside [-n/2, n/2) replaced by its periodic image k - n round(k / n)
+  // (check_range's errors first): the same operators, and a trajectory that passes check_within.
+  Trajectory wrapped(const Grid &grid) const &;
+  Trajectory wrapped(const Grid &grid) &&;
+
 private:
   int dims_ = 2;
   std::vector<KPoint> points_;
