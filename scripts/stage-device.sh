@@ -9,7 +9,7 @@ build="${1:-build-gpu}"
 rm -rf .devstage
 mkdir -p .devstage/lib .devstage/tests .devstage/benchmarks .devstage/examples .devstage/runtime-libs
 cp -L "$build"/lib/libmri.so.0 "$build"/lib/libmri_cuda.so .devstage/lib/ # libmri and its CUDA plugin, side by side
-cp "$build"/tests/libmri_fake_cuda_plugin.so .devstage/tests/                # [plugin] tests: MRI_TEST_PLUGIN_DIR
+cp "$build"/tests/libmri_fake_cuda_plugin.so .devstage/lib/                  # [plugin] tests: MRI_TEST_PLUGIN_DIR
 cp "$build"/tests/mri_gpu_tests "$build"/tests/mri_tests .devstage/tests/
 find "$build/benchmarks" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp {} .devstage/benchmarks/ \;
 find "$build/examples" -maxdepth 1 -type f -perm -u+x -exec cp {} .devstage/examples/ \;

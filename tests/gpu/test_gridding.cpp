@@ -239,6 +239,8 @@ TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowd
   }
 }
 
+// NufftOperator hands the device plan samples wrapped into [-n/2, n/2) (Trajectory::check_range);
+// the plan's own device range check guards that contract, so it is tested on the plan itself.
 TEST_CASE("cuda nufft: samples outside the grid and wrong dims throw InvalidArgument (device range check)",
           "[gpu][gridding][small]") {
   const Grid g2(16, 12), g3(8, 8, 6);
@@ -248,18 +250,24 @@ TEST_CASE("cuda nufft: samples outside the grid and wrong dims throw InvalidArgu
   for (const KPoint bad : {KPoint{8.0f, 0.0f, 0.0f}, KPoint{0.0f, -6.5f, 0.0f}, KPoint{-9.0f, 0.0f, 0.0f}}) {
     std::vector<KPoint> q = p;
     q[57] = bad;
-    CHECK_THROWS_AS(NufftOperator(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather)), InvalidArgument);
+    CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather)),
+                    InvalidArgument);
+    CHECK_NOTHROW(NufftOperator(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather))); // its periodic image
   }
   std::vector<KPoint> r(50, KPoint{0.5f, -0.25f, 2.0f});
   CHECK_NOTHROW(NufftOperator(Trajectory(3, r), g3, cuda_nufft(1e-3, Gridding::Scatter)));
   r[49].kz = 3.0f; // n_z / 2
+  CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(Trajectory(3, r), g3, cuda_nufft(1e-3, Gridding::Scatter)),
+                  InvalidArgument);
+  r[49].kz = 9.5f; // beyond 3 n_z / 2: refused before the device
   CHECK_THROWS_AS(NufftOperator(Trajectory(3, r), g3, cuda_nufft(1e-3, Gridding::Scatter)), InvalidArgument);
   CHECK_THROWS_AS(NufftOperator(Trajectory(2, p), g3, cuda_nufft(1e-3, Gridding::Gather)), InvalidArgument); // dims
   // Large enough for the pinned upload ring; the plan after the failed one is unaffected.
   const Grid g(64, 64);
   std::vector<KPoint> big = traj::uniform_random(g, std::size_t{1} << 17, 41).points();
   big[100000] = KPoint{0.0f, 32.0f, 0.0f};
-  CHECK_THROWS_AS(NufftOperator(Trajectory(2, big), g, cuda_nufft(1e-3, Gridding::Gather)), InvalidArgument);
+  CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(Trajectory(2, big), g, cuda_nufft(1e-3, Gridding::Gather)),
+                  InvalidArgument);
   big[100000] = KPoint{0.0f, 31.5f, 0.0f};
   const Trajectory ok(2, big);
   const auto y = test::random_complex(ok.size(), 42);
