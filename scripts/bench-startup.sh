@@ -6,7 +6,7 @@
 #   start: `recon_cfl --help` / `bart version`, process start to exit from main (dynamic
 #          loading and static initialisation of every library included)
 #   recon: the whole reconstruction, files read and written
-# Median wall time and median peak resident set (GNU time's %M) of RUNS runs each.
+# Wall and CPU time and peak resident set of RUNS runs each (see measure()).
 #   scripts/bench-startup.sh [build-dir]     (RUNS=10 by default)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,25 +20,31 @@ bart traj -x 512 -y 403 -r t0 && bart scale 0.5 t0 traj && bart phantom -k -t tr
 r=0.001
 lambda=$(awk -v r=$r 'BEGIN { print r * 256 * 256 }')
 
-# medians over the runs of command "$@": wall milliseconds (clock around the process, GNU
-# time's own start-up included) and peak resident MB
+# Over the runs of command "$@": minimum and median wall ms, median CPU ms (user + system of the
+# process, from getrusage: what the process itself costs, robust to other load on the machine)
+# and median peak resident MB.
 measure() {
-  local i t0 t1
-  : >times
-  for ((i = 0; i < runs; ++i)); do
-    t0=$(date +%s%N)
-    /usr/bin/time -f "%M" -o rss "$@" >/dev/null 2>&1
-    t1=$(date +%s%N)
-    echo "$(((t1 - t0) / 1000)) $(cat rss)" >>times
-  done
-  sort -n -k1 times | awk '{ t[NR] = $1 } END { printf "%.1f", t[int((NR + 1) / 2)] / 1000 }'
-  printf " "
-  sort -n -k2 times | awk '{ m[NR] = $2 } END { printf "%.1f\n", m[int((NR + 1) / 2)] / 1024 }'
+  python3 - "$runs" "$@" <<'PY'
+import resource, statistics, subprocess, sys, time
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+wall, cpu, rss = [], [], []
+for _ in range(runs):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    # GNU time reports the peak RSS of the program itself (after exec, not the forked Python).
+    subprocess.run(["/usr/bin/time", "-f", "%M", "-o", "rss", *cmd], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+    wall.append((time.perf_counter() - t0) * 1e3)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu.append((after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1e3)
+    rss.append(int(open("rss").read().split()[-1]) / 1024)
+print(f"{min(wall):.1f} {statistics.median(wall):.1f} {statistics.median(cpu):.1f} {statistics.median(rss):.1f}")
+PY
 }
 
-echo "| program | case | median wall ms | median peak RSS MB |"
-echo "|---|---|---|---|"
-row() { local name=$1 what=$2; shift 2; read -r t m < <(measure "$@"); echo "| $name | $what | $t | $m |"; }
+echo "| program | case | min wall ms | median wall ms | median CPU ms | peak RSS MB |"
+echo "|---|---|---|---|---|---|"
+row() { local name=$1 what=$2; shift 2; read -r tmin t c m < <(measure "$@"); echo "| $name | $what | $tmin | $t | $c | $m |"; }
 row "true (the clock's floor)" start true
 row "mri recon_cfl" start "$build/examples/recon_cfl" --help
 row "bart" start bart version
