@@ -137,6 +137,9 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
     rhs = FhDOperator(data.trajectory(), grid, op).apply(data);
   }
   report.fhd_seconds = seconds_since(t);
+  // Only the direct normal reuses the F^H D plan: with Toeplitz it goes before Q's plan on the
+  // doubled grid is made (the two never held at once: the process's peak memory).
+  if (options.normal == Normal::Toeplitz) nufft_op.reset();
 
   // Q on the doubled grid: the exact sum, or one adjoint NUFFT there (or its spectrum from the cache).
   std::optional<QOperator> q;
