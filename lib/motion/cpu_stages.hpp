@@ -1,0 +1,50 @@
+#pragma once
+// The CPU (OpenMP) stages of the motion estimator, one file each, templated on the scalar so the
+// float64 reference is the same code as the float32 fast path (explicit instantiations for float
+// and double in each file). The per-voxel formulas are in include/mri/detail/motion_stencil.hpp,
+// shared with the CUDA kernels.
+#include <array>
+#include <vector>
+
+#include "mri/detail/motion_stencil.hpp"
+#include "mri/grid.hpp"
+#include "mri/motion.hpp"
+
+namespace mri::detail::motion {
+
+template <class T> struct Volume {
+  Grid grid;
+  std::vector<T> v;
+  Volume() = default;
+  explicit Volume(const Grid &g) : grid(g), v(static_cast<std::size_t>(g.voxels())) {}
+};
+template <class T> using Field = std::array<Volume<T>, 3>;
+template <class T> using Tensor = std::array<Volume<T>, kChannels>;
+
+// Normalised Gaussian taps exp(-k^2 / 2 s^2), k = -r..r, r = ceil(3 s) (truncated at 3 std:
+// 99.7% of the mass); s = 0 gives the single tap 1. Throws InvalidArgument naming `name` when
+// 2r + 1 > kMaxGaussianSize or s is negative or not finite.
+std::vector<double> gaussian_taps(double s, const char *name);
+
+// Separable convolution along x, y, z with clamp-to-edge borders; tmp: scratch of f's grid.
+template <class T> void gaussian(Volume<T> &f, Volume<T> &tmp, const std::vector<double> &taps);
+// Spatial derivatives (seed 4.1), zero at the border.
+template <class T>
+void gradients(const Volume<T> &f, Field<T> &g, MotionDerivative scheme);
+// out(x) = f(x + w(x)), trilinear, clamp-to-edge (seed 4.4).
+template <class T> void warp(const Volume<T> &f, const Field<T> &w, Volume<T> &out);
+// out = f trilinearly resampled onto out.grid (same field of view), times `scale`.
+template <class T> void resample(const Volume<T> &f, Volume<T> &out, T scale);
+// The 10 products of (Ix, Iy, Iz, It = moved - fixed) (seed stage 2).
+template <class T>
+void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, Tensor<T> &j);
+// j -= J3 w0 (fold_warp_offset) at every voxel.
+template <class T> void fold(Tensor<T> &j, const Field<T> &w0);
+// One solver pass from src into dst: every voxel (colour < 0, Jacobi) or the voxels with
+// (x + y + z) % 2 == colour (a red-black half-sweep; the others are copied).
+template <class T>
+void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, T alpha, T gamma, T omega);
+// E(w) up to a constant (motion.hpp), in double: the solvers' convergence measure.
+template <class T> double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double gamma);
+
+} // namespace mri::detail::motion
