@@ -59,8 +59,8 @@ public:
     motion::tensor(g, fixed, moved, j, s());
   }
   void fold(DeviceTensor &j, const DeviceField &w) const { motion::fold(j, w, s()); }
-  void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour) const {
-    motion::sweep(j, src, dst, colour, alpha_, gamma_, colour < 0 ? 1.0f : omega_, memory_, s());
+  void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours) const {
+    motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? 1.0f : omega_, memory_, s());
   }
 
   // Events are pooled: one pair per timed stage call, reused across calls.
@@ -119,9 +119,9 @@ double time_solver_sweep_ms(const Grid &grid, MotionMemory memory, int repeats) 
   cudaEvent_t start, stop;
   MRI_CUDA_CHECK(cudaEventCreate(&start));
   MRI_CUDA_CHECK(cudaEventCreate(&stop));
-  sweep(j, a, b, -1, 0.05f, 0.1f, 1.0f, memory, nullptr); // warm-up
+  sweep(j, a, b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr); // warm-up
   MRI_CUDA_CHECK(cudaEventRecord(start));
-  for (int r = 0; r < repeats; ++r) sweep(j, r % 2 ? b : a, r % 2 ? a : b, -1, 0.05f, 0.1f, 1.0f, memory, nullptr);
+  for (int r = 0; r < repeats; ++r) sweep(j, r % 2 ? b : a, r % 2 ? a : b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr);
   MRI_CUDA_CHECK(cudaEventRecord(stop));
   MRI_CUDA_CHECK(cudaEventSynchronize(stop));
   float ms = 0;

@@ -6,8 +6,9 @@
 //               halo, corners included for the divergence's diagonal neighbours) in shared memory
 //               and streams down a chunk of kChunk slices: each field value is loaded from global
 //               memory (1 + halo) times instead of up to 13.
-// Red-black half-sweeps copy the other colour (src -> dst, as the CPU: deterministic, see
-// lib/motion/solver.cpp).
+// Jacobi reads src and writes dst; an SOR colour pass runs in place (src == dst): it writes only
+// voxels of its colour and reads only their neighbours, of other colours (motion_stencil.hpp's
+// voxel_colour), so no thread reads what another writes (deterministic, and __ldg stays valid).
 #include "motion_ops.cuh"
 
 namespace mri::cuda::detail::motion {
@@ -21,7 +22,7 @@ struct SweepArgs {
   const float *src[3];
   float *dst[3];
   Dims d;
-  int colour;
+  int colour, colours;
   float alpha, gamma, omega;
 };
 
@@ -29,15 +30,13 @@ constexpr int kTileX = 32, kTileY = 8, kChunk = 16;
 
 __device__ inline void update_voxel(const SweepArgs &a, long long v, int x, int y, int z,
                                     const auto &load) {
-  if (a.colour >= 0 && ((x + y + z) & 1) != a.colour) {
-    for (int c = 0; c < 3; ++c) a.dst[c][v] = load(c, 0, 0, 0);
-    return;
-  }
+  if (a.colour >= 0 && mri::detail::motion::voxel_colour(x, y, z, a.colours) != a.colour) return;
   float jv[9];
 #pragma unroll
   for (int c = 0; c < 9; ++c) jv[c] = __ldg(a.j[c] + v);
   float out[3];
-  clg_update(jv, load, VoxelPosition{{x, y, z}, {a.d.nx, a.d.ny, a.d.nz}}, a.alpha, a.gamma, a.omega, out);
+  clg_update(jv, load, VoxelPosition{{x, y, z}, {a.d.nx, a.d.ny, a.d.nz}}, a.alpha, a.gamma, a.omega, a.colour < 0,
+             out);
   for (int c = 0; c < 3; ++c) a.dst[c][v] = out[c];
 }
 
@@ -81,9 +80,9 @@ __global__ void __launch_bounds__(kTileX * kTileY) sweep_shared(SweepArgs a) {
 
 } // namespace
 
-void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, float alpha, float gamma,
-           float omega, MotionMemory memory, cudaStream_t s) {
-  SweepArgs a{{}, {}, {}, Dims(src[0].grid), colour, alpha, gamma, omega};
+void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours, float alpha,
+           float gamma, float omega, MotionMemory memory, cudaStream_t s) {
+  SweepArgs a{{}, {}, {}, Dims(src[0].grid), colour, colours, alpha, gamma, omega};
   for (int c = 0; c < 9; ++c) a.j[c] = j[c].data();
   for (int c = 0; c < 3; ++c) a.src[c] = src[c].data(), a.dst[c] = dst[c].data();
   const dim3 block(kTileX, kTileY);

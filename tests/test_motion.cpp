@@ -2,11 +2,13 @@
 // references, the estimator on synthetic sequences with known motion, and bad input.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "catch.hpp"
 #include "../lib/motion/cpu_stages.hpp"
+#include "../lib/motion/motion_driver.hpp"
 #include "mri/error.hpp"
 #include "mri/motion.hpp"
 
@@ -106,12 +108,16 @@ TEST_CASE("motion: trilinear warping reproduces a linear function exactly", "[mo
   DisplacementField w = random_field(g, 2.0, seed);
   const RealVolume out = warp(f, w);
   double worst = 0;
-  for (std::int64_t z = 3; z < g.nz() - 3; ++z) // 2-voxel motion stays inside away from the border
-    for (std::int64_t y = 3; y < g.ny() - 3; ++y)
-      for (std::int64_t x = 3; x < g.nx() - 3; ++x) {
+  std::int64_t inside = 0;
+  for (std::int64_t z = 0; z < g.nz(); ++z)
+    for (std::int64_t y = 0; y < g.ny(); ++y)
+      for (std::int64_t x = 0; x < g.nx(); ++x) {
         const double X = x + w.u.at(x, y, z), Y = y + w.v.at(x, y, z), Z = z + w.w.at(x, y, z);
+        if (X < 0 || Y < 0 || Z < 0 || X > g.nx() - 1 || Y > g.ny() - 1 || Z > g.nz() - 1) continue; // clamped
+        ++inside;
         worst = std::max(worst, std::abs(out.at(x, y, z) - (0.3 * X - 0.2 * Y + 0.15 * Z + 1.0)));
       }
+  CHECK(inside > g.voxels() / 2);
   CHECK(worst < 2e-5); // float positions and lerps on values ~10
 }
 
@@ -145,4 +151,178 @@ TEST_CASE("motion: metrics on known fields", "[motion]") {
   const JacobianStats squeeze = jacobian_stats(synthetic_field(Grid(32, 32, 32), SyntheticMotion::Compressive, 1.5));
   CHECK(squeeze.mean_det < 0.99);
   CHECK(squeeze.std_log_det > 0.02);
+}
+
+namespace {
+
+struct Pair {
+  RealVolume fixed, moving;
+  DisplacementField truth;
+};
+
+// fixed: `volume` plus noise; moving: volume moved by the known field plus independent noise.
+Pair make_pair(const RealVolume &volume, SyntheticMotion motion, double amplitude, double noise, std::uint64_t seed) {
+  Pair p{volume, {}, synthetic_field(volume.grid(), motion, amplitude)};
+  p.moving = apply_motion(volume, p.truth);
+  add_noise(p.fixed, noise, seed);
+  add_noise(p.moving, noise, seed + 1);
+  return p;
+}
+
+const char *name(SyntheticMotion m) {
+  switch (m) {
+  case SyntheticMotion::Translation: return "translation";
+  case SyntheticMotion::Rotation: return "rotation";
+  case SyntheticMotion::Swirl: return "swirl";
+  case SyntheticMotion::Compressive: return "compressive";
+  }
+  return "?";
+}
+
+} // namespace
+
+constexpr std::int64_t kBorder = 3; // content entering across a face is not estimable
+
+struct Expect {
+  SyntheticMotion motion;
+  bool phantom;  // Shepp-Logan (else texture)
+  double bound;  // interior endpoint error (voxels)
+};
+
+TEST_CASE("motion: endpoint error per synthetic motion, far below the zero-flow error", "[motion]") {
+  // Bounds: the errors measured over random textures at the default options (texture: 0.08-0.10,
+  // 0.09-0.10, 0.14-0.16, 0.18-0.20; phantom 0.36, 0.26 voxels) plus ~40% margin. Shepp-Logan's
+  // flat interiors leave rotation and swirl to the smoothness term (an aperture problem), so the
+  // phantom is tested on the motions its edges determine.
+  const Expect e = GENERATE(Expect{SyntheticMotion::Translation, false, 0.15}, Expect{SyntheticMotion::Rotation, false, 0.15},
+                            Expect{SyntheticMotion::Swirl, false, 0.22}, Expect{SyntheticMotion::Compressive, false, 0.28},
+                            Expect{SyntheticMotion::Translation, true, 0.50}, Expect{SyntheticMotion::Compressive, true, 0.36});
+  const std::uint64_t seed = fresh_seed();
+  const Grid g(32, 32, 32);
+  const Pair p = make_pair(e.phantom ? shepp_logan_volume(g) : textured_volume(g, seed), e.motion, 1.5, 0.01, seed);
+  MotionEstimator est(g, test_options());
+  const DisplacementField w = est.estimate(p.fixed, p.moving);
+  const double epe = average_endpoint_error(w, p.truth, kBorder), zero = average_endpoint_error(DisplacementField(g), p.truth, kBorder);
+  INFO("seed " << seed << ", " << name(e.motion) << (e.phantom ? " phantom" : " texture") << ": epe " << epe
+                << ", zero-flow " << zero);
+  CHECK(epe < e.bound);
+  CHECK(epe < 0.5 * zero); // measured 0.05-0.35 of the zero-flow error
+}
+
+TEST_CASE("motion: the volume term lowers std(log det) on the incompressible swirl", "[motion]") {
+  const std::uint64_t seed = fresh_seed();
+  const Grid g(32, 32, 32);
+  const Pair p = make_pair(textured_volume(g, seed), SyntheticMotion::Swirl, 1.5, 0.02, seed);
+  MotionOptions o = test_options();
+  MotionEstimator plain(g, o);
+  o.gamma = 0.3;
+  MotionEstimator conserving(g, o);
+  const DisplacementField w0 = plain.estimate(p.fixed, p.moving), w1 = conserving.estimate(p.fixed, p.moving);
+  const JacobianStats s0 = jacobian_stats(w0), s1 = jacobian_stats(w1), truth = jacobian_stats(p.truth);
+  INFO("seed " << seed << ": std log det " << s0.std_log_det << " -> " << s1.std_log_det << " (truth " << truth.std_log_det << ")");
+  // Measured: 0.033-0.036 -> 0.012 (the truth's own 0.0126: finite displacements of a div-free
+  // field are not exactly volume-preserving).
+  CHECK(s1.std_log_det < 0.6 * s0.std_log_det);
+  CHECK(s1.fraction_nonpositive == 0.0);
+  // Here the term helps accuracy too (measured 0.14 -> 0.11); gamma = 1 would over-constrain
+  // (0.15 -> 0.21): docs/motion.md's table.
+  CHECK(average_endpoint_error(w1, p.truth, kBorder) < average_endpoint_error(w0, p.truth, kBorder));
+}
+
+TEST_CASE("motion: float32 fields match the float64 reference", "[motion]") {
+  const std::uint64_t seed = fresh_seed();
+  const Grid g(32, 32, 32);
+  const Pair p = make_pair(textured_volume(g, seed), SyntheticMotion::Swirl, 1.5, 0.01, seed);
+  MotionOptions o = test_options();
+  o.gamma = 0.5;
+  MotionEstimator f32(g, o);
+  o.precision = Precision::Float64;
+  MotionEstimator f64(g, o);
+  const DisplacementField a = f32.estimate(p.fixed, p.moving), b = f64.estimate(p.fixed, p.moving);
+  const double epe32 = average_endpoint_error(a, p.truth, kBorder), epe64 = average_endpoint_error(b, p.truth, kBorder);
+  INFO("seed " << seed << ": epe float32 " << epe32 << ", float64 " << epe64);
+  // Float rounding (~1e-7 relative) is damped by the contracting solver; warping feeds the field
+  // back through |grad I| ~ 0.3. Measured mean difference 2e-7 voxels; 1e-4 leaves room for other
+  // compilers' contraction choices and is still 1000x inside the issue's 10% of the error.
+  CHECK(average_endpoint_error(a, b) < 1e-4);
+  CHECK(std::abs(epe32 - epe64) < 0.1 * epe64);
+}
+
+TEST_CASE("motion: the pyramid on odd and non-power-of-two sizes", "[motion]") {
+  const std::uint64_t seed = fresh_seed();
+  const Grid g = GENERATE(Grid(27, 33, 25), Grid(40, 24, 31));
+  const Pair p = make_pair(textured_volume(g, seed), SyntheticMotion::Translation, 3.0, 0.01, seed);
+  MotionOptions o = test_options();
+  MotionEstimator est(g, o);
+  const DisplacementField w = est.estimate(p.fixed, p.moving);
+  const double epe = average_endpoint_error(w, p.truth, kBorder);
+  INFO("seed " << seed << ", grid " << g.nx() << "x" << g.ny() << "x" << g.nz() << ": epe " << epe);
+  // A 3.7-voxel translation (measured 0.15-0.21; without the pyramid 0.18-2.9, texture-dependent).
+  CHECK(epe < 0.3);
+}
+
+TEST_CASE("motion: Jacobi and red-black SOR lower the energy to the same minimum", "[motion]") {
+  const std::uint64_t seed = fresh_seed();
+  const Grid g(24, 24, 24);
+  const Pair p = make_pair(textured_volume(g, seed), SyntheticMotion::Swirl, 1.0, 0.01, seed);
+  dm::Field<double> grad{dm::Volume<double>(g), dm::Volume<double>(g), dm::Volume<double>(g)};
+  const dm::Volume<double> fixed = to_volume<double>(p.fixed), moving = to_volume<double>(p.moving);
+  dm::gradients(fixed, grad, MotionDerivative::Central);
+  dm::Tensor<double> j;
+  for (auto &c : j) c = dm::Volume<double>(g);
+  dm::tensor(grad, fixed, moving, j);
+  const double alpha = 0.03, gamma = 0.1;
+  const int colours = dm::sor_colours(gamma);
+  const auto solve = [&](bool jacobi, int iterations, double omega) {
+    dm::Field<double> a{dm::Volume<double>(g), dm::Volume<double>(g), dm::Volume<double>(g)}, b = a;
+    for (int it = 0; it < iterations; ++it) {
+      if (jacobi) {
+        dm::sweep(j, a, b, -1, colours, alpha, gamma, 1.0);
+        std::swap(a, b);
+      } else {
+        for (int c = 0; c < colours; ++c) dm::sweep(j, a, a, c, colours, alpha, gamma, omega);
+      }
+    }
+    return a;
+  };
+  const double e0 = dm::clg_energy(j, solve(true, 0, 1.0), alpha, gamma);
+  const double jacobi = dm::clg_energy(j, solve(true, 1500, 1.0), alpha, gamma);
+  const double sor = dm::clg_energy(j, solve(false, 300, 1.8), alpha, gamma);
+  const double sor_short = dm::clg_energy(j, solve(false, 10, 1.8), alpha, gamma);
+  const double jacobi_short = dm::clg_energy(j, solve(true, 10, 1.0), alpha, gamma);  INFO("seed " << seed);
+  CHECK(sor < e0);
+  CHECK(std::abs(jacobi - sor) < 1e-3 * std::abs(e0 - sor)); // both reach the minimum
+  // Equal updates per voxel (10): SOR is closer to the minimum. (Per pass over memory, 4 colour
+  // passes against 4 Jacobi sweeps, Jacobi was ahead: the GPU's choice, docs/motion.md.)
+  CHECK(sor_short - sor < jacobi_short - sor); // measured gaps ~5 against ~9
+}
+
+TEST_CASE("motion: bad input names the argument and the value", "[motion][bad-input]") {
+  const Grid g(24, 24, 24);
+  const auto bad = [&](auto mutate, const char *text) {
+    MotionOptions o;
+    mutate(o);
+    CHECK_THROWS_WITH(MotionEstimator(g, o), Catch::Contains(text));
+  };
+  bad([](MotionOptions &o) { o.alpha = -1; }, "options.alpha = -1");
+  bad([](MotionOptions &o) { o.gamma = std::nan(""); }, "options.gamma = nan");
+  bad([](MotionOptions &o) { o.rho = 3.0; }, "options.rho = 3");
+  bad([](MotionOptions &o) { o.sigma = -0.5; }, "options.sigma = -0.5");
+  bad([](MotionOptions &o) { o.omega = 2.0; }, "options.omega = 2");
+  bad([](MotionOptions &o) { o.warps = 0; }, "options.warps = 0");
+  bad([](MotionOptions &o) { o.levels = 4; }, "options.levels = 4"); // 24 -> 12 -> 6 -> 3 < 4
+  CHECK_THROWS_AS(MotionEstimator(g, MotionOptions{.levels = 4}), InvalidArgument);
+  MotionEstimator est(g, MotionOptions{});
+  const RealVolume frame = textured_volume(g, 1);
+  CHECK_THROWS_WITH(est.estimate(frame, textured_volume(Grid(24, 24, 25), 1)),
+                    Catch::Contains("moving.grid() = 24x24x25"));
+  RealVolume broken = frame;
+  broken[77] = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(est.estimate(broken, frame), Catch::Contains("fixed[77] = inf"));
+  const std::vector<RealVolume> one(1, frame);
+  CHECK_THROWS_WITH(est.estimate_sequence(one), Catch::Contains("frames.size() = 1"));
+  MotionOptions cuda64;
+  cuda64.backend = Backend::Cuda;
+  cuda64.precision = Precision::Float64;
+  CHECK_THROWS_AS(MotionEstimator(g, cuda64), Unsupported);
 }

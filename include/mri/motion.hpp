@@ -24,7 +24,9 @@ namespace mri {
 
 enum class MotionSolver {
   Jacobi,     // the seed's: every update from the previous sweep (one pass per sweep)
-  RedBlackSor // over-relaxed Gauss-Seidel in two colour half-sweeps; faster per unit of energy
+  RedBlackSor // over-relaxed block Gauss-Seidel in colour passes: red-black, or 4 colours when
+              // gamma > 0 (the divergence couples diagonal neighbours, which red-black leaves in
+              // one colour); faster per unit of energy (docs/motion.md)
 };
 
 // The seed's two memory variants of the stencil kernels (GPU only; the CPU ignores it).
@@ -40,11 +42,11 @@ enum class MotionDerivative {
 };
 
 struct MotionOptions {
-  double alpha = 0.05;        // smoothness weight (intensities scaled to ~[0, 1]); >= 0
+  double alpha = 0.03;        // smoothness weight (intensities scaled to ~[0, 1]); >= 0
   double gamma = 0.0;         // volume-conserving (divergence) weight; >= 0
   double rho = 1.0;           // std of the tensor's Gaussian (voxels); kernel 2 ceil(3 rho) + 1 <= 15
   double sigma = 0.5;         // std of the frames' pre-smoothing (voxels); same kernel bound
-  int iterations = 30;        // solver sweeps per warp (Jacobi sweeps or SOR iterations)
+  int iterations = 30;        // solver iterations per warp (Jacobi sweeps; SOR: all colours once)
   int warps = 3;              // linearisations per pyramid level
   int levels = 3;             // pyramid levels (1 = no pyramid); each halves the grid (odd: ceil)
   double omega = 1.8;         // SOR over-relaxation, in (0, 2); Jacobi ignores it
@@ -76,7 +78,7 @@ struct MotionReport {
   double gaussian_ms = 0;  // K_rho * (the 10 products)
   double solver_ms = 0;    // the linear solver's sweeps
   double total_ms = 0;
-  std::int64_t solver_sweeps = 0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2)
+  std::int64_t solver_sweeps = 0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2 or 4)
   Backend backend = Backend::Cpu;
 };
 
@@ -111,10 +113,13 @@ private:
 };
 
 // ---- metrics ----------------------------------------------------------------------------------
-// Mean |w - w_true| (voxels). Throws InvalidArgument if the grids differ.
-double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth);
-// Mean angle (degrees) between the space-time vectors (u, v, w, 1) and (u_t, v_t, w_t, 1).
-double average_angular_error(const DisplacementField &w, const DisplacementField &truth);
+// Mean |w - w_true| (voxels) over the voxels at least `border` voxels from every face (content
+// that moves in across a face cannot be estimated). Throws InvalidArgument if the grids differ or
+// no voxel is left.
+double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth, std::int64_t border = 0);
+// Mean angle (degrees) between the space-time vectors (u, v, w, 1) and (u_t, v_t, w_t, 1), same
+// voxels as average_endpoint_error.
+double average_angular_error(const DisplacementField &w, const DisplacementField &truth, std::int64_t border = 0);
 
 // det(I + grad w) by central differences (one-sided at the border): the local volume ratio.
 struct JacobianStats {

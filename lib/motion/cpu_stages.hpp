@@ -40,10 +40,12 @@ template <class T>
 void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, Tensor<T> &j);
 // j -= J3 w0 (fold_warp_offset) at every voxel.
 template <class T> void fold(Tensor<T> &j, const Field<T> &w0);
-// One solver pass from src into dst: every voxel (colour < 0, Jacobi) or the voxels with
-// (x + y + z) % 2 == colour (a red-black half-sweep; the others are copied).
+// One solver pass. colour < 0: a Jacobi sweep of every voxel from src into dst (distinct).
+// colour >= 0: the SOR pass over the voxels of that colour (voxel_colour(..., colours)), in place
+// (src and dst the same field: no neighbour of a voxel has its colour).
 template <class T>
-void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, T alpha, T gamma, T omega);
+void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours, T alpha, T gamma,
+           T omega);
 // E(w) up to a constant (motion.hpp), in double: the solvers' convergence measure.
 template <class T> double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double gamma);
 

@@ -14,6 +14,18 @@ void check_same_grid(const DisplacementField &w, const DisplacementField &truth)
     detail::invalid_argument("truth.grid().voxels()", truth.grid().voxels(), "differs from the field's grid");
 }
 
+// Mean of per_voxel(index) over the voxels at least `border` from every face.
+template <class F> double interior_mean(const Grid &g, std::int64_t border, const F &per_voxel) {
+  if (border < 0 || 2 * border >= std::min({g.nx(), g.ny(), g.nz()}))
+    detail::invalid_argument("border", border, "must leave voxels inside the volume");
+  double sum = 0;
+  std::int64_t count = 0;
+  for (std::int64_t z = border; z < g.nz() - border; ++z)
+    for (std::int64_t y = border; y < g.ny() - border; ++y)
+      for (std::int64_t x = border; x < g.nx() - border; ++x, ++count) sum += per_voxel(g.index(x, y, z));
+  return sum / static_cast<double>(count);
+}
+
 // d w_c / d x_a at voxel (x, y, z): central inside, one-sided at the border, 0 on a 1-voxel axis.
 double partial(const RealVolume &f, int axis, std::int64_t x, std::int64_t y, std::int64_t z) {
   const Grid &g = f.grid();
@@ -27,25 +39,22 @@ double partial(const RealVolume &f, int axis, std::int64_t x, std::int64_t y, st
 
 } // namespace
 
-double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth) {
+double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth, std::int64_t border) {
   check_same_grid(w, truth);
-  double sum = 0;
-  for (std::size_t i = 0; i < w.u.size(); ++i)
-    sum += std::sqrt(std::pow(double(w.u[i]) - truth.u[i], 2) + std::pow(double(w.v[i]) - truth.v[i], 2) +
+  return interior_mean(w.grid(), border, [&](std::int64_t i) {
+    return std::sqrt(std::pow(double(w.u[i]) - truth.u[i], 2) + std::pow(double(w.v[i]) - truth.v[i], 2) +
                      std::pow(double(w.w[i]) - truth.w[i], 2));
-  return sum / static_cast<double>(w.u.size());
+  });
 }
 
-double average_angular_error(const DisplacementField &w, const DisplacementField &truth) {
+double average_angular_error(const DisplacementField &w, const DisplacementField &truth, std::int64_t border) {
   check_same_grid(w, truth);
-  double sum = 0;
-  for (std::size_t i = 0; i < w.u.size(); ++i) {
+  return interior_mean(w.grid(), border, [&](std::int64_t i) {
     const double a[4] = {w.u[i], w.v[i], w.w[i], 1.0}, b[4] = {truth.u[i], truth.v[i], truth.w[i], 1.0};
     double dot = 0, na = 0, nb = 0;
     for (int k = 0; k < 4; ++k) dot += a[k] * b[k], na += a[k] * a[k], nb += b[k] * b[k];
-    sum += std::acos(std::clamp(dot / std::sqrt(na * nb), -1.0, 1.0));
-  }
-  return sum / static_cast<double>(w.u.size()) * 180.0 / M_PI;
+    return std::acos(std::clamp(dot / std::sqrt(na * nb), -1.0, 1.0)) * 180.0 / M_PI;
+  });
 }
 
 JacobianStats jacobian_stats(const DisplacementField &w) {

@@ -35,8 +35,8 @@ public:
     motion::tensor(g, fixed, moved, j);
   }
   void fold(Tensor<T> &j, const Field<T> &w) const { motion::fold(j, w); }
-  void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour) const {
-    motion::sweep(j, src, dst, colour, alpha_, gamma_, colour < 0 ? T(1) : omega_);
+  void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours) const {
+    motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? T(1) : omega_);
   }
 
   template <class F> void timed(Stage s, F &&f) {

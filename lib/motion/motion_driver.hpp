@@ -7,7 +7,7 @@
 // Ops provides: Vol (a movable volume with .grid), make(grid), upload(RealVolume, Vol&),
 // download(Vol, RealVolume&), copy(src, dst), zero(Vol&), gaussian(Vol&, Vol& tmp, Kernel),
 // resample(src, dst, scale), gradients(f, Fld&), warp(f, Fld, out), tensor(Fld, fixed, moved, Ten&),
-// fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour), timed(Stage, fn), elapsed(Stage),
+// fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour, colours), timed(Stage, fn), elapsed(Stage),
 // reset_timers(), synchronize().
 #include <array>
 #include <chrono>
@@ -134,11 +134,10 @@ private:
     ops_.timed(Stage::Solver, [&] {
       for (int it = 0; it < options_.iterations; ++it) {
         if (options_.solver == MotionSolver::Jacobi) {
-          ops_.sweep(lv.j, lv.w, lv.w_next, -1);
+          ops_.sweep(lv.j, lv.w, lv.w_next, -1, colours_);
           std::swap(lv.w, lv.w_next);
         } else {
-          ops_.sweep(lv.j, lv.w, lv.w_next, 0);
-          ops_.sweep(lv.j, lv.w_next, lv.w, 1);
+          for (int c = 0; c < colours_; ++c) ops_.sweep(lv.j, lv.w, lv.w, c, colours_);
         }
       }
     });
@@ -153,7 +152,7 @@ private:
     report.gaussian_ms = ops_.elapsed(Stage::Gaussian);
     report.solver_ms = ops_.elapsed(Stage::Solver);
     report.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const std::int64_t passes = options_.solver == MotionSolver::Jacobi ? 1 : 2;
+    const std::int64_t passes = options_.solver == MotionSolver::Jacobi ? 1 : colours_;
     report.solver_sweeps = static_cast<std::int64_t>(pairs) * static_cast<std::int64_t>(levels_.size()) *
                            options_.warps * options_.iterations * passes;
     report.backend = ops_.backend();
@@ -161,6 +160,7 @@ private:
 
   Ops ops_;
   MotionOptions options_;
+  int colours_ = sor_colours(options_.gamma);
   std::vector<Level> levels_;
   std::array<Frame, 2> frames_; // the pair in hand; a sequence alternates them
 };

@@ -1,14 +1,14 @@
 // The linear solver of the Euler-Lagrange equations (seed 4.3): point-coupled Jacobi sweeps (the
-// seed) or red-black SOR half-sweeps, both through detail::motion::clg_update (shared with
-// cuda/motion_solver.cu). Red-black reads every neighbour from src and writes dst, like Jacobi:
-// the divergence term couples a voxel to diagonal neighbours of its own colour, so an in-place
-// half-sweep would race between threads; src -> dst keeps it deterministic.
+// seed) or multicolour SOR passes (red-black; 4 colours with the divergence term), both through
+// detail::motion::clg_update (shared with cuda/motion_solver.cu). Both are deterministic: Jacobi
+// reads src and writes dst; a colour pass writes only voxels none of whose neighbours it reads.
 #include "cpu_stages.hpp"
 
 namespace mri::detail::motion {
 
 template <class T>
-void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, T alpha, T gamma, T omega) {
+void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours, T alpha, T gamma,
+           T omega) {
   const Grid &g = src[0].grid;
   const std::int64_t nx = g.nx(), ny = g.ny(), nz = g.nz();
 #pragma omp parallel for collapse(2) schedule(static)
@@ -16,15 +16,12 @@ void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, T
     for (std::int64_t y = 0; y < ny; ++y)
       for (std::int64_t x = 0; x < nx; ++x) {
         const std::int64_t v = g.index(x, y, z);
-        if (colour >= 0 && (x + y + z) % 2 != colour) {
-          for (int c = 0; c < 3; ++c) dst[c].v[v] = src[c].v[v];
-          continue;
-        }
+        if (colour >= 0 && voxel_colour(x, y, z, colours) != colour) continue;
         const auto load = [&](int c, int dx, int dy, int dz) { return src[c].v[v + dx + nx * (dy + ny * dz)]; };
         const T jv[kTT] = {j[0].v[v], j[1].v[v], j[2].v[v], j[3].v[v], j[4].v[v],
                            j[5].v[v], j[6].v[v], j[7].v[v], j[8].v[v]};
         T out[3];
-        clg_update(jv, load, VoxelPosition{{x, y, z}, {nx, ny, nz}}, alpha, gamma, omega, out);
+        clg_update(jv, load, VoxelPosition{{x, y, z}, {nx, ny, nz}}, alpha, gamma, omega, colour < 0, out);
         for (int c = 0; c < 3; ++c) dst[c].v[v] = out[c];
       }
 }
@@ -57,8 +54,9 @@ template <class T> double clg_energy(const Tensor<T> &j, const Field<T> &w, doub
   return e;
 }
 
-template void sweep(const Tensor<float> &, const Field<float> &, Field<float> &, int, float, float, float);
-template void sweep(const Tensor<double> &, const Field<double> &, Field<double> &, int, double, double, double);
+template void sweep(const Tensor<float> &, const Field<float> &, Field<float> &, int, int, float, float, float);
+template void sweep(const Tensor<double> &, const Field<double> &, Field<double> &, int, int, double, double,
+                    double);
 template double clg_energy(const Tensor<float> &, const Field<float> &, double, double);
 template double clg_energy(const Tensor<double> &, const Field<double> &, double, double);
 

@@ -77,20 +77,34 @@ struct VoxelPosition {
   std::int64_t extent[3];
 };
 
+// The colour of a voxel in the SOR's multicolour ordering. Without the divergence term the stencil
+// is the 6-neighbourhood: red-black (2 colours, (x + y + z) mod 2). The divergence term also
+// couples each voxel to the diagonal neighbours q + e_a - e_c, which red-black puts in the voxel's
+// own colour; (x + 2y + 3z) mod 4 gives every offset of the stencil (+-1, +-2, +-3, mod 4) another
+// colour, so each colour pass is an exact block Gauss-Seidel step, in place and race-free.
+MRI_HOST_DEVICE inline int voxel_colour(std::int64_t x, std::int64_t y, std::int64_t z, int colours) {
+  return colours == 2 ? int((x + y + z) & 1) : int((x + 2 * y + 3 * z) & 3);
+}
+inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
+
 // One point-coupled update of the field at a voxel (seed eq. 6 with the divergence term).
 // The gradient of E/2 with respect to w(q) is
 //   r = J3 w + j + alpha sum_{n in N(q)} (w(q) - w(n)) + gamma (lo_c d(q - e_c) - hi_c d(q))_c,
 // with d(p) = sum_a [p + e_a inside] (w_a(p + e_a) - w_a(p)) the forward-difference divergence
 // (zero across the border, so the energy needs no boundary condition) and lo_c / hi_c whether the
-// neighbour q -/+ e_c exists. The update solves the 3x3 block of the voxel,
-//   M = J3 + alpha |N(q)| I + gamma (diag(lo) + hi hi^T),  w <- w - omega M^-1 r,
-// i.e. Bruhn's point-coupled Jacobi (omega = 1) or SOR (the seed's eq. 9 solves one component at
-// a time; the 3x3 block keeps the iteration convergent where J3's off-diagonal products dominate).
+// neighbour q -/+ e_c exists. The update is w <- w - omega M^-1 r with a 3x3 block M:
+//   SOR:    the voxel's exact block, M = J3 + alpha |N| I + gamma (diag(lo) + hi hi^T): block
+//           Gauss-Seidel, convergent for 0 < omega < 2 (the seed's eq. 9 solves one component at a
+//           time; the block keeps it convergent where J3's off-diagonal products dominate);
+//   Jacobi: M = J3 + (alpha |N| + 6 gamma) I, which dominates half the operator (2M - A is
+//           diagonally dominant: a Laplacian row sums to 2|N| alpha, a grad div row to <= 12 gamma),
+//           so the seed's simultaneous update converges; with the exact block the checkerboard
+//           modes of grad div grow (eigenvalue 12 gamma against a block eigenvalue of 4 gamma).
 // load(c, dx, dy, dz): component c at q + (dx, dy, dz); only called for offsets inside the volume.
 // j: channels kXX..kZT of the folded tensor at q.
 template <class T, class Load>
 MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition &q, T alpha,
-                                       T gamma, T omega, T (&out)[3]) {
+                                       T gamma, T omega, bool jacobi, T (&out)[3]) {
   bool lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
     lo[a] = q.pos[a] > 0;
@@ -126,10 +140,11 @@ MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const Voxel
       }
     r[c] += alpha * lap[c] + gamma * ((lo[c] ? div_back : T(0)) - (hi[c] ? div_q : T(0)));
   }
-  const T d = alpha * T(neighbours);
+  const T d = alpha * T(neighbours) + (jacobi ? T(6) * gamma : T(0));
   T m[3][3] = {{j[kXX] + d, j[kXY], j[kXZ]}, {j[kXY], j[kYY] + d, j[kYZ]}, {j[kXZ], j[kYZ], j[kZZ] + d}};
-  for (int a = 0; a < 3; ++a)
-    for (int b = 0; b < 3; ++b) m[a][b] += gamma * (T(a == b && lo[a]) + T(hi[a] && hi[b]));
+  if (!jacobi)
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) m[a][b] += gamma * (T(a == b && lo[a]) + T(hi[a] && hi[b]));
   // M^-1 r by the adjugate: M is symmetric positive definite (alpha > 0 or J3 > 0).
   const T c00 = m[1][1] * m[2][2] - m[1][2] * m[1][2], c01 = m[0][2] * m[1][2] - m[0][1] * m[2][2],
           c02 = m[0][1] * m[1][2] - m[0][2] * m[1][1], c11 = m[0][0] * m[2][2] - m[0][2] * m[0][2],
