@@ -13,6 +13,7 @@
 // Euler-Lagrange equations (seed eq. 6 plus gamma grad(div w)) are solved per warp by Jacobi (the
 // seed) or red-black SOR, inside repeated warps of the moving frame and a coarse-to-fine pyramid.
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <span>
 #include <vector>
@@ -152,5 +153,12 @@ void add_noise(RealVolume &volume, double std, std::uint64_t seed);
 // Trilinear sample of `volume` at x + field(x) for every voxel x (clamp-to-edge): what the
 // estimator's warping stage computes.
 RealVolume warp(const RealVolume &volume, const DisplacementField &field);
+
+// An RGB PNG of the central z slice: the frame in gray with the in-plane flow as arrows (one per
+// arrow_step voxels) beside the flow's colour code (hue = direction, brightness = magnitude);
+// each voxel drawn as scale x scale pixels. Throws InvalidArgument (grids, scale 1..16,
+// arrow_step >= 1) or IoError.
+void write_motion_png(const std::filesystem::path &path, const RealVolume &frame, const DisplacementField &w,
+                      int scale = 4, int arrow_step = 6);
 
 } // namespace mri

@@ -54,7 +54,7 @@ DisplacementField synthetic_field(const Grid &grid, SyntheticMotion motion, doub
   for (std::int64_t z = 0; z < grid.nz(); ++z)
     for (std::int64_t y = 0; y < grid.ny(); ++y)
       for (std::int64_t x = 0; x < grid.nx(); ++x) {
-        double d[3];
+        double d[3] = {0, 0, 0};
         field_at(motion, amplitude, R, quarter, centred(grid, x, y, z), d);
         f.u.at(x, y, z) = float(d[0]), f.v.at(x, y, z) = float(d[1]), f.w.at(x, y, z) = float(d[2]);
       }
