@@ -51,6 +51,7 @@ DisplacementField synthetic_field(const Grid &grid, SyntheticMotion motion, doub
   if (!std::isfinite(amplitude)) detail::invalid_argument("amplitude", amplitude, "must be finite");
   DisplacementField f(grid);
   const double R = std::min({grid.nx(), grid.ny(), grid.nz()}) / 5.0, quarter = grid.nx() / 4.0;
+#pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t z = 0; z < grid.nz(); ++z)
     for (std::int64_t y = 0; y < grid.ny(); ++y)
       for (std::int64_t x = 0; x < grid.nx(); ++x) {
@@ -79,6 +80,7 @@ RealVolume textured_volume(const Grid &grid, std::uint64_t seed) {
     w.phase = 2 * M_PI * uni(rng);
   }
   RealVolume v(grid);
+#pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t z = 0; z < grid.nz(); ++z)
     for (std::int64_t y = 0; y < grid.ny(); ++y)
       for (std::int64_t x = 0; x < grid.nx(); ++x) {
@@ -102,6 +104,7 @@ RealVolume warp(const RealVolume &volume, const DisplacementField &field) {
     detail::invalid_argument("field.grid().voxels()", field.grid().voxels(), "differs from the volume's grid");
   const Grid &g = volume.grid();
   RealVolume out(g);
+#pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {
@@ -119,12 +122,13 @@ RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field)
     detail::invalid_argument("field.grid().voxels()", field.grid().voxels(), "differs from the volume's grid");
   const Grid &g = fixed.grid();
   DisplacementField inverse(g);
+#pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {
         const float q[3] = {float(x), float(y), float(z)};
         float p[3] = {q[0], q[1], q[2]};
-        for (int it = 0; it < 20; ++it) {
+        for (int it = 0; it < 12; ++it) { // error shrinks ~|grad field| (< 0.3) per step
           const RealVolume *c[3] = {&field.u, &field.v, &field.w};
           float next[3];
           for (int a = 0; a < 3; ++a)
