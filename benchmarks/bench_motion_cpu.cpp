@@ -15,6 +15,7 @@ namespace dm = mri::detail::motion;
 using mri::MotionSolver;
 
 void report_stages(benchmark::State &state, const mri::MotionReport &r) {
+  state.counters["transfer_ms"] = r.transfer_ms;
   state.counters["pyramid_ms"] = r.pyramid_ms;
   state.counters["gradients_ms"] = r.gradients_ms;
   state.counters["warp_ms"] = r.warp_ms;

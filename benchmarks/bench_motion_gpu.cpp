@@ -21,6 +21,7 @@ using mri::MotionMemory;
 using mri::MotionSolver;
 
 void report_stages(benchmark::State &state, const mri::MotionReport &r) {
+  state.counters["transfer_ms"] = r.transfer_ms;
   state.counters["pyramid_ms"] = r.pyramid_ms;
   state.counters["gradients_ms"] = r.gradients_ms;
   state.counters["warp_ms"] = r.warp_ms;

@@ -53,9 +53,9 @@ int main(int argc, char **argv) {
         if (volume == &texture && motion == mri::SyntheticMotion::Swirl && g > 0) mri::write_motion_png(png, fixed, w);
       }
     }
-  std::printf("\nlast estimate (%s, %lld^3): pyramid %.1f ms, gradients %.1f, warp %.1f, tensor %.1f, Gaussian %.1f, "
+  std::printf("\nlast estimate (%s, %lld^3): transfers %.1f ms, pyramid %.1f ms, gradients %.1f, warp %.1f, tensor %.1f, Gaussian %.1f, "
               "solver %.1f (%lld passes), total %.1f ms\n",
-              mri::to_string(timing.backend), static_cast<long long>(n), timing.pyramid_ms, timing.gradients_ms,
+              mri::to_string(timing.backend), static_cast<long long>(n), timing.transfer_ms, timing.pyramid_ms, timing.gradients_ms,
               timing.warp_ms, timing.tensor_ms, timing.gaussian_ms, timing.solver_ms,
               static_cast<long long>(timing.solver_sweeps), timing.total_ms);
   std::printf("picture: %s (central slice of the textured swirl, gamma %.2f)\n", png.c_str(), gamma);

@@ -50,7 +50,8 @@ struct MotionOptions {
   int iterations = 30;        // solver iterations per warp (Jacobi sweeps; SOR: all colours once)
   int warps = 3;              // linearisations per pyramid level
   int levels = 3;             // pyramid levels (1 = no pyramid); each halves the grid (odd: ceil)
-  double omega = 1.8;         // SOR over-relaxation, in (0, 2); Jacobi ignores it
+  double omega = 1.5;         // SOR over-relaxation in (0, 2) (1.5: fastest of 1.0/1.5/1.8/1.9,
+                              // docs/motion.md); Jacobi ignores it
   MotionSolver solver = MotionSolver::RedBlackSor; // default from docs/motion.md's energy-per-ms
   MotionMemory memory = MotionMemory::Cached;
   MotionDerivative derivative = MotionDerivative::Central;
@@ -72,13 +73,14 @@ struct DisplacementField {
 
 // Per-stage wall time of the last call (CPU: steady clock; GPU: CUDA events), milliseconds.
 struct MotionReport {
-  double pyramid_ms = 0;   // down-sampling, pre-smoothing (and the upload of frames on the GPU)
+  double transfer_ms = 0;  // frames in and the field out (GPU: host <-> device copies)
+  double pyramid_ms = 0;   // down-sampling and pre-smoothing
   double gradients_ms = 0; // spatial derivatives of the fixed frame per level
   double warp_ms = 0;      // trilinear warping of the moving frame
   double tensor_ms = 0;    // the 10 products of (Ix, Iy, Iz, It)
   double gaussian_ms = 0;  // K_rho * (the 10 products)
   double solver_ms = 0;    // the linear solver's sweeps
-  double total_ms = 0;
+  double total_ms = 0;     // wall clock of the call: the stages, transfers, validation, allocation
   std::int64_t solver_sweeps = 0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2 or 4)
   Backend backend = Backend::Cpu;
 };

@@ -22,7 +22,7 @@
 
 namespace mri::detail::motion {
 
-enum class Stage : int { Pyramid, Gradients, Warp, Tensor, Gaussian, Solver, Count };
+enum class Stage : int { Transfer, Pyramid, Gradients, Warp, Tensor, Gaussian, Solver, Count };
 // The three Gaussians: the pyramid's anti-aliasing, the frames' pre-smoothing, the tensor's K_rho.
 enum class Kernel : int { AntiAlias, Sigma, Rho, Count };
 // Std of the pyramid's anti-aliasing before halving (a factor-2 decimation passes up to the
@@ -83,8 +83,8 @@ private:
 
   // Upload, decimate (anti-alias, then trilinear resampling onto the coarser grid), pre-smooth.
   const Frame &prepare(const RealVolume &frame, Frame &f) {
+    ops_.timed(Stage::Transfer, [&] { ops_.upload(frame, f.level[0]); });
     ops_.timed(Stage::Pyramid, [&] {
-      ops_.upload(frame, f.level[0]);
       for (std::size_t l = 1; l < levels_.size(); ++l) {
         Vol &scratch = levels_[l - 1].moved;
         ops_.copy(f.level[l - 1], scratch);
@@ -104,9 +104,11 @@ private:
       for (int k = 0; k < options_.warps; ++k) linearise_and_solve(lv, fixed.level[l], moving.level[l]);
     }
     DisplacementField out(levels_[0].grid);
-    ops_.download(levels_[0].w[0], out.u);
-    ops_.download(levels_[0].w[1], out.v);
-    ops_.download(levels_[0].w[2], out.w);
+    ops_.timed(Stage::Transfer, [&] {
+      ops_.download(levels_[0].w[0], out.u);
+      ops_.download(levels_[0].w[1], out.v);
+      ops_.download(levels_[0].w[2], out.w);
+    });
     return out;
   }
 
@@ -145,6 +147,7 @@ private:
 
   void finish(MotionReport &report, std::chrono::steady_clock::time_point start, std::size_t pairs) {
     ops_.synchronize();
+    report.transfer_ms = ops_.elapsed(Stage::Transfer);
     report.pyramid_ms = ops_.elapsed(Stage::Pyramid);
     report.gradients_ms = ops_.elapsed(Stage::Gradients);
     report.warp_ms = ops_.elapsed(Stage::Warp);

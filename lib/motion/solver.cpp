@@ -21,7 +21,7 @@ void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, i
         const T jv[kTT] = {j[0].v[v], j[1].v[v], j[2].v[v], j[3].v[v], j[4].v[v],
                            j[5].v[v], j[6].v[v], j[7].v[v], j[8].v[v]};
         T out[3];
-        clg_update(jv, load, VoxelPosition{{x, y, z}, {nx, ny, nz}}, alpha, gamma, omega, colour < 0, out);
+        clg_update(jv, load, VoxelPosition<std::int64_t>{{x, y, z}, {nx, ny, nz}}, alpha, gamma, omega, colour < 0, out);
         for (int c = 0; c < 3; ++c) dst[c].v[v] = out[c];
       }
 }

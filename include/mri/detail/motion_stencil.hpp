@@ -72,9 +72,11 @@ template <class T> MRI_HOST_DEVICE inline void fold_warp_offset(T (&j)[kChannels
   j[kZT] -= j[kXZ] * u + j[kYZ] * v + j[kZZ] * w;
 }
 
-struct VoxelPosition {
-  std::int64_t pos[3];
-  std::int64_t extent[3];
+// A voxel's array indices and the volume's extents (Index: int64 on the CPU; int on the GPU,
+// where 64-bit index arithmetic costs registers the memory-bound sweep needs for loads in flight).
+template <class Index> struct VoxelPosition {
+  Index pos[3];
+  Index extent[3];
 };
 
 // The colour of a voxel in the SOR's multicolour ordering. Without the divergence term the stencil
@@ -102,8 +104,8 @@ inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
 //           modes of grad div grow (eigenvalue 12 gamma against a block eigenvalue of 4 gamma).
 // load(c, dx, dy, dz): component c at q + (dx, dy, dz); only called for offsets inside the volume.
 // j: channels kXX..kZT of the folded tensor at q.
-template <class T, class Load>
-MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition &q, T alpha,
+template <class T, class Index, class Load>
+MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition<Index> &q, T alpha,
                                        T gamma, T omega, bool jacobi, T (&out)[3]) {
   bool lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
