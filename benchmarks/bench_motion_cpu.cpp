@@ -28,18 +28,26 @@ void report_stages(benchmark::State &state, const mri::MotionReport &r) {
 void BM_motion3d_cpu(benchmark::State &state) {
   const auto solver = static_cast<MotionSolver>(state.range(0));
   static const mri::bench::MotionPair p = mri::bench::motion3d_pair();
-  mri::MotionEstimator est(p.fixed.grid(), mri::bench::motion3d_options(solver, mri::MotionMemory::Cached, mri::Backend::Cpu));
+  mri::MotionEstimator est(
+      p.fixed.grid(),
+      mri::bench::motion3d_options(solver, mri::MotionMemory::Cached, mri::Backend::Cpu));
   mri::DisplacementField w;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     w = est.estimate(p.fixed, p.moving);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   report_stages(state, est.report());
   state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
   state.SetLabel(solver == MotionSolver::Jacobi ? "MOTION-3D jacobi" : "MOTION-3D sor");
 }
-BENCHMARK(BM_motion3d_cpu)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_motion3d_cpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 // One level's tensor (64^3 swirl, K_rho = 15 taps, gamma = 0.1) and its energy minimum.
 struct Level {
@@ -56,10 +64,12 @@ const Level &convergence_level() {
     dm::Field<float> grad{dm::Volume<float>(g), dm::Volume<float>(g), dm::Volume<float>(g)};
     dm::gradients(fixed, grad, mri::MotionDerivative::Central);
     Level l;
-    for (auto &c : l.j) c = dm::Volume<float>(g);
+    for (auto &c : l.j)
+      c = dm::Volume<float>(g);
     dm::tensor(grad, fixed, moving, l.j);
     const auto taps = dm::gaussian_taps(7.0 / 3.0, "rho");
-    for (int c = 0; c < dm::kTT; ++c) dm::gaussian(l.j[c], tmp, taps);
+    for (int c = 0; c < dm::kTT; ++c)
+      dm::gaussian(l.j[c], tmp, taps);
     return l;
   }();
   return level;
@@ -67,7 +77,8 @@ const Level &convergence_level() {
 
 constexpr double kAlpha = 0.03, kGamma = 0.1;
 
-dm::Field<float> solve(const dm::Tensor<float> &j, MotionSolver solver, int iterations, double omega) {
+dm::Field<float> solve(const dm::Tensor<float> &j, MotionSolver solver, int iterations,
+                       double omega) {
   const mri::Grid g = j[0].grid;
   dm::Field<float> a{dm::Volume<float>(g), dm::Volume<float>(g), dm::Volume<float>(g)}, b = a;
   const int colours = dm::sor_colours(kGamma);
@@ -76,7 +87,8 @@ dm::Field<float> solve(const dm::Tensor<float> &j, MotionSolver solver, int iter
       dm::sweep(j, a, b, -1, colours, float(kAlpha), float(kGamma), 1.0f);
       std::swap(a, b);
     } else {
-      for (int c = 0; c < colours; ++c) dm::sweep(j, a, a, c, colours, float(kAlpha), float(kGamma), float(omega));
+      for (int c = 0; c < colours; ++c)
+        dm::sweep(j, a, a, c, colours, float(kAlpha), float(kGamma), float(omega));
     }
   }
   return a;
@@ -89,9 +101,11 @@ void BM_solver_convergence(benchmark::State &state) {
   const int iterations = int(state.range(1));
   const double omega = state.range(2) / 100.0;
   const Level &l = convergence_level();
-  static const double minimum = dm::clg_energy(l.j, solve(l.j, MotionSolver::RedBlackSor, 2000, 1.9), kAlpha, kGamma);
+  static const double minimum =
+      dm::clg_energy(l.j, solve(l.j, MotionSolver::RedBlackSor, 2000, 1.9), kAlpha, kGamma);
   dm::Field<float> w;
-  for (auto _ : state) w = solve(l.j, solver, iterations, omega);
+  for (auto _ : state)
+    w = solve(l.j, solver, iterations, omega);
   const double e0 = 0.0; // E(0) = 0 for w = 0
   state.counters["gap"] = (dm::clg_energy(l.j, w, kAlpha, kGamma) - minimum) / (e0 - minimum);
 }

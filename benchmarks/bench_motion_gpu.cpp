@@ -42,7 +42,8 @@ void BM_motion3d_gpu(benchmark::State &state) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     w = est.estimate(p.fixed, p.moving);
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   report_stages(state, est.report());
   state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
@@ -60,19 +61,25 @@ BENCHMARK(BM_motion3d_gpu)
 
 void BM_motion_seq_gpu(benchmark::State &state) {
   static const std::vector<mri::RealVolume> frames = mri::bench::motion_sequence(20);
-  mri::MotionOptions o = mri::bench::motion3d_options(static_cast<MotionSolver>(state.range(0)), MotionMemory::Cached,
-                                                      mri::Backend::Cuda);
+  mri::MotionOptions o = mri::bench::motion3d_options(static_cast<MotionSolver>(state.range(0)),
+                                                      MotionMemory::Cached, mri::Backend::Cuda);
   mri::MotionEstimator est(frames[0].grid(), o);
   est.estimate(frames[0], frames[1]); // warm-up
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     benchmark::DoNotOptimize(est.estimate_sequence(frames));
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   report_stages(state, est.report());
   state.SetLabel("MOTION-SEQ 20 frames");
 }
-BENCHMARK(BM_motion_seq_gpu)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(BM_motion_seq_gpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 void BM_sweep_gpu(benchmark::State &state) {
   const auto memory = static_cast<MotionMemory>(state.range(0));
@@ -90,7 +97,12 @@ void BM_sweep_gpu(benchmark::State &state) {
   state.counters["fraction_of_copy"] = bytes / (ms / 1e3) / copy_bw;
   state.SetLabel(memory == MotionMemory::Cached ? "sweep cached" : "sweep shared-tiles");
 }
-BENCHMARK(BM_sweep_gpu)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(3);
+BENCHMARK(BM_sweep_gpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(3);
 
 } // namespace
 

@@ -45,7 +45,8 @@ inline std::vector<RealVolume> motion_sequence(int frames, std::int64_t n = 128)
   std::vector<RealVolume> seq{shepp_logan_volume(g)};
   const DisplacementField squeeze = synthetic_field(g, SyntheticMotion::Compressive, 1.0);
   const DisplacementField relax = synthetic_field(g, SyntheticMotion::Compressive, -1.0);
-  for (int k = 1; k < frames; ++k) seq.push_back(apply_motion(seq.back(), k % 2 ? squeeze : relax));
+  for (int k = 1; k < frames; ++k)
+    seq.push_back(apply_motion(seq.back(), k % 2 ? squeeze : relax));
   return seq;
 }
 

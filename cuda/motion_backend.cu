@@ -28,7 +28,8 @@ public:
   explicit DeviceOps(const MotionOptions &o)
       : alpha_(float(o.alpha)), gamma_(float(o.gamma)), omega_(float(o.omega)),
         central_(o.derivative == MotionDerivative::Central), memory_(o.memory) {
-    set_gaussian_taps({dm::gaussian_taps(dm::kAntiAliasStd, "anti-aliasing std"), dm::gaussian_taps(o.sigma, "options.sigma"),
+    set_gaussian_taps({dm::gaussian_taps(dm::kAntiAliasStd, "anti-aliasing std"),
+                       dm::gaussian_taps(o.sigma, "options.sigma"),
                        dm::gaussian_taps(o.rho, "options.rho")});
     cudaStream_t s = nullptr;
     MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -36,22 +37,30 @@ public:
   }
   DeviceOps(DeviceOps &&) = default;
   ~DeviceOps() {
-    for (EventPair &e : events_) cudaEventDestroy(e.start), cudaEventDestroy(e.stop);
+    for (EventPair &e : events_)
+      cudaEventDestroy(e.start), cudaEventDestroy(e.stop);
   }
 
   Vol make(const Grid &g) const { return Vol(g); }
   void upload(const RealVolume &f, Vol &out) const {
-    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), f.size() * sizeof(float), cudaMemcpyHostToDevice, s()));
+    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), f.size() * sizeof(float),
+                                   cudaMemcpyHostToDevice, s()));
   }
   void download(const Vol &f, RealVolume &out) const {
-    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), out.size() * sizeof(float), cudaMemcpyDeviceToHost, s()));
+    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), out.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, s()));
     MRI_CUDA_CHECK(cudaStreamSynchronize(s()));
   }
   void copy(const Vol &src, Vol &dst) const {
-    MRI_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.grid.voxels() * sizeof(float), cudaMemcpyDeviceToDevice, s()));
+    MRI_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.grid.voxels() * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s()));
   }
-  void zero(Vol &f) const { MRI_CUDA_CHECK(cudaMemsetAsync(f.data(), 0, f.grid.voxels() * sizeof(float), s())); }
-  void gaussian(Vol &f, Vol &tmp, dm::Kernel k) const { motion::gaussian(f, tmp, static_cast<int>(k), s()); }
+  void zero(Vol &f) const {
+    MRI_CUDA_CHECK(cudaMemsetAsync(f.data(), 0, f.grid.voxels() * sizeof(float), s()));
+  }
+  void gaussian(Vol &f, Vol &tmp, dm::Kernel k) const {
+    motion::gaussian(f, tmp, static_cast<int>(k), s());
+  }
   void resample(const Vol &f, Vol &out, float scale) const { motion::resample(f, out, scale, s()); }
   void gradients(const Vol &f, DeviceField &g) const { motion::gradients(f, g, central_, s()); }
   void warp(const Vol &f, const DeviceField &w, Vol &out) const { motion::warp(f, w, out, s()); }
@@ -59,8 +68,10 @@ public:
     motion::tensor(g, fixed, moved, j, s());
   }
   void fold(DeviceTensor &j, const DeviceField &w) const { motion::fold(j, w, s()); }
-  void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours) const {
-    motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? 1.0f : omega_, memory_, s());
+  void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour,
+             int colours) const {
+    motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? 1.0f : omega_, memory_,
+                  s());
   }
 
   // Events are pooled: one pair per timed stage call, reused across calls.
@@ -113,15 +124,19 @@ double time_solver_sweep_ms(const Grid &grid, MotionMemory memory, int repeats) 
   // Zero tensor and field: the sweep reads and writes the same bytes whatever the values.
   DeviceTensor j;
   DeviceField a, b;
-  for (auto &c : j) c = DeviceVolume(grid), MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
+  for (auto &c : j)
+    c = DeviceVolume(grid), MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
   for (auto *f : {&a, &b})
-    for (auto &c : *f) c = DeviceVolume(grid), MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
+    for (auto &c : *f)
+      c = DeviceVolume(grid),
+      MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
   cudaEvent_t start, stop;
   MRI_CUDA_CHECK(cudaEventCreate(&start));
   MRI_CUDA_CHECK(cudaEventCreate(&stop));
   sweep(j, a, b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr); // warm-up
   MRI_CUDA_CHECK(cudaEventRecord(start));
-  for (int r = 0; r < repeats; ++r) sweep(j, r % 2 ? b : a, r % 2 ? a : b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr);
+  for (int r = 0; r < repeats; ++r)
+    sweep(j, r % 2 ? b : a, r % 2 ? a : b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr);
   MRI_CUDA_CHECK(cudaEventRecord(stop));
   MRI_CUDA_CHECK(cudaEventSynchronize(stop));
   float ms = 0;
@@ -134,7 +149,8 @@ double solver_sweep_bytes(const Grid &grid) { return sweep_bytes(grid); }
 
 } // namespace cuda::detail::motion
 
-std::unique_ptr<MotionBackend> make_cuda_motion_backend(const Grid &grid, const MotionOptions &options) {
+std::unique_ptr<MotionBackend> make_cuda_motion_backend(const Grid &grid,
+                                                        const MotionOptions &options) {
   using Ops = cuda::detail::motion::DeviceOps;
   return std::make_unique<detail::motion::DriverBackend<Ops>>(Ops(options), grid, options);
 }

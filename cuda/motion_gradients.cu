@@ -5,9 +5,12 @@
 namespace mri::cuda::detail::motion {
 namespace {
 
-__global__ void gradients_kernel(const float *__restrict__ f, float *gx, float *gy, float *gz, Dims d, bool central) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y, z = blockIdx.z;
-  if (x >= d.nx || y >= d.ny) return;
+__global__ void gradients_kernel(const float *__restrict__ f, float *gx, float *gy, float *gz,
+                                 Dims d, bool central) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y,
+            z = blockIdx.z;
+  if (x >= d.nx || y >= d.ny)
+    return;
   const long long v = x + (long long)d.nx * (y + (long long)d.ny * z);
   using mri::detail::motion::derivative;
   gx[v] = derivative(f, v, 1LL, (long long)x, (long long)d.nx, central);

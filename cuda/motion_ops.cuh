@@ -53,14 +53,16 @@ void gradients(const DeviceVolume &f, DeviceField &g, bool central, cudaStream_t
 void warp(const DeviceVolume &f, const DeviceField &w, DeviceVolume &out, cudaStream_t s);
 void resample(const DeviceVolume &f, DeviceVolume &out, float scale, cudaStream_t s);
 // motion_tensor.cu: the 10 products and the per-warp fold
-void tensor(const DeviceField &g, const DeviceVolume &fixed, const DeviceVolume &moved, DeviceTensor &j,
-            cudaStream_t s);
+void tensor(const DeviceField &g, const DeviceVolume &fixed, const DeviceVolume &moved,
+            DeviceTensor &j, cudaStream_t s);
 void fold(DeviceTensor &j, const DeviceField &w, cudaStream_t s);
 // motion_solver.cu: one Jacobi sweep (colour < 0, src -> dst) or SOR colour pass (in place,
 // src == dst), with the memory policy of the seed's section 4.3
-void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours, float alpha,
-           float gamma, float omega, MotionMemory memory, cudaStream_t s);
+void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours,
+           float alpha, float gamma, float omega, MotionMemory memory, cudaStream_t s);
 // Bytes a sweep moves at least: 9 tensor channels and 3 field components read, 3 written.
-inline double sweep_bytes(const Grid &g) { return double(g.voxels()) * sizeof(float) * (9 + 3 + 3); }
+inline double sweep_bytes(const Grid &g) {
+  return double(g.voxels()) * sizeof(float) * (9 + 3 + 3);
+}
 
 } // namespace mri::cuda::detail::motion

@@ -20,21 +20,26 @@ int main(int argc, char **argv) {
       {"auto", mri::Backend::Auto}, {"cpu", mri::Backend::Cpu}, {"cuda", mri::Backend::Cuda}};
   app.add_option("--size", n, "volume extent per axis (>= 32)");
   app.add_option("--png", png, "output picture");
-  app.add_option("--gamma", options.gamma, "volume-conserving weight of the second estimate")->default_val(0.3);
-  app.add_option("--backend", options.backend, "auto | cpu | cuda")->transform(CLI::CheckedTransformer(backends));
+  app.add_option("--gamma", options.gamma, "volume-conserving weight of the second estimate")
+      ->default_val(0.3);
+  app.add_option("--backend", options.backend, "auto | cpu | cuda")
+      ->transform(CLI::CheckedTransformer(backends));
   CLI11_PARSE(app, argc, argv);
   const double gamma = options.gamma;
 
   const mri::Grid grid(n, n, n);
-  const mri::RealVolume texture = mri::textured_volume(grid, 2026), phantom = mri::shepp_logan_volume(grid);
-  const std::pair<const char *, mri::SyntheticMotion> motions[] = {{"translation", mri::SyntheticMotion::Translation},
-                                                                   {"rotation", mri::SyntheticMotion::Rotation},
-                                                                   {"swirl", mri::SyntheticMotion::Swirl},
-                                                                   {"compressive", mri::SyntheticMotion::Compressive}};
-  std::printf("%-8s %-12s %6s %8s %8s %9s %12s %12s %10s\n", "volume", "motion", "gamma", "EPE", "AAE(deg)",
-              "zero-EPE", "std log det", "(truth)", "det<=0");
+  const mri::RealVolume texture = mri::textured_volume(grid, 2026),
+                        phantom = mri::shepp_logan_volume(grid);
+  const std::pair<const char *, mri::SyntheticMotion> motions[] = {
+      {"translation", mri::SyntheticMotion::Translation},
+      {"rotation", mri::SyntheticMotion::Rotation},
+      {"swirl", mri::SyntheticMotion::Swirl},
+      {"compressive", mri::SyntheticMotion::Compressive}};
+  std::printf("%-8s %-12s %6s %8s %8s %9s %12s %12s %10s\n", "volume", "motion", "gamma", "EPE",
+              "AAE(deg)", "zero-EPE", "std log det", "(truth)", "det<=0");
   mri::MotionReport timing;
-  for (const auto &[volume_name, volume] : {std::pair{"texture", &texture}, std::pair{"phantom", &phantom}})
+  for (const auto &[volume_name, volume] :
+       {std::pair{"texture", &texture}, std::pair{"phantom", &phantom}})
     for (const auto &[name, motion] : motions) {
       const mri::DisplacementField truth = mri::synthetic_field(grid, motion, 1.5);
       mri::RealVolume fixed = *volume, moving = mri::apply_motion(*volume, truth);
@@ -45,19 +50,24 @@ int main(int argc, char **argv) {
         mri::MotionEstimator estimator(grid, options);
         const mri::DisplacementField w = estimator.estimate(fixed, moving);
         const mri::JacobianStats j = mri::jacobian_stats(w), jt = mri::jacobian_stats(truth);
-        std::printf("%-8s %-12s %6.2f %8.4f %8.3f %9.4f %12.4f %12.4f %10.4f\n", volume_name, name, g,
-                    mri::average_endpoint_error(w, truth, 3), mri::average_angular_error(w, truth, 3),
-                    mri::average_endpoint_error(mri::DisplacementField(grid), truth, 3), j.std_log_det, jt.std_log_det,
-                    j.fraction_nonpositive);
+        std::printf("%-8s %-12s %6.2f %8.4f %8.3f %9.4f %12.4f %12.4f %10.4f\n", volume_name, name,
+                    g, mri::average_endpoint_error(w, truth, 3),
+                    mri::average_angular_error(w, truth, 3),
+                    mri::average_endpoint_error(mri::DisplacementField(grid), truth, 3),
+                    j.std_log_det, jt.std_log_det, j.fraction_nonpositive);
         timing = estimator.report();
-        if (volume == &texture && motion == mri::SyntheticMotion::Swirl && g > 0) mri::write_motion_png(png, fixed, w);
+        if (volume == &texture && motion == mri::SyntheticMotion::Swirl && g > 0)
+          mri::write_motion_png(png, fixed, w);
       }
     }
-  std::printf("\nlast estimate (%s, %lld^3): transfers %.1f ms, pyramid %.1f ms, gradients %.1f, warp %.1f, tensor %.1f, Gaussian %.1f, "
+  std::printf("\nlast estimate (%s, %lld^3): transfers %.1f ms, pyramid %.1f ms, gradients %.1f, "
+              "warp %.1f, tensor %.1f, Gaussian %.1f, "
               "solver %.1f (%lld passes), total %.1f ms\n",
-              mri::to_string(timing.backend), static_cast<long long>(n), timing.transfer_ms, timing.pyramid_ms, timing.gradients_ms,
-              timing.warp_ms, timing.tensor_ms, timing.gaussian_ms, timing.solver_ms,
-              static_cast<long long>(timing.solver_sweeps), timing.total_ms);
-  std::printf("picture: %s (central slice of the textured swirl, gamma %.2f)\n", png.c_str(), gamma);
+              mri::to_string(timing.backend), static_cast<long long>(n), timing.transfer_ms,
+              timing.pyramid_ms, timing.gradients_ms, timing.warp_ms, timing.tensor_ms,
+              timing.gaussian_ms, timing.solver_ms, static_cast<long long>(timing.solver_sweeps),
+              timing.total_ms);
+  std::printf("picture: %s (central slice of the textured swirl, gamma %.2f)\n", png.c_str(),
+              gamma);
   return 0;
 }

@@ -6,9 +6,9 @@
 #include <random>
 #include <vector>
 
-#include "catch.hpp"
 #include "../lib/motion/cpu_stages.hpp"
 #include "../lib/motion/motion_driver.hpp"
+#include "catch.hpp"
 #include "mri/error.hpp"
 #include "mri/motion.hpp"
 
@@ -30,20 +30,25 @@ template <class T> dm::Field<T> to_field(const DisplacementField &w) {
 
 double max_abs_diff(const std::vector<float> &a, const std::vector<double> &b) {
   double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(double(a[i]) - b[i]));
+  for (std::size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::abs(double(a[i]) - b[i]));
   return m;
 }
 
 // A random smooth field of peak `amplitude` voxels (random plane waves per component).
 DisplacementField random_field(const Grid &g, double amplitude, std::uint64_t seed) {
   DisplacementField w(g);
-  w.u = textured_volume(g, seed), w.v = textured_volume(g, seed + 1), w.w = textured_volume(g, seed + 2);
+  w.u = textured_volume(g, seed), w.v = textured_volume(g, seed + 1),
+  w.w = textured_volume(g, seed + 2);
   for (RealVolume *c : {&w.u, &w.v, &w.w})
-    for (float &x : c->values()) x = float(amplitude * (2 * x - 1));
+    for (float &x : c->values())
+      x = float(amplitude * (2 * x - 1));
   return w;
 }
 
-double mean_magnitude(const DisplacementField &w) { return average_endpoint_error(w, DisplacementField(w.grid())); }
+double mean_magnitude(const DisplacementField &w) {
+  return average_endpoint_error(w, DisplacementField(w.grid()));
+}
 
 MotionOptions test_options() {
   MotionOptions o;
@@ -57,12 +62,14 @@ TEST_CASE("motion: Gaussian taps are normalised, 3 std wide, at most 15", "[moti
   const auto taps = dm::gaussian_taps(7.0 / 3.0, "options.rho");
   CHECK(taps.size() == 15);
   double sum = 0;
-  for (double t : taps) sum += t;
+  for (double t : taps)
+    sum += t;
   CHECK(sum == Approx(1.0).epsilon(1e-12));
   CHECK(taps[7] > taps[6]);
   CHECK(taps[6] == Approx(taps[8]));
   CHECK(dm::gaussian_taps(0.0, "options.sigma").size() == 1);
-  CHECK_THROWS_WITH(dm::gaussian_taps(2.4, "options.rho"), Catch::Contains("options.rho = 2.4") && Catch::Contains("15"));
+  CHECK_THROWS_WITH(dm::gaussian_taps(2.4, "options.rho"),
+                    Catch::Contains("options.rho = 2.4") && Catch::Contains("15"));
 }
 
 TEST_CASE("motion: gradients, warping and smoothing in float32 match float64", "[motion]") {
@@ -78,7 +85,8 @@ TEST_CASE("motion: gradients, warping and smoothing in float32 match float64", "
     dm::gradients(to_volume<float>(f), gf, d);
     dm::gradients(to_volume<double>(f), gd, d);
     // One float subtraction of values <= ~1.2: the rounding of the inputs and the result, ~2^-23.
-    for (int a = 0; a < 3; ++a) CHECK(max_abs_diff(gf[a].v, gd[a].v) < 4e-7);
+    for (int a = 0; a < 3; ++a)
+      CHECK(max_abs_diff(gf[a].v, gd[a].v) < 4e-7);
   }
   dm::Volume<float> of(g);
   dm::Volume<double> od(g);
@@ -104,7 +112,8 @@ TEST_CASE("motion: trilinear warping reproduces a linear function exactly", "[mo
   RealVolume f(g);
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
-      for (std::int64_t x = 0; x < g.nx(); ++x) f.at(x, y, z) = float(0.3 * x - 0.2 * y + 0.15 * z + 1.0);
+      for (std::int64_t x = 0; x < g.nx(); ++x)
+        f.at(x, y, z) = float(0.3 * x - 0.2 * y + 0.15 * z + 1.0);
   DisplacementField w = random_field(g, 2.0, seed);
   const RealVolume out = warp(f, w);
   double worst = 0;
@@ -113,7 +122,8 @@ TEST_CASE("motion: trilinear warping reproduces a linear function exactly", "[mo
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {
         const double X = x + w.u.at(x, y, z), Y = y + w.v.at(x, y, z), Z = z + w.w.at(x, y, z);
-        if (X < 0 || Y < 0 || Z < 0 || X > g.nx() - 1 || Y > g.ny() - 1 || Z > g.nz() - 1) continue; // clamped
+        if (X < 0 || Y < 0 || Z < 0 || X > g.nx() - 1 || Y > g.ny() - 1 || Z > g.nz() - 1)
+          continue; // clamped
         ++inside;
         worst = std::max(worst, std::abs(out.at(x, y, z) - (0.3 * X - 0.2 * Y + 0.15 * Z + 1.0)));
       }
@@ -135,20 +145,24 @@ TEST_CASE("motion: a constant sequence gives zero flow", "[motion]") {
   MotionEstimator est(g, test_options());
   const auto fields = est.estimate_sequence(frames);
   REQUIRE(fields.size() == 2);
-  for (const auto &w : fields) CHECK(mean_magnitude(w) == 0.0); // It = 0 and w0 = 0: r = 0 exactly
+  for (const auto &w : fields)
+    CHECK(mean_magnitude(w) == 0.0); // It = 0 and w0 = 0: r = 0 exactly
   CHECK(est.report().solver_sweeps > 0);
 }
 
 TEST_CASE("motion: metrics on known fields", "[motion]") {
   const Grid g(12, 10, 8);
   DisplacementField a(g), zero(g);
-  for (float &x : a.u.values()) x = 1.0f;
+  for (float &x : a.u.values())
+    x = 1.0f;
   CHECK(average_endpoint_error(a, zero) == Approx(1.0));
   CHECK(average_angular_error(a, zero) == Approx(45.0)); // (1,0,0,1) vs (0,0,0,1)
-  const JacobianStats rigid = jacobian_stats(synthetic_field(Grid(32, 32, 32), SyntheticMotion::Rotation, 2.0));
+  const JacobianStats rigid =
+      jacobian_stats(synthetic_field(Grid(32, 32, 32), SyntheticMotion::Rotation, 2.0));
   CHECK(rigid.fraction_nonpositive == 0.0);
   CHECK(rigid.std_log_det < 1e-3); // a rotation keeps volume: det = cos^2 + sin^2 at every voxel
-  const JacobianStats squeeze = jacobian_stats(synthetic_field(Grid(32, 32, 32), SyntheticMotion::Compressive, 1.5));
+  const JacobianStats squeeze =
+      jacobian_stats(synthetic_field(Grid(32, 32, 32), SyntheticMotion::Compressive, 1.5));
   CHECK(squeeze.mean_det < 0.99);
   CHECK(squeeze.std_log_det > 0.02);
 }
@@ -161,7 +175,8 @@ struct Pair {
 };
 
 // fixed: `volume` plus noise; moving: volume moved by the known field plus independent noise.
-Pair make_pair(const RealVolume &volume, SyntheticMotion motion, double amplitude, double noise, std::uint64_t seed) {
+Pair make_pair(const RealVolume &volume, SyntheticMotion motion, double amplitude, double noise,
+               std::uint64_t seed) {
   Pair p{volume, {}, synthetic_field(volume.grid(), motion, amplitude)};
   p.moving = apply_motion(volume, p.truth);
   add_noise(p.fixed, noise, seed);
@@ -171,10 +186,14 @@ Pair make_pair(const RealVolume &volume, SyntheticMotion motion, double amplitud
 
 const char *name(SyntheticMotion m) {
   switch (m) {
-  case SyntheticMotion::Translation: return "translation";
-  case SyntheticMotion::Rotation: return "rotation";
-  case SyntheticMotion::Swirl: return "swirl";
-  case SyntheticMotion::Compressive: return "compressive";
+  case SyntheticMotion::Translation:
+    return "translation";
+  case SyntheticMotion::Rotation:
+    return "rotation";
+  case SyntheticMotion::Swirl:
+    return "swirl";
+  case SyntheticMotion::Compressive:
+    return "compressive";
   }
   return "?";
 }
@@ -185,26 +204,32 @@ constexpr std::int64_t kBorder = 3; // content entering across a face is not est
 
 struct Expect {
   SyntheticMotion motion;
-  bool phantom;  // Shepp-Logan (else texture)
-  double bound;  // interior endpoint error (voxels)
+  bool phantom; // Shepp-Logan (else texture)
+  double bound; // interior endpoint error (voxels)
 };
 
-TEST_CASE("motion: endpoint error per synthetic motion, far below the zero-flow error", "[motion]") {
+TEST_CASE("motion: endpoint error per synthetic motion, far below the zero-flow error",
+          "[motion]") {
   // Bounds: the errors measured over random textures at the default options (texture: 0.08-0.10,
   // 0.09-0.10, 0.14-0.16, 0.18-0.20; phantom 0.36, 0.26 voxels) plus ~40% margin. Shepp-Logan's
   // flat interiors leave rotation and swirl to the smoothness term (an aperture problem), so the
   // phantom is tested on the motions its edges determine.
-  const Expect e = GENERATE(Expect{SyntheticMotion::Translation, false, 0.15}, Expect{SyntheticMotion::Rotation, false, 0.15},
-                            Expect{SyntheticMotion::Swirl, false, 0.22}, Expect{SyntheticMotion::Compressive, false, 0.28},
-                            Expect{SyntheticMotion::Translation, true, 0.50}, Expect{SyntheticMotion::Compressive, true, 0.36});
+  const Expect e = GENERATE(Expect{SyntheticMotion::Translation, false, 0.15},
+                            Expect{SyntheticMotion::Rotation, false, 0.15},
+                            Expect{SyntheticMotion::Swirl, false, 0.22},
+                            Expect{SyntheticMotion::Compressive, false, 0.28},
+                            Expect{SyntheticMotion::Translation, true, 0.50},
+                            Expect{SyntheticMotion::Compressive, true, 0.36});
   const std::uint64_t seed = fresh_seed();
   const Grid g(32, 32, 32);
-  const Pair p = make_pair(e.phantom ? shepp_logan_volume(g) : textured_volume(g, seed), e.motion, 1.5, 0.01, seed);
+  const Pair p = make_pair(e.phantom ? shepp_logan_volume(g) : textured_volume(g, seed), e.motion,
+                           1.5, 0.01, seed);
   MotionEstimator est(g, test_options());
   const DisplacementField w = est.estimate(p.fixed, p.moving);
-  const double epe = average_endpoint_error(w, p.truth, kBorder), zero = average_endpoint_error(DisplacementField(g), p.truth, kBorder);
-  INFO("seed " << seed << ", " << name(e.motion) << (e.phantom ? " phantom" : " texture") << ": epe " << epe
-                << ", zero-flow " << zero);
+  const double epe = average_endpoint_error(w, p.truth, kBorder),
+               zero = average_endpoint_error(DisplacementField(g), p.truth, kBorder);
+  INFO("seed " << seed << ", " << name(e.motion) << (e.phantom ? " phantom" : " texture")
+               << ": epe " << epe << ", zero-flow " << zero);
   CHECK(epe < e.bound);
   CHECK(epe < 0.5 * zero); // measured 0.05-0.35 of the zero-flow error
 }
@@ -217,16 +242,20 @@ TEST_CASE("motion: the volume term lowers std(log det) on the incompressible swi
   MotionEstimator plain(g, o);
   o.gamma = 0.3;
   MotionEstimator conserving(g, o);
-  const DisplacementField w0 = plain.estimate(p.fixed, p.moving), w1 = conserving.estimate(p.fixed, p.moving);
-  const JacobianStats s0 = jacobian_stats(w0), s1 = jacobian_stats(w1), truth = jacobian_stats(p.truth);
-  INFO("seed " << seed << ": std log det " << s0.std_log_det << " -> " << s1.std_log_det << " (truth " << truth.std_log_det << ")");
+  const DisplacementField w0 = plain.estimate(p.fixed, p.moving),
+                          w1 = conserving.estimate(p.fixed, p.moving);
+  const JacobianStats s0 = jacobian_stats(w0), s1 = jacobian_stats(w1),
+                      truth = jacobian_stats(p.truth);
+  INFO("seed " << seed << ": std log det " << s0.std_log_det << " -> " << s1.std_log_det
+               << " (truth " << truth.std_log_det << ")");
   // Measured: 0.033-0.036 -> 0.012 (the truth's own 0.0126: finite displacements of a div-free
   // field are not exactly volume-preserving).
   CHECK(s1.std_log_det < 0.6 * s0.std_log_det);
   CHECK(s1.fraction_nonpositive == 0.0);
   // Here the term helps accuracy too (measured 0.14 -> 0.11); gamma = 1 would over-constrain
   // (0.15 -> 0.21): docs/motion.md's table.
-  CHECK(average_endpoint_error(w1, p.truth, kBorder) < average_endpoint_error(w0, p.truth, kBorder));
+  CHECK(average_endpoint_error(w1, p.truth, kBorder) <
+        average_endpoint_error(w0, p.truth, kBorder));
 }
 
 TEST_CASE("motion: float32 fields match the float64 reference", "[motion]") {
@@ -239,7 +268,8 @@ TEST_CASE("motion: float32 fields match the float64 reference", "[motion]") {
   o.precision = Precision::Float64;
   MotionEstimator f64(g, o);
   const DisplacementField a = f32.estimate(p.fixed, p.moving), b = f64.estimate(p.fixed, p.moving);
-  const double epe32 = average_endpoint_error(a, p.truth, kBorder), epe64 = average_endpoint_error(b, p.truth, kBorder);
+  const double epe32 = average_endpoint_error(a, p.truth, kBorder),
+               epe64 = average_endpoint_error(b, p.truth, kBorder);
   INFO("seed " << seed << ": epe float32 " << epe32 << ", float64 " << epe64);
   // Float rounding (~1e-7 relative) is damped by the contracting solver; warping feeds the field
   // back through |grad I| ~ 0.3. Measured mean difference 2e-7 voxels; 1e-4 leaves room for other
@@ -269,7 +299,8 @@ TEST_CASE("motion: Jacobi and red-black SOR lower the energy to the same minimum
   const dm::Volume<double> fixed = to_volume<double>(p.fixed), moving = to_volume<double>(p.moving);
   dm::gradients(fixed, grad, MotionDerivative::Central);
   dm::Tensor<double> j;
-  for (auto &c : j) c = dm::Volume<double>(g);
+  for (auto &c : j)
+    c = dm::Volume<double>(g);
   dm::tensor(grad, fixed, moving, j);
   const double alpha = 0.03, gamma = 0.1;
   const int colours = dm::sor_colours(gamma);
@@ -280,7 +311,8 @@ TEST_CASE("motion: Jacobi and red-black SOR lower the energy to the same minimum
         dm::sweep(j, a, b, -1, colours, alpha, gamma, 1.0);
         std::swap(a, b);
       } else {
-        for (int c = 0; c < colours; ++c) dm::sweep(j, a, a, c, colours, alpha, gamma, omega);
+        for (int c = 0; c < colours; ++c)
+          dm::sweep(j, a, a, c, colours, alpha, gamma, omega);
       }
     }
     return a;
@@ -289,7 +321,8 @@ TEST_CASE("motion: Jacobi and red-black SOR lower the energy to the same minimum
   const double jacobi = dm::clg_energy(j, solve(true, 1500, 1.0), alpha, gamma);
   const double sor = dm::clg_energy(j, solve(false, 300, 1.8), alpha, gamma);
   const double sor_short = dm::clg_energy(j, solve(false, 10, 1.8), alpha, gamma);
-  const double jacobi_short = dm::clg_energy(j, solve(true, 10, 1.0), alpha, gamma);  INFO("seed " << seed);
+  const double jacobi_short = dm::clg_energy(j, solve(true, 10, 1.0), alpha, gamma);
+  INFO("seed " << seed);
   CHECK(sor < e0);
   CHECK(std::abs(jacobi - sor) < 1e-3 * std::abs(e0 - sor)); // both reach the minimum
   // Equal updates per voxel (10): SOR is closer to the minimum. (Per pass over memory, 4 colour

@@ -43,15 +43,15 @@ enum class MotionDerivative {
 };
 
 struct MotionOptions {
-  double alpha = 0.03;        // smoothness weight (intensities scaled to ~[0, 1]); >= 0
-  double gamma = 0.0;         // volume-conserving (divergence) weight; >= 0
-  double rho = 1.0;           // std of the tensor's Gaussian (voxels); kernel 2 ceil(3 rho) + 1 <= 15
-  double sigma = 0.5;         // std of the frames' pre-smoothing (voxels); same kernel bound
-  int iterations = 30;        // solver iterations per warp (Jacobi sweeps; SOR: all colours once)
-  int warps = 3;              // linearisations per pyramid level
-  int levels = 3;             // pyramid levels (1 = no pyramid); each halves the grid (odd: ceil)
-  double omega = 1.5;         // SOR over-relaxation in (0, 2) (1.5: fastest of 1.0/1.5/1.8/1.9,
-                              // docs/motion.md); Jacobi ignores it
+  double alpha = 0.03; // smoothness weight (intensities scaled to ~[0, 1]); >= 0
+  double gamma = 0.0;  // volume-conserving (divergence) weight; >= 0
+  double rho = 1.0;    // std of the tensor's Gaussian (voxels); kernel 2 ceil(3 rho) + 1 <= 15
+  double sigma = 0.5;  // std of the frames' pre-smoothing (voxels); same kernel bound
+  int iterations = 30; // solver iterations per warp (Jacobi sweeps; SOR: all colours once)
+  int warps = 3;       // linearisations per pyramid level
+  int levels = 3;      // pyramid levels (1 = no pyramid); each halves the grid (odd: ceil)
+  double omega = 1.5;  // SOR over-relaxation in (0, 2) (1.5: fastest of 1.0/1.5/1.8/1.9,
+                       // docs/motion.md); Jacobi ignores it
   MotionSolver solver = MotionSolver::RedBlackSor; // default from docs/motion.md's energy-per-ms
   MotionMemory memory = MotionMemory::Cached;
   MotionDerivative derivative = MotionDerivative::Central;
@@ -81,7 +81,8 @@ struct MotionReport {
   double gaussian_ms = 0;  // K_rho * (the 10 products)
   double solver_ms = 0;    // the linear solver's sweeps
   double total_ms = 0;     // wall clock of the call: the stages, transfers, validation, allocation
-  std::int64_t solver_sweeps = 0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2 or 4)
+  std::int64_t solver_sweeps =
+      0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2 or 4)
   Backend backend = Backend::Cpu;
 };
 
@@ -119,10 +120,12 @@ private:
 // Mean |w - w_true| (voxels) over the voxels at least `border` voxels from every face (content
 // that moves in across a face cannot be estimated). Throws InvalidArgument if the grids differ or
 // no voxel is left.
-double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth, std::int64_t border = 0);
+double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth,
+                              std::int64_t border = 0);
 // Mean angle (degrees) between the space-time vectors (u, v, w, 1) and (u_t, v_t, w_t, 1), same
 // voxels as average_endpoint_error.
-double average_angular_error(const DisplacementField &w, const DisplacementField &truth, std::int64_t border = 0);
+double average_angular_error(const DisplacementField &w, const DisplacementField &truth,
+                             std::int64_t border = 0);
 
 // det(I + grad w) by central differences (one-sided at the border): the local volume ratio.
 struct JacobianStats {
@@ -160,7 +163,7 @@ RealVolume warp(const RealVolume &volume, const DisplacementField &field);
 // arrow_step voxels) beside the flow's colour code (hue = direction, brightness = magnitude);
 // each voxel drawn as scale x scale pixels. Throws InvalidArgument (grids, scale 1..16,
 // arrow_step >= 1) or IoError.
-void write_motion_png(const std::filesystem::path &path, const RealVolume &frame, const DisplacementField &w,
-                      int scale = 4, int arrow_step = 6);
+void write_motion_png(const std::filesystem::path &path, const RealVolume &frame,
+                      const DisplacementField &w, int scale = 4, int arrow_step = 6);
 
 } // namespace mri

@@ -29,8 +29,7 @@ std::vector<double> gaussian_taps(double s, const char *name);
 // Separable convolution along x, y, z with clamp-to-edge borders; tmp: scratch of f's grid.
 template <class T> void gaussian(Volume<T> &f, Volume<T> &tmp, const std::vector<double> &taps);
 // Spatial derivatives (seed 4.1), zero at the border.
-template <class T>
-void gradients(const Volume<T> &f, Field<T> &g, MotionDerivative scheme);
+template <class T> void gradients(const Volume<T> &f, Field<T> &g, MotionDerivative scheme);
 // out(x) = f(x + w(x)), trilinear, clamp-to-edge (seed 4.4).
 template <class T> void warp(const Volume<T> &f, const Field<T> &w, Volume<T> &out);
 // out = f trilinearly resampled onto out.grid (same field of view), times `scale`.
@@ -44,9 +43,10 @@ template <class T> void fold(Tensor<T> &j, const Field<T> &w0);
 // colour >= 0: the SOR pass over the voxels of that colour (voxel_colour(..., colours)), in place
 // (src and dst the same field: no neighbour of a voxel has its colour).
 template <class T>
-void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours, T alpha, T gamma,
-           T omega);
+void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours, T alpha,
+           T gamma, T omega);
 // E(w) up to a constant (motion.hpp), in double: the solvers' convergence measure.
-template <class T> double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double gamma);
+template <class T>
+double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double gamma);
 
 } // namespace mri::detail::motion

@@ -9,15 +9,19 @@
 namespace mri::detail::motion {
 
 std::vector<double> gaussian_taps(double s, const char *name) {
-  if (!std::isfinite(s) || s < 0) invalid_argument(name, s, "must be finite and >= 0");
+  if (!std::isfinite(s) || s < 0)
+    invalid_argument(name, s, "must be finite and >= 0");
   const int r = static_cast<int>(std::ceil(3 * s - 1e-9)); // 3 std; 1e-9: 3 * (7/3) is 7, not 8
   if (2 * r + 1 > kMaxGaussianSize)
-    invalid_argument(name, s, "Gaussian kernel 2 ceil(3 std) + 1 = " + std::to_string(2 * r + 1) +
-                                  " taps exceeds the supported 15 (std <= 7/3)");
+    invalid_argument(name, s,
+                     "Gaussian kernel 2 ceil(3 std) + 1 = " + std::to_string(2 * r + 1) +
+                         " taps exceeds the supported 15 (std <= 7/3)");
   std::vector<double> taps(static_cast<std::size_t>(2 * r + 1), 1.0);
   double sum = 0;
-  for (int k = -r; k <= r; ++k) sum += taps[k + r] = r ? std::exp(-k * k / (2 * s * s)) : 1.0;
-  for (double &t : taps) t /= sum;
+  for (int k = -r; k <= r; ++k)
+    sum += taps[k + r] = r ? std::exp(-k * k / (2 * s * s)) : 1.0;
+  for (double &t : taps)
+    t /= sum;
   return taps;
 }
 
@@ -27,7 +31,9 @@ namespace {
 template <class T>
 void convolve_axis(const Volume<T> &in, Volume<T> &out, const std::vector<T> &taps, int axis) {
   const Grid &g = in.grid;
-  const std::int64_t n = g.extent(axis), stride = axis == 0 ? 1 : axis == 1 ? g.nx() : g.nx() * g.ny();
+  const std::int64_t n = g.extent(axis), stride = axis == 0   ? 1
+                                                  : axis == 1 ? g.nx()
+                                                              : g.nx() * g.ny();
   const int r = static_cast<int>(taps.size() / 2);
 #pragma omp parallel for collapse(2) schedule(static)
   for (std::int64_t z = 0; z < g.nz(); ++z)
@@ -46,7 +52,8 @@ void convolve_axis(const Volume<T> &in, Volume<T> &out, const std::vector<T> &ta
 } // namespace
 
 template <class T> void gaussian(Volume<T> &f, Volume<T> &tmp, const std::vector<double> &taps) {
-  if (taps.size() == 1) return;
+  if (taps.size() == 1)
+    return;
   const std::vector<T> t(taps.begin(), taps.end());
   convolve_axis(f, tmp, t, 0);
   convolve_axis(tmp, f, t, 1);

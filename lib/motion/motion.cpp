@@ -32,7 +32,8 @@ std::string extents(const Grid &g) {
 }
 
 void check_weight(const char *name, double value) {
-  if (!std::isfinite(value) || value < 0) detail::invalid_argument(name, value, "must be finite and >= 0");
+  if (!std::isfinite(value) || value < 0)
+    detail::invalid_argument(name, value, "must be finite and >= 0");
 }
 
 void validate(const Grid &grid, const MotionOptions &o) {
@@ -40,38 +41,50 @@ void validate(const Grid &grid, const MotionOptions &o) {
   check_weight("options.gamma", o.gamma);
   detail::motion::gaussian_taps(o.rho, "options.rho");
   detail::motion::gaussian_taps(o.sigma, "options.sigma");
-  if (!(o.omega > 0 && o.omega < 2)) detail::invalid_argument("options.omega", o.omega, "SOR needs 0 < omega < 2");
-  if (o.iterations < 0) detail::invalid_argument("options.iterations", o.iterations, "must be >= 0");
-  if (o.warps < 1) detail::invalid_argument("options.warps", o.warps, "must be >= 1");
-  if (o.levels < 1) detail::invalid_argument("options.levels", o.levels, "must be >= 1");
+  if (!(o.omega > 0 && o.omega < 2))
+    detail::invalid_argument("options.omega", o.omega, "SOR needs 0 < omega < 2");
+  if (o.iterations < 0)
+    detail::invalid_argument("options.iterations", o.iterations, "must be >= 0");
+  if (o.warps < 1)
+    detail::invalid_argument("options.warps", o.warps, "must be >= 1");
+  if (o.levels < 1)
+    detail::invalid_argument("options.levels", o.levels, "must be >= 1");
   const Grid coarsest = detail::motion::pyramid_grids(grid, o.levels).back();
   for (int a = 0; a < 3; ++a)
     if (coarsest.extent(a) < kMinLevelExtent)
       detail::invalid_argument("options.levels", o.levels,
-                               "the coarsest level of a " + extents(grid) + " volume would be " + extents(coarsest) +
+                               "the coarsest level of a " + extents(grid) + " volume would be " +
+                                   extents(coarsest) +
                                    "; every extent must be >= " + std::to_string(kMinLevelExtent));
 }
 
 void validate_frame(const char *name, const RealVolume &f, const Grid &grid) {
   if (!(f.grid() == grid))
-    detail::invalid_argument(std::string(name) + ".grid()", extents(f.grid()), "differs from the plan's " + extents(grid));
+    detail::invalid_argument(std::string(name) + ".grid()", extents(f.grid()),
+                             "differs from the plan's " + extents(grid));
   const auto n = static_cast<std::int64_t>(f.size());
   bool finite = true; // a parallel scan (frames are ~2M voxels); the first bad voxel found serially
 #pragma omp parallel for reduction(&& : finite) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) finite = finite && std::isfinite(f[i]);
-  if (finite) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    finite = finite && std::isfinite(f[i]);
+  if (finite)
+    return;
   for (std::int64_t i = 0; i < n; ++i)
     if (!std::isfinite(f[i]))
-      detail::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]", f[i], "voxels must be finite");
+      detail::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]", f[i],
+                               "voxels must be finite");
 }
 
 std::unique_ptr<MotionBackend> make_backend(const Grid &grid, MotionOptions &o) {
   o.backend = detail::resolve_backend(o.backend, o.precision);
-  if (o.backend == Backend::Cpu) return make_cpu_motion_backend(grid, o);
+  if (o.backend == Backend::Cpu)
+    return make_cpu_motion_backend(grid, o);
   if (o.precision == Precision::Float64)
-    throw Unsupported("options.precision = float64: the CUDA motion backend computes in float32 (use backend = cpu)");
+    throw Unsupported("options.precision = float64: the CUDA motion backend computes in float32 "
+                      "(use backend = cpu)");
 #ifdef MRI_HAVE_CUDA
-  return make_cuda_motion_backend(grid, o); // the one call into cuda/ (to become the plugin's factory)
+  return make_cuda_motion_backend(grid,
+                                  o); // the one call into cuda/ (to become the plugin's factory)
 #else
   throw Unsupported("backend = cuda: this build has no CUDA backend");
 #endif
@@ -79,7 +92,8 @@ std::unique_ptr<MotionBackend> make_backend(const Grid &grid, MotionOptions &o) 
 
 } // namespace
 
-MotionEstimator::MotionEstimator(const Grid &grid, const MotionOptions &options) : grid_(grid), options_(options) {
+MotionEstimator::MotionEstimator(const Grid &grid, const MotionOptions &options)
+    : grid_(grid), options_(options) {
   validate(grid_, options_);
   backend_ = make_backend(grid_, options_);
   report_.backend = options_.backend;
@@ -95,8 +109,10 @@ DisplacementField MotionEstimator::estimate(const RealVolume &fixed, const RealV
   return backend_->estimate(fixed, moving, report_);
 }
 
-std::vector<DisplacementField> MotionEstimator::estimate_sequence(std::span<const RealVolume> frames) {
-  if (frames.size() < 2) detail::invalid_argument("frames.size()", frames.size(), "a sequence needs >= 2 frames");
+std::vector<DisplacementField>
+MotionEstimator::estimate_sequence(std::span<const RealVolume> frames) {
+  if (frames.size() < 2)
+    detail::invalid_argument("frames.size()", frames.size(), "a sequence needs >= 2 frames");
   for (std::size_t k = 0; k < frames.size(); ++k)
     validate_frame(("frames[" + std::to_string(k) + "]").c_str(), frames[k], grid_);
   return backend_->estimate_sequence(frames, report_);

@@ -6,9 +6,9 @@
 //
 // Ops provides: Vol (a movable volume with .grid), make(grid), upload(RealVolume, Vol&),
 // download(Vol, RealVolume&), copy(src, dst), zero(Vol&), gaussian(Vol&, Vol& tmp, Kernel),
-// resample(src, dst, scale), gradients(f, Fld&), warp(f, Fld, out), tensor(Fld, fixed, moved, Ten&),
-// fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour, colours), timed(Stage, fn), elapsed(Stage),
-// reset_timers(), synchronize().
+// resample(src, dst, scale), gradients(f, Fld&), warp(f, Fld, out), tensor(Fld, fixed, moved,
+// Ten&), fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour, colours), timed(Stage, fn),
+// elapsed(Stage), reset_timers(), synchronize().
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -16,9 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "motion_backend.hpp"
 #include "mri/detail/motion_stencil.hpp"
 #include "mri/motion.hpp"
-#include "motion_backend.hpp"
 
 namespace mri::detail::motion {
 
@@ -38,13 +38,17 @@ public:
   using Fld = std::array<Vol, 3>;
   using Ten = std::array<Vol, kChannels>;
 
-  DriverBackend(Ops ops, const Grid &grid, const MotionOptions &options) : ops_(std::move(ops)), options_(options) {
-    for (const Grid &g : pyramid_grids(grid, options.levels)) levels_.push_back(make_level(g));
+  DriverBackend(Ops ops, const Grid &grid, const MotionOptions &options)
+      : ops_(std::move(ops)), options_(options) {
+    for (const Grid &g : pyramid_grids(grid, options.levels))
+      levels_.push_back(make_level(g));
     for (Frame &f : frames_)
-      for (const Level &l : levels_) f.level.push_back(ops_.make(l.grid));
+      for (const Level &l : levels_)
+        f.level.push_back(ops_.make(l.grid));
   }
 
-  DisplacementField estimate(const RealVolume &fixed, const RealVolume &moving, MotionReport &report) override {
+  DisplacementField estimate(const RealVolume &fixed, const RealVolume &moving,
+                             MotionReport &report) override {
     const auto start = std::chrono::steady_clock::now();
     ops_.reset_timers();
     DisplacementField out = estimate_pair(prepare(fixed, frames_[0]), prepare(moving, frames_[1]));
@@ -52,12 +56,14 @@ public:
     return out;
   }
 
-  std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames, MotionReport &report) override {
+  std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames,
+                                                   MotionReport &report) override {
     const auto start = std::chrono::steady_clock::now();
     ops_.reset_timers();
     std::vector<DisplacementField> out;
     prepare(frames[0], frames_[0]);
-    for (std::size_t k = 1; k < frames.size(); ++k) // frame k - 1 stays prepared in frames_[(k - 1) % 2]
+    for (std::size_t k = 1; k < frames.size();
+         ++k) // frame k - 1 stays prepared in frames_[(k - 1) % 2]
       out.push_back(estimate_pair(frames_[(k - 1) % 2], prepare(frames[k], frames_[k % 2])));
     finish(report, start, frames.size() - 1);
     return out;
@@ -76,7 +82,8 @@ private:
 
   Level make_level(const Grid &g) {
     Level l{g, make_field(g), make_field(g), make_field(g), ops_.make(g), ops_.make(g), {}};
-    for (Vol &c : l.j) c = ops_.make(g);
+    for (Vol &c : l.j)
+      c = ops_.make(g);
     return l;
   }
   Fld make_field(const Grid &g) { return {ops_.make(g), ops_.make(g), ops_.make(g)}; }
@@ -91,7 +98,8 @@ private:
         ops_.gaussian(scratch, levels_[l - 1].tmp, Kernel::AntiAlias);
         ops_.resample(scratch, f.level[l], 1.0f);
       }
-      for (std::size_t l = 0; l < levels_.size(); ++l) ops_.gaussian(f.level[l], levels_[l].tmp, Kernel::Sigma);
+      for (std::size_t l = 0; l < levels_.size(); ++l)
+        ops_.gaussian(f.level[l], levels_[l].tmp, Kernel::Sigma);
     });
     return f;
   }
@@ -101,7 +109,8 @@ private:
       Level &lv = levels_[l];
       ops_.timed(Stage::Pyramid, [&] { start_level(l); });
       ops_.timed(Stage::Gradients, [&] { ops_.gradients(fixed.level[l], lv.g); });
-      for (int k = 0; k < options_.warps; ++k) linearise_and_solve(lv, fixed.level[l], moving.level[l]);
+      for (int k = 0; k < options_.warps; ++k)
+        linearise_and_solve(lv, fixed.level[l], moving.level[l]);
     }
     DisplacementField out(levels_[0].grid);
     ops_.timed(Stage::Transfer, [&] {
@@ -117,20 +126,24 @@ private:
   void start_level(int l) {
     Level &lv = levels_[l];
     if (l + 1 == static_cast<int>(levels_.size())) {
-      for (Vol &c : lv.w) ops_.zero(c);
+      for (Vol &c : lv.w)
+        ops_.zero(c);
       return;
     }
     const Level &coarse = levels_[l + 1];
     for (int a = 0; a < 3; ++a)
-      ops_.resample(coarse.w[a], lv.w[a], static_cast<float>(lv.grid.extent(a)) / coarse.grid.extent(a));
+      ops_.resample(coarse.w[a], lv.w[a],
+                    static_cast<float>(lv.grid.extent(a)) / coarse.grid.extent(a));
   }
 
   void linearise_and_solve(Level &lv, const Vol &fixed, const Vol &moving) {
     ops_.timed(Stage::Warp, [&] { ops_.warp(moving, lv.w, lv.moved); });
     ops_.timed(Stage::Tensor, [&] { ops_.tensor(lv.g, fixed, lv.moved, lv.j); });
-    // kTT (It^2) only enters the energy's constant: the solver never reads it, so it is not smoothed.
+    // kTT (It^2) only enters the energy's constant: the solver never reads it, so it is not
+    // smoothed.
     ops_.timed(Stage::Gaussian, [&] {
-      for (int c = 0; c < kTT; ++c) ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
+      for (int c = 0; c < kTT; ++c)
+        ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
     });
     ops_.timed(Stage::Tensor, [&] { ops_.fold(lv.j, lv.w); });
     ops_.timed(Stage::Solver, [&] {
@@ -139,13 +152,15 @@ private:
           ops_.sweep(lv.j, lv.w, lv.w_next, -1, colours_);
           std::swap(lv.w, lv.w_next);
         } else {
-          for (int c = 0; c < colours_; ++c) ops_.sweep(lv.j, lv.w, lv.w, c, colours_);
+          for (int c = 0; c < colours_; ++c)
+            ops_.sweep(lv.j, lv.w, lv.w, c, colours_);
         }
       }
     });
   }
 
-  void finish(MotionReport &report, std::chrono::steady_clock::time_point start, std::size_t pairs) {
+  void finish(MotionReport &report, std::chrono::steady_clock::time_point start,
+              std::size_t pairs) {
     ops_.synchronize();
     report.transfer_ms = ops_.elapsed(Stage::Transfer);
     report.pyramid_ms = ops_.elapsed(Stage::Pyramid);
@@ -154,10 +169,12 @@ private:
     report.tensor_ms = ops_.elapsed(Stage::Tensor);
     report.gaussian_ms = ops_.elapsed(Stage::Gaussian);
     report.solver_ms = ops_.elapsed(Stage::Solver);
-    report.total_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    report.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const std::int64_t passes = options_.solver == MotionSolver::Jacobi ? 1 : colours_;
-    report.solver_sweeps = static_cast<std::int64_t>(pairs) * static_cast<std::int64_t>(levels_.size()) *
-                           options_.warps * options_.iterations * passes;
+    report.solver_sweeps = static_cast<std::int64_t>(pairs) *
+                           static_cast<std::int64_t>(levels_.size()) * options_.warps *
+                           options_.iterations * passes;
     report.backend = ops_.backend();
   }
 

@@ -22,9 +22,10 @@ template <class T> void resample(const Volume<T> &f, Volume<T> &out, T scale) {
   for (std::int64_t z = 0; z < to.nz(); ++z)
     for (std::int64_t y = 0; y < to.ny(); ++y)
       for (std::int64_t x = 0; x < to.nx(); ++x)
-        out.v[to.index(x, y, z)] =
-            scale * trilinear(f.v.data(), from.nx(), from.ny(), from.nz(), resample_position<T>(x, to.nx(), from.nx()),
-                              resample_position<T>(y, to.ny(), from.ny()), resample_position<T>(z, to.nz(), from.nz()));
+        out.v[to.index(x, y, z)] = scale * trilinear(f.v.data(), from.nx(), from.ny(), from.nz(),
+                                                     resample_position<T>(x, to.nx(), from.nx()),
+                                                     resample_position<T>(y, to.ny(), from.ny()),
+                                                     resample_position<T>(z, to.nz(), from.nz()));
 }
 
 template void warp(const Volume<float> &, const Field<float> &, Volume<float> &);

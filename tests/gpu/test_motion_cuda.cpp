@@ -8,8 +8,8 @@
 #include <random>
 
 #include "../catch.hpp"
-#include "sampled_reference.hpp"
 #include "mri/motion.hpp"
+#include "sampled_reference.hpp"
 
 using namespace mri;
 
@@ -27,14 +27,15 @@ double max_difference(const DisplacementField &a, const DisplacementField &b) {
 
 } // namespace
 
-TEST_CASE("cuda motion: GPU fields match the CPU's for both solvers and memory policies", "[gpu][motion]") {
+TEST_CASE("cuda motion: GPU fields match the CPU's for both solvers and memory policies",
+          "[gpu][motion]") {
   const Grid grid = GENERATE(Grid(40, 40, 40), Grid(27, 33, 25));
   const MotionSolver solver = GENERATE(MotionSolver::Jacobi, MotionSolver::RedBlackSor);
   const MotionMemory memory = GENERATE(MotionMemory::Cached, MotionMemory::SharedTiles);
   const double gamma = GENERATE(0.0, 0.3);
   const std::uint64_t seed = fresh_seed();
-  INFO("grid " << grid.nx() << "x" << grid.ny() << "x" << grid.nz() << ", solver " << int(solver) << ", memory "
-               << int(memory) << ", gamma " << gamma << ", seed " << seed);
+  INFO("grid " << grid.nx() << "x" << grid.ny() << "x" << grid.nz() << ", solver " << int(solver)
+               << ", memory " << int(memory) << ", gamma " << gamma << ", seed " << seed);
   RealVolume fixed = textured_volume(grid, seed);
   const DisplacementField truth = synthetic_field(grid, SyntheticMotion::Swirl, 1.5);
   RealVolume moving = apply_motion(fixed, truth);
@@ -51,14 +52,17 @@ TEST_CASE("cuda motion: GPU fields match the CPU's for both solvers and memory p
   const DisplacementField a = gpu.estimate(fixed, moving), b = cpu.estimate(fixed, moving);
   CHECK(gpu.report().backend == Backend::Cuda);
   const double mean = average_endpoint_error(a, b), worst = max_difference(a, b);
-  const double epe_gpu = average_endpoint_error(a, truth, 3), epe_cpu = average_endpoint_error(b, truth, 3);
-  INFO("mean |gpu - cpu| " << mean << ", max " << worst << ", epe gpu " << epe_gpu << ", cpu " << epe_cpu);
+  const double epe_gpu = average_endpoint_error(a, truth, 3),
+               epe_cpu = average_endpoint_error(b, truth, 3);
+  INFO("mean |gpu - cpu| " << mean << ", max " << worst << ", epe gpu " << epe_gpu << ", cpu "
+                           << epe_cpu);
   CHECK(mean < 1e-4);
   CHECK(worst < 5e-2);
   CHECK(std::abs(epe_gpu - epe_cpu) < 0.01 * epe_cpu);
 }
 
-TEST_CASE("cuda motion: the swirl's endpoint error is within 10% of the float64 CPU reference", "[gpu][motion]") {
+TEST_CASE("cuda motion: the swirl's endpoint error is within 10% of the float64 CPU reference",
+          "[gpu][motion]") {
   const Grid grid(48, 48, 48);
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
@@ -84,7 +88,8 @@ TEST_CASE("cuda motion: a device-resident sequence equals its pairs", "[gpu][mot
   INFO("seed " << seed);
   std::vector<RealVolume> frames{textured_volume(grid, seed)};
   for (int k = 1; k < 4; ++k)
-    frames.push_back(apply_motion(frames.back(), synthetic_field(grid, SyntheticMotion::Compressive, 0.5 * k)));
+    frames.push_back(
+        apply_motion(frames.back(), synthetic_field(grid, SyntheticMotion::Compressive, 0.5 * k)));
   MotionOptions o;
   o.backend = Backend::Cuda;
   MotionEstimator est(grid, o);

@@ -32,10 +32,14 @@ MRI_HOST_DEVICE inline T trilinear(const T *f, Index nx, Index ny, Index nz, T p
     t[a] = q - T(i0[a]);
   }
   const auto at = [&](Index x, Index y, Index z) { return f[x + nx * (y + ny * z)]; };
-  const T c00 = at(i0[0], i0[1], i0[2]) + t[0] * (at(i1[0], i0[1], i0[2]) - at(i0[0], i0[1], i0[2]));
-  const T c10 = at(i0[0], i1[1], i0[2]) + t[0] * (at(i1[0], i1[1], i0[2]) - at(i0[0], i1[1], i0[2]));
-  const T c01 = at(i0[0], i0[1], i1[2]) + t[0] * (at(i1[0], i0[1], i1[2]) - at(i0[0], i0[1], i1[2]));
-  const T c11 = at(i0[0], i1[1], i1[2]) + t[0] * (at(i1[0], i1[1], i1[2]) - at(i0[0], i1[1], i1[2]));
+  const T c00 =
+      at(i0[0], i0[1], i0[2]) + t[0] * (at(i1[0], i0[1], i0[2]) - at(i0[0], i0[1], i0[2]));
+  const T c10 =
+      at(i0[0], i1[1], i0[2]) + t[0] * (at(i1[0], i1[1], i0[2]) - at(i0[0], i1[1], i0[2]));
+  const T c01 =
+      at(i0[0], i0[1], i1[2]) + t[0] * (at(i1[0], i0[1], i1[2]) - at(i0[0], i0[1], i1[2]));
+  const T c11 =
+      at(i0[0], i1[1], i1[2]) + t[0] * (at(i1[0], i1[1], i1[2]) - at(i0[0], i1[1], i1[2]));
   const T c0 = c00 + t[1] * (c10 - c00);
   const T c1 = c01 + t[1] * (c11 - c01);
   return c0 + t[2] * (c1 - c0);
@@ -43,20 +47,24 @@ MRI_HOST_DEVICE inline T trilinear(const T *f, Index nx, Index ny, Index nz, T p
 
 // Position on a grid of extent `from` of voxel i of a grid of extent `to` covering the same field
 // of view (voxel centres aligned: odd and non-power-of-two pyramids need no special case).
-template <class T, class Index> MRI_HOST_DEVICE inline T resample_position(Index i, Index to, Index from) {
+template <class T, class Index>
+MRI_HOST_DEVICE inline T resample_position(Index i, Index to, Index from) {
   return (T(i) + T(0.5)) * T(from) / T(to) - T(0.5);
 }
 
 // Spatial derivative along one axis at position i of n (seed 4.1: zero at the border).
 // forward: f[i+1] - f[i]; central: (f[i+1] - f[i-1]) / 2.
 template <class T, class Index>
-MRI_HOST_DEVICE inline T derivative(const T *f, Index v, Index stride, Index i, Index n, bool central) {
-  if (central) return i > 0 && i + 1 < n ? T(0.5) * (f[v + stride] - f[v - stride]) : T(0);
+MRI_HOST_DEVICE inline T derivative(const T *f, Index v, Index stride, Index i, Index n,
+                                    bool central) {
+  if (central)
+    return i > 0 && i + 1 < n ? T(0.5) * (f[v + stride] - f[v - stride]) : T(0);
   return i + 1 < n ? f[v + stride] - f[v] : T(0);
 }
 
 // The 10 products of g = (Ix, Iy, Iz, It) in Channel order.
-template <class T> MRI_HOST_DEVICE inline void tensor_products(T ix, T iy, T iz, T it, T (&j)[kChannels]) {
+template <class T>
+MRI_HOST_DEVICE inline void tensor_products(T ix, T iy, T iz, T it, T (&j)[kChannels]) {
   j[kXX] = ix * ix, j[kXY] = ix * iy, j[kXZ] = ix * iz, j[kXT] = ix * it;
   j[kYY] = iy * iy, j[kYZ] = iy * iz, j[kYT] = iy * it;
   j[kZZ] = iz * iz, j[kZT] = iz * it, j[kTT] = it * it;
@@ -84,7 +92,8 @@ template <class Index> struct VoxelPosition {
 // couples each voxel to the diagonal neighbours q + e_a - e_c, which red-black puts in the voxel's
 // own colour; (x + 2y + 3z) mod 4 gives every offset of the stencil (+-1, +-2, +-3, mod 4) another
 // colour, so each colour pass is an exact block Gauss-Seidel step, in place and race-free.
-MRI_HOST_DEVICE inline int voxel_colour(std::int64_t x, std::int64_t y, std::int64_t z, int colours) {
+MRI_HOST_DEVICE inline int voxel_colour(std::int64_t x, std::int64_t y, std::int64_t z,
+                                        int colours) {
   return colours == 2 ? int((x + y + z) & 1) : int((x + 2 * y + 3 * z) & 3);
 }
 inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
@@ -99,14 +108,15 @@ inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
 //           Gauss-Seidel, convergent for 0 < omega < 2 (the seed's eq. 9 solves one component at a
 //           time; the block keeps it convergent where J3's off-diagonal products dominate);
 //   Jacobi: M = J3 + (alpha |N| + 6 gamma) I, which dominates half the operator (2M - A is
-//           diagonally dominant: a Laplacian row sums to 2|N| alpha, a grad div row to <= 12 gamma),
-//           so the seed's simultaneous update converges; with the exact block the checkerboard
-//           modes of grad div grow (eigenvalue 12 gamma against a block eigenvalue of 4 gamma).
+//           diagonally dominant: a Laplacian row sums to 2|N| alpha, a grad div row to <= 12
+//           gamma), so the seed's simultaneous update converges; with the exact block the
+//           checkerboard modes of grad div grow (eigenvalue 12 gamma against a block eigenvalue of
+//           4 gamma).
 // load(c, dx, dy, dz): component c at q + (dx, dy, dz); only called for offsets inside the volume.
 // j: channels kXX..kZT of the folded tensor at q.
 template <class T, class Index, class Load>
-MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition<Index> &q, T alpha,
-                                       T gamma, T omega, bool jacobi, T (&out)[3]) {
+MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition<Index> &q,
+                                       T alpha, T gamma, T omega, bool jacobi, T (&out)[3]) {
   bool lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
     lo[a] = q.pos[a] > 0;
@@ -121,13 +131,16 @@ MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const Voxel
   for (int a = 0; a < 3; ++a) {
     neighbours += int(lo[a]) + int(hi[a]);
     for (int c = 0; c < 3; ++c) {
-      if (lo[a]) lap[c] += w0[c] - nb(c, a, -1);
-      if (hi[a]) lap[c] += w0[c] - nb(c, a, +1);
+      if (lo[a])
+        lap[c] += w0[c] - nb(c, a, -1);
+      if (hi[a])
+        lap[c] += w0[c] - nb(c, a, +1);
     }
   }
   T div_q = 0; // d(q)
   for (int a = 0; a < 3; ++a)
-    if (hi[a]) div_q += nb(a, a, +1) - w0[a];
+    if (hi[a])
+      div_q += nb(a, a, +1) - w0[a];
   T r[3];
   r[0] = j[kXX] * w0[0] + j[kXY] * w0[1] + j[kXZ] * w0[2] + j[kXT];
   r[1] = j[kXY] * w0[0] + j[kYY] * w0[1] + j[kYZ] * w0[2] + j[kYT];
@@ -136,17 +149,20 @@ MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const Voxel
     T div_back = 0; // d(q - e_c): its forward differences start at q - e_c
     if (lo[c])
       for (int a = 0; a < 3; ++a) {
-        if (a != c && !hi[a]) continue; // (q - e_c) + e_a outside: that difference is zero
+        if (a != c && !hi[a])
+          continue; // (q - e_c) + e_a outside: that difference is zero
         const int dx = (a == 0) - (c == 0), dy = (a == 1) - (c == 1), dz = (a == 2) - (c == 2);
         div_back += load(a, dx, dy, dz) - nb(a, c, -1);
       }
     r[c] += alpha * lap[c] + gamma * ((lo[c] ? div_back : T(0)) - (hi[c] ? div_q : T(0)));
   }
   const T d = alpha * T(neighbours) + (jacobi ? T(6) * gamma : T(0));
-  T m[3][3] = {{j[kXX] + d, j[kXY], j[kXZ]}, {j[kXY], j[kYY] + d, j[kYZ]}, {j[kXZ], j[kYZ], j[kZZ] + d}};
+  T m[3][3] = {
+      {j[kXX] + d, j[kXY], j[kXZ]}, {j[kXY], j[kYY] + d, j[kYZ]}, {j[kXZ], j[kYZ], j[kZZ] + d}};
   if (!jacobi)
     for (int a = 0; a < 3; ++a)
-      for (int b = 0; b < 3; ++b) m[a][b] += gamma * (T(a == b && lo[a]) + T(hi[a] && hi[b]));
+      for (int b = 0; b < 3; ++b)
+        m[a][b] += gamma * (T(a == b && lo[a]) + T(hi[a] && hi[b]));
   // M^-1 r by the adjugate: M is symmetric positive definite (alpha > 0 or J3 > 0).
   const T c00 = m[1][1] * m[2][2] - m[1][2] * m[1][2], c01 = m[0][2] * m[1][2] - m[0][1] * m[2][2],
           c02 = m[0][1] * m[1][2] - m[0][2] * m[1][1], c11 = m[0][0] * m[2][2] - m[0][2] * m[0][2],
