@@ -2,14 +2,52 @@
 // motion (translation, rotation, divergence-free swirl, compression) applied to a textured volume
 // and to the 3D Shepp-Logan phantom, the endpoint and angular errors, the zero-flow error, the
 // Jacobian statistics with and without the volume term, and the time per stage; a PNG of the
-// swirl's central slice with the flow as arrows and colour-coded direction.
+// swirl's central slice with the flow as arrows and colour-coded direction. Then the MRI case: two
+// frames of a translating Shepp-Logan phantom, each reconstructed with mri::reconstruct from its
+// own koosh k-space (the shift theorem moves the analytic k-space exactly), motion-estimated.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <map>
 #include <string>
 
-#include <mri/motion.hpp>
+#include <mri/mri.hpp>
+
+namespace {
+
+// The MRI case: frame 1 is the phantom, frame 2 the phantom moved by d voxels, whose k-space is
+// frame 1's times exp(-i 2 pi k.d / n) (forward F's sign); both reconstructed by CG (NUFFT).
+void mri_case(std::int64_t n, const mri::MotionOptions &options) {
+  const mri::Grid grid(n, n, n);
+  const std::array<double, 3> d{1.5, -1.0, 0.5};
+  const auto phantom = mri::Phantom::shepp_logan_3d();
+  mri::Trajectory traj = mri::traj::koosh(grid, int(2 * n * n), int(2 * n));
+  std::vector<mri::cfloat> s1 = phantom.kspace(traj, grid), s2 = s1;
+  mri::shift_kspace(s2, traj, grid, d);
+  mri::add_noise(s1, 50, 1);
+  mri::add_noise(s2, 50, 2);
+  mri::ReconOptions recon;
+  recon.method = mri::Method::Nufft;
+  recon.backend = options.backend;
+  const mri::ReconResult r1 = mri::reconstruct(mri::KSpaceData(traj, s1), grid, recon);
+  const mri::ReconResult r2 = mri::reconstruct(mri::KSpaceData(traj, s2), grid, recon);
+  mri::MotionEstimator estimator(grid, options);
+  const mri::DisplacementField w =
+      estimator.estimate(mri::normalised_magnitude(r1.image), mri::normalised_magnitude(r2.image));
+  mri::DisplacementField truth(grid);
+  for (std::size_t i = 0; i < truth.u.size(); ++i)
+    truth.u[i] = float(d[0]), truth.v[i] = float(d[1]), truth.w[i] = float(d[2]);
+  std::printf(
+      "\nMRI case: %lld^3 Shepp-Logan moved by (%.1f, %.1f, %.1f) voxels, koosh %zu samples, SNR "
+      "50, NUFFT CG "
+      "%.2f s per frame (%s)\n  EPE %.4f (zero-flow %.4f), AAE %.2f deg, motion estimate %.1f ms\n",
+      static_cast<long long>(n), d[0], d[1], d[2], traj.size(), r1.report.total_seconds,
+      mri::to_string(r1.report.backend), mri::average_endpoint_error(w, truth, 3),
+      mri::average_endpoint_error(mri::DisplacementField(grid), truth, 3),
+      mri::average_angular_error(w, truth, 3), estimator.report().total_ms);
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"3D motion estimation on synthetic sequences (CLG optical flow + volume term)"};
@@ -69,5 +107,7 @@ int main(int argc, char **argv) {
               timing.total_ms);
   std::printf("picture: %s (central slice of the textured swirl, gamma %.2f)\n", png.c_str(),
               gamma);
+  options.gamma = 0;
+  mri_case(n, options);
   return 0;
 }

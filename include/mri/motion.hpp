@@ -12,6 +12,7 @@
 // products per voxel smoothed by a separable Gaussian of standard deviation rho. The
 // Euler-Lagrange equations (seed eq. 6 plus gamma grad(div w)) are solved per warp by Jacobi (the
 // seed) or red-black SOR, inside repeated warps of the moving frame and a coarse-to-fine pyramid.
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -20,6 +21,7 @@
 
 #include "mri/image.hpp"
 #include "mri/options.hpp"
+#include "mri/trajectory.hpp"
 
 namespace mri {
 
@@ -158,6 +160,15 @@ void add_noise(RealVolume &volume, double std, std::uint64_t seed);
 // Trilinear sample of `volume` at x + field(x) for every voxel x (clamp-to-edge): what the
 // estimator's warping stage computes.
 RealVolume warp(const RealVolume &volume, const DisplacementField &field);
+
+// ---- MRI frames ------------------------------------------------------------------------------
+// |image| / max |image| (intensities of order 1, as the default options assume).
+RealVolume normalised_magnitude(const Image &image);
+// The k-space of the object moved by d voxels: samples times exp(-i 2 pi k.d / n) (the shift
+// theorem with the forward F's sign, MISSION.md conventions): moving(x) = object(x - d), whose
+// displacement field is d. Throws InvalidArgument if the sizes or dims disagree.
+void shift_kspace(std::vector<cfloat> &samples, const Trajectory &trajectory, const Grid &grid,
+                  const std::array<double, 3> &d);
 
 // An RGB PNG of the central z slice: the frame in gray with the in-plane flow as arrows (one per
 // arrow_step voxels) beside the flow's colour code (hue = direction, brightness = magnitude);

@@ -35,7 +35,7 @@ void convolve_axis(const Volume<T> &in, Volume<T> &out, const std::vector<T> &ta
                                                   : axis == 1 ? g.nx()
                                                               : g.nx() * g.ny();
   const int r = static_cast<int>(taps.size() / 2);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (g.voxels() >= kMinParallelVoxels)
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {

@@ -8,7 +8,7 @@ template <class T> void gradients(const Volume<T> &f, Field<T> &g, MotionDerivat
   const Grid &grid = f.grid;
   const bool central = scheme == MotionDerivative::Central;
   const std::int64_t nx = grid.nx(), ny = grid.ny(), nz = grid.nz();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (grid.voxels() >= kMinParallelVoxels)
   for (std::int64_t z = 0; z < nz; ++z)
     for (std::int64_t y = 0; y < ny; ++y)
       for (std::int64_t x = 0; x < nx; ++x) {

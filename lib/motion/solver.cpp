@@ -11,7 +11,7 @@ void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, i
            T gamma, T omega) {
   const Grid &g = src[0].grid;
   const std::int64_t nx = g.nx(), ny = g.ny(), nz = g.nz();
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (g.voxels() >= kMinParallelVoxels)
   for (std::int64_t z = 0; z < nz; ++z)
     for (std::int64_t y = 0; y < ny; ++y)
       for (std::int64_t x = 0; x < nx; ++x) {
@@ -36,7 +36,7 @@ double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double ga
   const Grid &g = w[0].grid;
   const std::int64_t stride[3] = {1, g.nx(), g.nx() * g.ny()};
   double e = 0;
-#pragma omp parallel for collapse(2) reduction(+ : e) schedule(static)
+#pragma omp parallel for collapse(2) reduction(+ : e) schedule(static) if (g.voxels() >= kMinParallelVoxels)
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {

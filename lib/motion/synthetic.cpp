@@ -153,6 +153,34 @@ RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field)
   return warp(fixed, inverse);
 }
 
+RealVolume normalised_magnitude(const Image &image) {
+  RealVolume v(image.grid());
+  float peak = 0;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    peak = std::max(peak, v[i] = std::abs(image[i]));
+  if (peak > 0)
+    for (float &x : v.values())
+      x /= peak;
+  return v;
+}
+
+void shift_kspace(std::vector<cfloat> &samples, const Trajectory &trajectory, const Grid &grid,
+                  const std::array<double, 3> &d) {
+  if (samples.size() != trajectory.size())
+    detail::invalid_argument("samples.size()", samples.size(),
+                             "differs from the trajectory's size");
+  for (int a = 0; a < 3; ++a)
+    if (!std::isfinite(d[a]))
+      detail::invalid_argument("d", d[a], "must be finite");
+  for (std::size_t m = 0; m < samples.size(); ++m) {
+    const KPoint &k = trajectory[m];
+    const double phase = -2 * M_PI *
+                         (k.kx * d[0] / double(grid.nx()) + k.ky * d[1] / double(grid.ny()) +
+                          k.kz * d[2] / double(grid.nz()));
+    samples[m] *= cfloat(float(std::cos(phase)), float(std::sin(phase)));
+  }
+}
+
 void add_noise(RealVolume &volume, double std, std::uint64_t seed) {
   if (!std::isfinite(std) || std < 0)
     detail::invalid_argument("std", std, "must be finite and >= 0");

@@ -7,7 +7,7 @@ namespace mri::detail::motion {
 template <class T>
 void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, Tensor<T> &j) {
   const std::int64_t n = fixed.grid.voxels();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kMinParallelVoxels)
   for (std::int64_t v = 0; v < n; ++v) {
     T p[kChannels];
     tensor_products(g[0].v[v], g[1].v[v], g[2].v[v], moved.v[v] - fixed.v[v], p);
@@ -18,7 +18,7 @@ void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, T
 
 template <class T> void fold(Tensor<T> &j, const Field<T> &w0) {
   const std::int64_t n = w0[0].grid.voxels();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kMinParallelVoxels)
   for (std::int64_t v = 0; v < n; ++v) {
     T p[kChannels];
     for (int c = 0; c < kChannels; ++c)

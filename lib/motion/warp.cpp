@@ -6,7 +6,7 @@ namespace mri::detail::motion {
 
 template <class T> void warp(const Volume<T> &f, const Field<T> &w, Volume<T> &out) {
   const Grid &g = f.grid;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (g.voxels() >= kMinParallelVoxels)
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {
@@ -18,7 +18,7 @@ template <class T> void warp(const Volume<T> &f, const Field<T> &w, Volume<T> &o
 
 template <class T> void resample(const Volume<T> &f, Volume<T> &out, T scale) {
   const Grid &from = f.grid, &to = out.grid;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (to.voxels() >= kMinParallelVoxels)
   for (std::int64_t z = 0; z < to.nz(); ++z)
     for (std::int64_t y = 0; y < to.ny(); ++y)
       for (std::int64_t x = 0; x < to.nx(); ++x)
