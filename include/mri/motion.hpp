@@ -146,14 +146,15 @@ enum class SyntheticMotion {
 };
 // The ground-truth field of a motion on a grid.
 DisplacementField synthetic_field(const Grid &grid, SyntheticMotion motion, double amplitude);
-// A smooth random texture in [0, 1] (sum of random sinusoids), reproducible from seed.
+// A smooth random texture of mean 0.5 and std ~0.19 (12 random plane waves, wavelengths 5-14
+// voxels), reproducible from seed.
 RealVolume textured_volume(const Grid &grid, std::uint64_t seed);
 // The 3D modified Shepp-Logan phantom's magnitude on the grid (mri::Phantom), plus a faint
 // texture so the flat interiors carry some gradient.
 RealVolume shepp_logan_volume(const Grid &grid);
-// out(x) = in(x - w_true(x))-style forward motion: the moving frame whose estimate is `field`,
-// i.e. moving(x + field(x)) = fixed(x), built by trilinear warping of fixed with the inverse
-// field found by fixed-point iteration. Clamp-to-edge outside the volume.
+// The moving frame whose true displacement field is `field`: moving(x + field(x)) = fixed(x),
+// built by trilinear warping of fixed with the inverse field (fixed-point iteration, exact while
+// |grad field| < 1). Clamp-to-edge outside the volume.
 RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field);
 // Adds N(0, std^2) noise; reproducible from seed. Throws InvalidArgument if std < 0 or not finite.
 void add_noise(RealVolume &volume, double std, std::uint64_t seed);
@@ -166,7 +167,8 @@ RealVolume warp(const RealVolume &volume, const DisplacementField &field);
 RealVolume normalised_magnitude(const Image &image);
 // The k-space of the object moved by d voxels: samples times exp(-i 2 pi k.d / n) (the shift
 // theorem with the forward F's sign, MISSION.md conventions): moving(x) = object(x - d), whose
-// displacement field is d. Throws InvalidArgument if the sizes or dims disagree.
+// displacement field is d. Throws InvalidArgument if samples and trajectory differ in size or d
+// is not finite.
 void shift_kspace(std::vector<cfloat> &samples, const Trajectory &trajectory, const Grid &grid,
                   const std::array<double, 3> &d);
 
