@@ -5,7 +5,12 @@
 #include "gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "mri_backend/motion_backend.hpp"
 #include "recon_cuda.hpp"
+
+namespace mri {
+std::unique_ptr<MotionBackend> make_cuda_motion_backend(const Grid &grid, const MotionOptions &options); // motion_backend.cu
+}
 
 namespace mri::cuda::detail {
 
@@ -63,8 +68,12 @@ public:
     if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
     return std::make_unique<NufftDevicePlan>(trajectory, *mri::detail::nufft_setup(grid, validated));
   }
-  ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) const override {
-    return reconstruct_cuda(data, grid, options);
+  std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const override {
+    return make_cuda_motion_backend(grid, options);
+  }
+  ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                          std::chrono::steady_clock::time_point t_start) const override {
+    return reconstruct_cuda(data, grid, options, t_start);
   }
 };
 

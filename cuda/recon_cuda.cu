@@ -258,8 +258,8 @@ private:
 
 } // namespace
 
-ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
-  const auto t_start = Clock::now();
+ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                             Clock::time_point t_start) {
   return GpuRecon(data, grid, options).run(t_start);
 }
 

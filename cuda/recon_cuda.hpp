@@ -1,11 +1,15 @@
 #pragma once
 // mri::reconstruct's GPU path (plain C++): lib/reconstruct.cpp calls it once the backend has
 // resolved to Cuda and the options are validated.
+#include <chrono>
+
 #include "mri/reconstruct.hpp"
 
 namespace mri::cuda::detail {
 
-// F^H D, Q (or its cached spectrum) and CG on the device, the image back to the host once.
-ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options);
+// F^H D, Q (or its cached spectrum) and CG on the device, the image back to the host once; the
+// report's total_seconds counts from t_start.
+ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                             std::chrono::steady_clock::time_point t_start);
 
 } // namespace mri::cuda::detail

@@ -192,7 +192,7 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
   const KSpaceData &inside = wrapped ? *wrapped : data;
   ReconResult r = recon_backend(options) == Backend::Cuda
-                      ? detail::require_cuda("reconstruct").reconstruct(inside, grid, options)
+                      ? detail::require_cuda("reconstruct").reconstruct(inside, grid, options, t_start)
                       : reconstruct_cpu(inside, grid, options, t_start);
   r.report.wrapped_samples = outside;
   return r;

@@ -2,7 +2,7 @@
 // The mri SDK: iterative reconstruction of non-Cartesian MRI.
 // Read top-down: grids and images, trajectories and k-space data, the phantom, the exact
 // Fourier operators (F, F^H D, Q/Toeplitz), the gridding NUFFT, density compensation and the
-// gridding baseline, the CG solver, and reconstruct().
+// gridding baseline, the CG solver, and reconstruct(); then motion estimation of 3D sequences.
 #include "mri/error.hpp"
 #include "mri/grid.hpp"
 #include "mri/image.hpp"
@@ -23,3 +23,4 @@
 #include "mri/metrics.hpp"
 #include "mri/bart.hpp"
 #include "mri/png.hpp"
+#include "mri/motion.hpp"

@@ -91,7 +91,7 @@ struct ReconReport {
   double q_seconds = 0;         // Q on the 2x grid, or reading its spectrum from the cache
   double fft_setup_seconds = 0; // FFT plans and FFT(Q) -> the Toeplitz spectrum (or its upload)
   double cg_seconds = 0;        // all CG iterations
-  double total_seconds = 0;
+  double total_seconds = 0;     // from entering reconstruct() to the image on the host (both backends)
   int iterations = 0;
   CgStatus status = CgStatus::NotRun; // NonFinite: the data or operator produced NaN/Inf and CG
                                       // stopped there (the image is its last iterate)

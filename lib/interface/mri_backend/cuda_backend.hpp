@@ -8,19 +8,25 @@
 // its ABI number and version, checked by libmri before anything else is called, and the entry
 // that returns its CudaBackend. Both sides are built from one tree with one compiler; the
 // version check refuses a plugin from another build of mri rather than risk a mismatched vtable.
+#include <chrono>
 #include <memory>
 #include <string>
 
 #include "mri/image.hpp"
+#include "mri/motion.hpp"
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri/trajectory.hpp"
 
+namespace mri {
+class MotionBackend; // motion_backend.hpp
+}
+
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 1;
+inline constexpr int kCudaPluginAbi = 2;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -79,8 +85,12 @@ public:
                                                  const Grid &period) const = 0;
   virtual std::unique_ptr<DeviceNufft> nufft(const Trajectory &trajectory, const Grid &grid,
                                              const NufftOptions &validated) const = 0;
-  // mri::reconstruct on the device; data, grid and options already validated.
-  virtual ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) const = 0;
+  // MotionEstimator's device backend (float32); options validated.
+  virtual std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const = 0;
+  // mri::reconstruct on the device; data, grid and options already validated. The report's
+  // total_seconds counts from t_start (when mri::reconstruct was entered), as on the CPU.
+  virtual ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                                  std::chrono::steady_clock::time_point t_start) const = 0;
 };
 
 // The plugin as libmri found it: the backend, or null and the reason (no driver, dlerror, a

@@ -1,0 +1,109 @@
+// Motion estimation on the GPU (issue 12), MISSION.md's problems (benchmarks/motion_problems.hpp):
+//   MOTION-3D   end to end per solver and memory policy: host wall time of estimate() (upload of
+//               the two frames and download of the field included; one untimed warm-up call pays
+//               the context and module loading), the report's per-stage CUDA-event times, and
+//               the swirl's endpoint error;
+//   MOTION-SEQ  20 frames of 128^3 through estimate_sequence (each frame uploaded once);
+//   sweep       one Jacobi sweep over 128^3 per memory policy: the bytes it must move (9 tensor
+//               channels + 3 field components read, 3 written) over its CUDA-event time, against
+//               a device-to-device copy measured in the same run.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+
+#include "../cuda/device_image.hpp"
+#include "../cuda/motion_bench.hpp"
+#include "motion_problems.hpp"
+
+namespace {
+
+using mri::MotionMemory;
+using mri::MotionSolver;
+
+void report_stages(benchmark::State &state, const mri::MotionReport &r) {
+  state.counters["transfer_ms"] = r.transfer_ms;
+  state.counters["pyramid_ms"] = r.pyramid_ms;
+  state.counters["gradients_ms"] = r.gradients_ms;
+  state.counters["warp_ms"] = r.warp_ms;
+  state.counters["tensor_ms"] = r.tensor_ms;
+  state.counters["gaussian_ms"] = r.gaussian_ms;
+  state.counters["solver_ms"] = r.solver_ms;
+  state.counters["solver_passes"] = double(r.solver_sweeps);
+}
+
+void BM_motion3d_gpu(benchmark::State &state) {
+  const auto solver = static_cast<MotionSolver>(state.range(0));
+  const auto memory = static_cast<MotionMemory>(state.range(1));
+  static const mri::bench::MotionPair p = mri::bench::motion3d_pair();
+  mri::MotionOptions o = mri::bench::motion3d_options(solver, memory, mri::Backend::Cuda);
+  o.iterations = int(state.range(2));
+  mri::MotionEstimator est(p.fixed.grid(), o);
+  mri::DisplacementField w = est.estimate(p.fixed, p.moving); // warm-up
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    w = est.estimate(p.fixed, p.moving);
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  report_stages(state, est.report());
+  state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
+  state.SetLabel(std::string("MOTION-3D ") + (solver == MotionSolver::Jacobi ? "jacobi " : "sor ") +
+                 (memory == MotionMemory::Cached ? "cached" : "shared-tiles"));
+}
+// args: solver, memory, iterations. MOTION-3D states kMotionIterations (20); Jacobi at 80 makes
+// as many passes over memory as 4-colour SOR at 20 (the equal-time comparison on the GPU).
+BENCHMARK(BM_motion3d_gpu)
+    ->ArgsProduct({{0, 1}, {0, 1}, {mri::bench::kMotionIterations}})
+    ->Args({0, 0, 4 * mri::bench::kMotionIterations})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+void BM_motion_seq_gpu(benchmark::State &state) {
+  static const std::vector<mri::RealVolume> frames = mri::bench::motion_sequence(20);
+  mri::MotionOptions o = mri::bench::motion3d_options(static_cast<MotionSolver>(state.range(0)),
+                                                      MotionMemory::Cached, mri::Backend::Cuda);
+  mri::MotionEstimator est(frames[0].grid(), o);
+  est.estimate(frames[0], frames[1]); // warm-up
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    benchmark::DoNotOptimize(est.estimate_sequence(frames));
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  report_stages(state, est.report());
+  state.SetLabel("MOTION-SEQ 20 frames");
+}
+BENCHMARK(BM_motion_seq_gpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
+
+void BM_sweep_gpu(benchmark::State &state) {
+  const auto memory = static_cast<MotionMemory>(state.range(0));
+  const mri::Grid g(128, 128, 128);
+  static const double copy_bw = mri::cuda::measure_copy_bandwidth(std::size_t(256) << 20);
+  double ms = 0;
+  for (auto _ : state) {
+    ms = mri::cuda::detail::motion::time_solver_sweep_ms(g, memory, 50);
+    state.SetIterationTime(ms / 1e3);
+  }
+  const double bytes = mri::cuda::detail::motion::solver_sweep_bytes(g);
+  state.counters["bytes"] = bytes;
+  state.counters["GBps"] = bytes / (ms / 1e3) / 1e9;
+  state.counters["copy_GBps"] = copy_bw / 1e9;
+  state.counters["fraction_of_copy"] = bytes / (ms / 1e3) / copy_bw;
+  state.SetLabel(memory == MotionMemory::Cached ? "sweep cached" : "sweep shared-tiles");
+}
+BENCHMARK(BM_sweep_gpu)
+    ->Arg(0)
+    ->Arg(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond)
+    ->Iterations(3);
+
+} // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,53 @@
+#pragma once
+// MISSION.md's motion problems, shared by bench_motion_cpu and bench_motion_gpu:
+//   MOTION-3D   two 128^3 frames (a textured volume and its swirl-moved copy, noise 0.01),
+//               3 pyramid levels, 3 warps per level, Gaussian K_rho of 15 taps (rho = 7/3),
+//               CLG + volume term (gamma = 0.1), kMotionIterations solver iterations per warp
+//   MOTION-SEQ  20 frames of 128^3, frame to frame (a beating sequence: compressive motion of
+//               alternating sign), frames resident on the device
+#include <vector>
+
+#include "mri/motion.hpp"
+
+namespace mri::bench {
+
+inline constexpr int kMotionIterations = 20;
+
+inline MotionOptions motion3d_options(MotionSolver solver, MotionMemory memory, Backend backend) {
+  MotionOptions o;
+  o.levels = 3;
+  o.warps = 3;
+  o.rho = 7.0 / 3.0; // 2 ceil(3 rho) + 1 = 15 taps
+  o.gamma = 0.1;
+  o.iterations = kMotionIterations;
+  o.solver = solver;
+  o.memory = memory;
+  o.backend = backend;
+  return o;
+}
+
+struct MotionPair {
+  RealVolume fixed, moving;
+  DisplacementField truth;
+};
+
+inline MotionPair motion3d_pair(std::int64_t n = 128) {
+  const Grid g(n, n, n);
+  MotionPair p{textured_volume(g, 2026), {}, synthetic_field(g, SyntheticMotion::Swirl, 1.5)};
+  p.moving = apply_motion(p.fixed, p.truth);
+  add_noise(p.fixed, 0.01, 1);
+  add_noise(p.moving, 0.01, 2);
+  return p;
+}
+
+inline std::vector<RealVolume> motion_sequence(int frames, std::int64_t n = 128) {
+  const Grid g(n, n, n);
+  std::vector<RealVolume> seq{shepp_logan_volume(g)};
+  const DisplacementField squeeze = synthetic_field(g, SyntheticMotion::Compressive, 1.0);
+  const DisplacementField relax = synthetic_field(g, SyntheticMotion::Compressive, -1.0);
+  for (int k = 1; k < frames; ++k)
+    seq.push_back(apply_motion(seq.back(), k % 2 ? squeeze : relax));
+  return seq;
+}
+
+} // namespace mri::bench

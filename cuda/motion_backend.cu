@@ -1,0 +1,157 @@
+// The CUDA motion backend: the shared driver (lib/motion/motion_driver.hpp) over device-resident
+// volumes. Frames are uploaded once per call and every buffer is allocated once per plan; stage
+// times are CUDA events on the plan's stream, read after the call's last download.
+#include <chrono>
+
+#include "mri_backend/motion_driver.hpp" // and gaussian_taps: one definition of the truncated Gaussian
+#include "motion_bench.hpp"
+#include "motion_ops.cuh"
+
+namespace mri {
+namespace cuda::detail::motion {
+namespace {
+
+namespace dm = mri::detail::motion;
+
+struct StreamDeleter {
+  void operator()(cudaStream_t s) const noexcept { cudaStreamDestroy(s); }
+};
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+class DeviceOps {
+public:
+  using Vol = DeviceVolume;
+
+  explicit DeviceOps(const MotionOptions &o)
+      : alpha_(float(o.alpha)), gamma_(float(o.gamma)), omega_(float(o.omega)),
+        central_(o.derivative == MotionDerivative::Central), memory_(o.memory) {
+    set_gaussian_taps({dm::gaussian_taps(dm::kAntiAliasStd, "anti-aliasing std"),
+                       dm::gaussian_taps(o.sigma, "options.sigma"),
+                       dm::gaussian_taps(o.rho, "options.rho")});
+    cudaStream_t s = nullptr;
+    MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    stream_.reset(s);
+  }
+  DeviceOps(DeviceOps &&) = default;
+  ~DeviceOps() {
+    for (EventPair &e : events_)
+      cudaEventDestroy(e.start), cudaEventDestroy(e.stop);
+  }
+
+  Vol make(const Grid &g) const { return Vol(g); }
+  void upload(const RealVolume &f, Vol &out) const {
+    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), f.size() * sizeof(float),
+                                   cudaMemcpyHostToDevice, s()));
+  }
+  void download(const Vol &f, RealVolume &out) const {
+    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), out.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, s()));
+    MRI_CUDA_CHECK(cudaStreamSynchronize(s()));
+  }
+  void copy(const Vol &src, Vol &dst) const {
+    MRI_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.grid.voxels() * sizeof(float),
+                                   cudaMemcpyDeviceToDevice, s()));
+  }
+  void zero(Vol &f) const {
+    MRI_CUDA_CHECK(cudaMemsetAsync(f.data(), 0, f.grid.voxels() * sizeof(float), s()));
+  }
+  void gaussian(Vol &f, Vol &tmp, dm::Kernel k) const {
+    motion::gaussian(f, tmp, static_cast<int>(k), s());
+  }
+  void resample(const Vol &f, Vol &out, float scale) const { motion::resample(f, out, scale, s()); }
+  void gradients(const Vol &f, DeviceField &g) const { motion::gradients(f, g, central_, s()); }
+  void warp(const Vol &f, const DeviceField &w, Vol &out) const { motion::warp(f, w, out, s()); }
+  void tensor(const DeviceField &g, const Vol &fixed, const Vol &moved, DeviceTensor &j) const {
+    motion::tensor(g, fixed, moved, j, s());
+  }
+  void fold(DeviceTensor &j, const DeviceField &w) const { motion::fold(j, w, s()); }
+  void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour,
+             int colours) const {
+    motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? 1.0f : omega_, memory_,
+                  s());
+  }
+
+  // Events are pooled: one pair per timed stage call, reused across calls.
+  template <class F> void timed(dm::Stage stage, F &&f) {
+    if (used_ == events_.size()) {
+      EventPair e;
+      MRI_CUDA_CHECK(cudaEventCreate(&e.start));
+      MRI_CUDA_CHECK(cudaEventCreate(&e.stop));
+      events_.push_back(e);
+    }
+    const EventPair &e = events_[used_];
+    stages_.push_back(stage);
+    ++used_;
+    MRI_CUDA_CHECK(cudaEventRecord(e.start, s()));
+    f();
+    MRI_CUDA_CHECK(cudaEventRecord(e.stop, s()));
+  }
+  void reset_timers() {
+    used_ = 0;
+    stages_.clear();
+    ms_.fill(0);
+  }
+  void synchronize() {
+    MRI_CUDA_CHECK(cudaStreamSynchronize(s()));
+    for (std::size_t i = 0; i < used_; ++i) {
+      float ms = 0;
+      MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].start, events_[i].stop));
+      ms_[static_cast<int>(stages_[i])] += ms;
+    }
+  }
+  double elapsed(dm::Stage stage) const { return ms_[static_cast<int>(stage)]; }
+  Backend backend() const { return Backend::Cuda; }
+
+private:
+  cudaStream_t s() const { return stream_.get(); }
+
+  float alpha_, gamma_, omega_;
+  bool central_;
+  MotionMemory memory_;
+  std::unique_ptr<CUstream_st, StreamDeleter> stream_;
+  std::vector<EventPair> events_;
+  std::vector<dm::Stage> stages_;
+  std::size_t used_ = 0;
+  std::array<double, static_cast<int>(dm::Stage::Count)> ms_{};
+};
+
+} // namespace
+
+double time_solver_sweep_ms(const Grid &grid, MotionMemory memory, int repeats) {
+  // Zero tensor and field: the sweep reads and writes the same bytes whatever the values.
+  DeviceTensor j;
+  DeviceField a, b;
+  for (auto &c : j)
+    c = DeviceVolume(grid), MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
+  for (auto *f : {&a, &b})
+    for (auto &c : *f)
+      c = DeviceVolume(grid),
+      MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
+  cudaEvent_t start, stop;
+  MRI_CUDA_CHECK(cudaEventCreate(&start));
+  MRI_CUDA_CHECK(cudaEventCreate(&stop));
+  sweep(j, a, b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr); // warm-up
+  MRI_CUDA_CHECK(cudaEventRecord(start));
+  for (int r = 0; r < repeats; ++r)
+    sweep(j, r % 2 ? b : a, r % 2 ? a : b, -1, 2, 0.05f, 0.1f, 1.0f, memory, nullptr);
+  MRI_CUDA_CHECK(cudaEventRecord(stop));
+  MRI_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start), cudaEventDestroy(stop);
+  return ms / repeats;
+}
+
+double solver_sweep_bytes(const Grid &grid) { return sweep_bytes(grid); }
+
+} // namespace cuda::detail::motion
+
+std::unique_ptr<MotionBackend> make_cuda_motion_backend(const Grid &grid,
+                                                        const MotionOptions &options) {
+  using Ops = cuda::detail::motion::DeviceOps;
+  return std::make_unique<detail::motion::DriverBackend<Ops>>(Ops(options), grid, options);
+}
+
+} // namespace mri

@@ -1,0 +1,188 @@
+#pragma once
+// The estimator's control flow, written once for every backend (seed Algorithm 1): a
+// coarse-to-fine pyramid, `warps` linearisations per level, each one warp -> tensor -> K_rho ->
+// fold -> solver sweeps. `Ops` supplies the stages on its own buffers: CpuOps<T> (lib/motion,
+// float and double) and cuda's DeviceOps (device-resident volumes, CUDA events for timing).
+//
+// Ops provides: Vol (a movable volume with .grid), make(grid), upload(RealVolume, Vol&),
+// download(Vol, RealVolume&), copy(src, dst), zero(Vol&), gaussian(Vol&, Vol& tmp, Kernel),
+// resample(src, dst, scale), gradients(f, Fld&), warp(f, Fld, out), tensor(Fld, fixed, moved,
+// Ten&), fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour, colours), timed(Stage, fn),
+// elapsed(Stage), reset_timers(), synchronize().
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "mri_backend/motion_backend.hpp"
+#include "mri/detail/motion_stencil.hpp"
+#include "mri/motion.hpp"
+
+namespace mri::detail::motion {
+
+enum class Stage : int { Transfer, Pyramid, Gradients, Warp, Tensor, Gaussian, Solver, Count };
+// The three Gaussians: the pyramid's anti-aliasing, the frames' pre-smoothing, the tensor's K_rho.
+enum class Kernel : int { AntiAlias, Sigma, Rho, Count };
+// Std of the pyramid's anti-aliasing before halving (a factor-2 decimation passes up to the
+// coarse Nyquist; 0.8 voxels attenuates the aliased band to a few percent at 7 taps).
+inline constexpr double kAntiAliasStd = 0.8;
+
+// The grid of each pyramid level (level 0 = the frames'): extents halved, rounding up.
+std::vector<Grid> pyramid_grids(const Grid &grid, int levels);
+
+template <class Ops> class DriverBackend final : public MotionBackend {
+public:
+  using Vol = typename Ops::Vol;
+  using Fld = std::array<Vol, 3>;
+  using Ten = std::array<Vol, kChannels>;
+
+  DriverBackend(Ops ops, const Grid &grid, const MotionOptions &options)
+      : ops_(std::move(ops)), options_(options) {
+    for (const Grid &g : pyramid_grids(grid, options.levels))
+      levels_.push_back(make_level(g));
+    for (Frame &f : frames_)
+      for (const Level &l : levels_)
+        f.level.push_back(ops_.make(l.grid));
+  }
+
+  DisplacementField estimate(const RealVolume &fixed, const RealVolume &moving,
+                             MotionReport &report) override {
+    const auto start = std::chrono::steady_clock::now();
+    ops_.reset_timers();
+    DisplacementField out = estimate_pair(prepare(fixed, frames_[0]), prepare(moving, frames_[1]));
+    finish(report, start, 1);
+    return out;
+  }
+
+  std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames,
+                                                   MotionReport &report) override {
+    const auto start = std::chrono::steady_clock::now();
+    ops_.reset_timers();
+    std::vector<DisplacementField> out;
+    prepare(frames[0], frames_[0]);
+    for (std::size_t k = 1; k < frames.size();
+         ++k) // frame k - 1 stays prepared in frames_[(k - 1) % 2]
+      out.push_back(estimate_pair(frames_[(k - 1) % 2], prepare(frames[k], frames_[k % 2])));
+    finish(report, start, frames.size() - 1);
+    return out;
+  }
+
+private:
+  struct Level {
+    Grid grid;
+    Fld w, w_next, g;
+    Vol moved, tmp;
+    Ten j;
+  };
+  struct Frame {
+    std::vector<Vol> level; // pre-smoothed frame per pyramid level
+  };
+
+  Level make_level(const Grid &g) {
+    Level l{g, make_field(g), make_field(g), make_field(g), ops_.make(g), ops_.make(g), {}};
+    for (Vol &c : l.j)
+      c = ops_.make(g);
+    return l;
+  }
+  Fld make_field(const Grid &g) { return {ops_.make(g), ops_.make(g), ops_.make(g)}; }
+
+  // Upload, decimate (anti-alias, then trilinear resampling onto the coarser grid), pre-smooth.
+  const Frame &prepare(const RealVolume &frame, Frame &f) {
+    ops_.timed(Stage::Transfer, [&] { ops_.upload(frame, f.level[0]); });
+    ops_.timed(Stage::Pyramid, [&] {
+      for (std::size_t l = 1; l < levels_.size(); ++l) {
+        Vol &scratch = levels_[l - 1].moved;
+        ops_.copy(f.level[l - 1], scratch);
+        ops_.gaussian(scratch, levels_[l - 1].tmp, Kernel::AntiAlias);
+        ops_.resample(scratch, f.level[l], 1.0f);
+      }
+      for (std::size_t l = 0; l < levels_.size(); ++l)
+        ops_.gaussian(f.level[l], levels_[l].tmp, Kernel::Sigma);
+    });
+    return f;
+  }
+
+  DisplacementField estimate_pair(const Frame &fixed, const Frame &moving) {
+    for (int l = static_cast<int>(levels_.size()) - 1; l >= 0; --l) {
+      Level &lv = levels_[l];
+      ops_.timed(Stage::Pyramid, [&] { start_level(l); });
+      ops_.timed(Stage::Gradients, [&] { ops_.gradients(fixed.level[l], lv.g); });
+      for (int k = 0; k < options_.warps; ++k)
+        linearise_and_solve(lv, fixed.level[l], moving.level[l]);
+    }
+    DisplacementField out(levels_[0].grid);
+    ops_.timed(Stage::Transfer, [&] {
+      ops_.download(levels_[0].w[0], out.u);
+      ops_.download(levels_[0].w[1], out.v);
+      ops_.download(levels_[0].w[2], out.w);
+    });
+    return out;
+  }
+
+  // The coarsest level starts from zero motion, every other from the coarser field, upsampled
+  // and rescaled to this level's voxels.
+  void start_level(int l) {
+    Level &lv = levels_[l];
+    if (l + 1 == static_cast<int>(levels_.size())) {
+      for (Vol &c : lv.w)
+        ops_.zero(c);
+      return;
+    }
+    const Level &coarse = levels_[l + 1];
+    for (int a = 0; a < 3; ++a)
+      ops_.resample(coarse.w[a], lv.w[a],
+                    static_cast<float>(lv.grid.extent(a)) / coarse.grid.extent(a));
+  }
+
+  void linearise_and_solve(Level &lv, const Vol &fixed, const Vol &moving) {
+    ops_.timed(Stage::Warp, [&] { ops_.warp(moving, lv.w, lv.moved); });
+    ops_.timed(Stage::Tensor, [&] { ops_.tensor(lv.g, fixed, lv.moved, lv.j); });
+    // kTT (It^2) only enters the energy's constant: the solver never reads it, so it is not
+    // smoothed.
+    ops_.timed(Stage::Gaussian, [&] {
+      for (int c = 0; c < kTT; ++c)
+        ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
+    });
+    ops_.timed(Stage::Tensor, [&] { ops_.fold(lv.j, lv.w); });
+    ops_.timed(Stage::Solver, [&] {
+      for (int it = 0; it < options_.iterations; ++it) {
+        if (options_.solver == MotionSolver::Jacobi) {
+          ops_.sweep(lv.j, lv.w, lv.w_next, -1, colours_);
+          std::swap(lv.w, lv.w_next);
+        } else {
+          for (int c = 0; c < colours_; ++c)
+            ops_.sweep(lv.j, lv.w, lv.w, c, colours_);
+        }
+      }
+    });
+  }
+
+  void finish(MotionReport &report, std::chrono::steady_clock::time_point start,
+              std::size_t pairs) {
+    ops_.synchronize();
+    report.transfer_ms = ops_.elapsed(Stage::Transfer);
+    report.pyramid_ms = ops_.elapsed(Stage::Pyramid);
+    report.gradients_ms = ops_.elapsed(Stage::Gradients);
+    report.warp_ms = ops_.elapsed(Stage::Warp);
+    report.tensor_ms = ops_.elapsed(Stage::Tensor);
+    report.gaussian_ms = ops_.elapsed(Stage::Gaussian);
+    report.solver_ms = ops_.elapsed(Stage::Solver);
+    report.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const std::int64_t passes = options_.solver == MotionSolver::Jacobi ? 1 : colours_;
+    report.solver_sweeps = static_cast<std::int64_t>(pairs) *
+                           static_cast<std::int64_t>(levels_.size()) * options_.warps *
+                           options_.iterations * passes;
+    report.backend = ops_.backend();
+  }
+
+  Ops ops_;
+  MotionOptions options_;
+  int colours_ = sor_colours(options_.gamma);
+  std::vector<Level> levels_;
+  std::array<Frame, 2> frames_; // the pair in hand; a sequence alternates them
+};
+
+} // namespace mri::detail::motion

@@ -1,0 +1,60 @@
+#pragma once
+// The CPU (OpenMP) stages of the motion estimator, one file each, templated on the scalar so the
+// float64 reference is the same code as the float32 fast path (explicit instantiations for float
+// and double in each file). The per-voxel formulas are in include/mri/detail/motion_stencil.hpp,
+// shared with the CUDA kernels.
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "mri/detail/motion_stencil.hpp"
+#include "mri/grid.hpp"
+#include "mri/motion.hpp"
+#include "mri_backend/motion_backend.hpp" // gaussian_taps
+
+namespace mri {
+// options.precision chooses float or double.
+std::unique_ptr<MotionBackend> make_cpu_motion_backend(const Grid &grid, const MotionOptions &options);
+} // namespace mri
+
+namespace mri::detail::motion {
+
+// The stages fork threads only for volumes of at least this many voxels (32^3): below it a
+// parallel region's fork/join costs more than the loop, and on a shared 2-core machine far more
+// (the constant-sequence test at 24^3: 2.2 s with 2 threads, 0.14 s with 1, at load average 12).
+inline constexpr std::int64_t kMinParallelVoxels = 32768;
+
+template <class T> struct Volume {
+  Grid grid;
+  std::vector<T> v;
+  Volume() = default;
+  explicit Volume(const Grid &g) : grid(g), v(static_cast<std::size_t>(g.voxels())) {}
+};
+template <class T> using Field = std::array<Volume<T>, 3>;
+template <class T> using Tensor = std::array<Volume<T>, kChannels>;
+
+
+// Separable convolution along x, y, z with clamp-to-edge borders; tmp: scratch of f's grid.
+template <class T> void gaussian(Volume<T> &f, Volume<T> &tmp, const std::vector<double> &taps);
+// Spatial derivatives (seed 4.1), zero at the border.
+template <class T> void gradients(const Volume<T> &f, Field<T> &g, MotionDerivative scheme);
+// out(x) = f(x + w(x)), trilinear, clamp-to-edge (seed 4.4).
+template <class T> void warp(const Volume<T> &f, const Field<T> &w, Volume<T> &out);
+// out = f trilinearly resampled onto out.grid (same field of view), times `scale`.
+template <class T> void resample(const Volume<T> &f, Volume<T> &out, T scale);
+// The 10 products of (Ix, Iy, Iz, It = moved - fixed) (seed stage 2).
+template <class T>
+void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, Tensor<T> &j);
+// j -= J3 w0 (fold_warp_offset) at every voxel.
+template <class T> void fold(Tensor<T> &j, const Field<T> &w0);
+// One solver pass. colour < 0: a Jacobi sweep of every voxel from src into dst (distinct).
+// colour >= 0: the SOR pass over the voxels of that colour (voxel_colour(..., colours)), in place
+// (src and dst the same field: no neighbour of a voxel has its colour).
+template <class T>
+void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours, T alpha,
+           T gamma, T omega);
+// E(w) up to a constant (motion.hpp), in double: the solvers' convergence measure.
+template <class T>
+double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double gamma);
+
+} // namespace mri::detail::motion
