@@ -127,8 +127,12 @@ class NufftDevicePlan; // the CUDA plan (cuda/gridding_cuda.hpp)
 }
 
 // Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
-// builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan;
-// apply/adjoint are not re-entrant across threads on one plan (as FourierOperator).
+// builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan.
+// Thread safety: apply/adjoint write the plan's buffers (grid, FFT), so they must not run
+// concurrently on one operator nor on copies of it (the copies share those buffers, CPU and
+// CUDA). Different NufftOperators, even for the same trajectory, may run at once: one per
+// thread (tests/concurrency). The const accessors may be called from any thread. nufft_q makes
+// its own plan per call and may be called from any number of threads at once.
 class NufftOperator {
 public:
   // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, a
