@@ -91,8 +91,9 @@ std::uint64_t entry_checksum(Header h, std::span<const float> payload) {
 }
 
 [[noreturn]] void write_failed(const std::filesystem::path &file, const char *step, int error) {
-  throw IoError("Toeplitz cache: " + std::string(step) + " " + file.string() + " failed (" + std::strerror(error) +
-                ")");
+  // std::error_code's message (strerror_r), not strerror: writers may fail on several threads.
+  throw IoError("Toeplitz cache: " + std::string(step) + " " + file.string() + " failed (" +
+                std::error_code(error, std::generic_category()).message() + ")");
 }
 
 // All n bytes, or the errno of the failing write (ENOSPC for a full disk, EFBIG past RLIMIT_FSIZE).
