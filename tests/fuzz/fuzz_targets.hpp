@@ -7,7 +7,8 @@
 //
 // libFuzzer drives them through libfuzzer_main.cpp (option MRI_BUILD_FUZZERS, clang only);
 // mri_fuzz_replay (fuzz_replay.cpp) runs the committed corpus and regression inputs through the
-// same functions in every build, as ctest entries. Seeds and figures: tests/fuzz/README.md.
+// same functions in every build, as ctest entries. Seeds: tests/fuzz/README.md; figures:
+// docs/reliability.md.
 #include <cstddef>
 #include <cstdint>
 
