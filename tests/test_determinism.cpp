@@ -38,7 +38,8 @@ private:
   int saved_;
 };
 
-std::vector<cfloat> grid_adjoint(const KSpaceData &data, const Grid &grid, Gridding gridding, int threads) {
+std::vector<cfloat> grid_adjoint(const KSpaceData &data, const Grid &grid, Gridding gridding,
+                                 int threads) {
   NufftOptions o;
   o.gridding = gridding;
   o.threads = threads;
@@ -56,8 +57,9 @@ std::vector<cfloat> recon(const KSpaceData &data, const Grid &grid, Method metho
 
 } // namespace
 
-TEST_CASE("determinism: gather (RGA) gridding is bitwise identical for 1, 2, 3, 5 threads and run to run",
-          "[determinism][nufft]") {
+TEST_CASE(
+    "determinism: gather (RGA) gridding is bitwise identical for 1, 2, 3, 5 threads and run to run",
+    "[determinism][nufft]") {
   const Grid grid(48, 40);
   const KSpaceData data = spiral_problem(grid);
   const auto one = grid_adjoint(data, grid, Gridding::Gather, 1);
@@ -73,7 +75,8 @@ TEST_CASE("determinism: gather (RGA) gridding is bitwise identical for 1, 2, 3, 
   CHECK(test::relative_error(scatter, one) < 1e-6);
 }
 
-TEST_CASE("determinism: scatter (GA) gridding is bitwise run to run at a fixed thread count", "[determinism][nufft]") {
+TEST_CASE("determinism: scatter (GA) gridding is bitwise run to run at a fixed thread count",
+          "[determinism][nufft]") {
   const Grid grid(48, 40);
   const KSpaceData data = spiral_problem(grid);
   for (const int threads : {1, 2, 3}) {
@@ -85,7 +88,8 @@ TEST_CASE("determinism: scatter (GA) gridding is bitwise run to run at a fixed t
                              grid_adjoint(data, grid, Gridding::Scatter, 1)) < 1e-6);
 }
 
-TEST_CASE("determinism: the CPU reconstruction is bitwise run to run; across thread counts within float rounding",
+TEST_CASE("determinism: the CPU reconstruction is bitwise run to run; across thread counts within "
+          "float rounding",
           "[determinism][reconstruct]") {
   const Grid grid(48, 40);
   const KSpaceData data = spiral_problem(grid);

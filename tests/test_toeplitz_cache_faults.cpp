@@ -46,7 +46,8 @@ struct Problem {
     options.iterations = 5;
     options.backend = Backend::Cpu;
     key = toeplitz_cache_key(data.trajectory(), data.weights(), grid, options.precision);
-    spectrum = QOperator(data.trajectory(), data.weights(), grid, {Backend::Cpu, options.precision}).spectrum();
+    spectrum = QOperator(data.trajectory(), data.weights(), grid, {Backend::Cpu, options.precision})
+                   .spectrum();
     reference = reconstruct(data, grid, options).image;
   }
 
@@ -64,7 +65,8 @@ struct Problem {
     ReconOptions o = options;
     o.q_cache_dir = dir;
     ReconResult r = reconstruct(data, grid, o);
-    INFO("q_cache = " << static_cast<int>(r.report.q_cache) << ", message: " << r.report.q_cache_message);
+    INFO("q_cache = " << static_cast<int>(r.report.q_cache)
+                      << ", message: " << r.report.q_cache_message);
     CHECK(test::relative_error(r.image, reference) < 1e-5);
     return r;
   }
@@ -72,7 +74,9 @@ struct Problem {
   fs::path entry(const fs::path &dir) const { return toeplitz_cache_file(dir, key); }
 
   // A load that returns must return the very spectrum that was written.
-  bool loads_intact(const fs::path &file) const { return load_toeplitz_spectrum(file, key, grid) == spectrum; }
+  bool loads_intact(const fs::path &file) const {
+    return load_toeplitz_spectrum(file, key, grid) == spectrum;
+  }
 };
 
 const Problem &problem() {
@@ -92,7 +96,8 @@ void write_bytes(const fs::path &file, const std::vector<char> &bytes) {
 
 std::size_t stray_temporaries(const fs::path &dir) {
   std::size_t n = 0;
-  for (const auto &e : fs::directory_iterator(dir)) n += e.path().string().find(".tmp.") != std::string::npos;
+  for (const auto &e : fs::directory_iterator(dir))
+    n += e.path().string().find(".tmp.") != std::string::npos;
   return n;
 }
 
@@ -127,14 +132,16 @@ class ReadOnlyDir {
 public:
   explicit ReadOnlyDir(const fs::path &dir) : dir_(dir) {
     fs::permissions(dir_, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
-                              fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+                              fs::perms::group_exec | fs::perms::others_read |
+                              fs::perms::others_exec);
     if (::geteuid() == 0) {
       ::setfsuid(65534);
       restore_uid_ = true;
     }
   }
   ~ReadOnlyDir() {
-    if (restore_uid_) ::setfsuid(0);
+    if (restore_uid_)
+      ::setfsuid(0);
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
   }
   ReadOnlyDir(const ReadOnlyDir &) = delete;
@@ -170,7 +177,8 @@ private:
 
 } // namespace
 
-TEST_CASE("q-cache faults: a writer killed at random points never leaves a readable corrupt entry (100 trials)",
+TEST_CASE("q-cache faults: a writer killed at random points never leaves a readable corrupt entry "
+          "(100 trials)",
           "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_kill");
@@ -178,9 +186,11 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
   // spread over 1.5 times that, measured from the moment the child is about to write.
   const auto t0 = std::chrono::steady_clock::now();
   constexpr int kTimed = 5;
-  for (int i = 0; i < kTimed; ++i) save_toeplitz_spectrum(p.entry(dir / "timing"), p.key, p.grid, p.spectrum);
+  for (int i = 0; i < kTimed; ++i)
+    save_toeplitz_spectrum(p.entry(dir / "timing"), p.key, p.grid, p.spectrum);
   const double write_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / kTimed;
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+      kTimed;
 
   std::mt19937_64 rng(14);
   std::uniform_real_distribution<double> when(0.0, 1.5 * write_us);
@@ -195,7 +205,8 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
     const pid_t pid = fork_child([&] {
       ::close(ready[0]);
       const char go = 1;
-      if (::write(ready[1], &go, 1) != 1) throw std::runtime_error("pipe");
+      if (::write(ready[1], &go, 1) != 1)
+        throw std::runtime_error("pipe");
       save_toeplitz_spectrum(p.entry(trial_dir), p.key, p.grid, p.spectrum);
     });
     ::close(ready[1]);
@@ -206,9 +217,11 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
     ::kill(pid, SIGKILL);
     const int status = wait_child(pid);
     killed += WIFSIGNALED(status) ? 1 : 0;
-    if (!WIFSIGNALED(status)) CHECK(WEXITSTATUS(status) == 0);
+    if (!WIFSIGNALED(status))
+      CHECK(WEXITSTATUS(status) == 0);
 
-    // The entry is either absent or whole: a load never throws "rejected" and never returns other bytes.
+    // The entry is either absent or whole: a load never throws "rejected" and never returns other
+    // bytes.
     if (fs::exists(p.entry(trial_dir))) {
       CHECK(p.loads_intact(p.entry(trial_dir)));
       ++intact;
@@ -221,7 +234,8 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
     hits += r.report.q_cache == QCacheStatus::Hit;
     misses += r.report.q_cache == QCacheStatus::Miss;
   }
-  std::printf("q-cache kill trials: %d, write %.0f us, killed %d, entry absent %d, whole %d, stray temporaries %zu; "
+  std::printf("q-cache kill trials: %d, write %.0f us, killed %d, entry absent %d, whole %d, stray "
+              "temporaries %zu; "
               "reconstruction hit %d, miss %d, rejected 0\n",
               kTrials, write_us, killed, absent, intact, strays, hits, misses);
   CHECK(absent + intact == kTrials);
@@ -231,13 +245,15 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
   CHECK(intact > 0);
 }
 
-TEST_CASE("q-cache faults: two processes writing the same entry at once while it is read", "[q-cache-faults]") {
+TEST_CASE("q-cache faults: two processes writing the same entry at once while it is read",
+          "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_two");
   const fs::path file = p.entry(dir.path());
   constexpr int kWrites = 100;
   const auto writer = [&] {
-    for (int i = 0; i < kWrites; ++i) save_toeplitz_spectrum(file, p.key, p.grid, p.spectrum);
+    for (int i = 0; i < kWrites; ++i)
+      save_toeplitz_spectrum(file, p.key, p.grid, p.spectrum);
   };
   const pid_t a = fork_child(writer);
   const pid_t b = fork_child(writer);
@@ -249,7 +265,8 @@ TEST_CASE("q-cache faults: two processes writing the same entry at once while it
         CHECK(status == 0);
         --running;
       }
-    if (!fs::exists(file)) continue;
+    if (!fs::exists(file))
+      continue;
     ++loads;
     try {
       intact += p.loads_intact(file);
@@ -258,8 +275,9 @@ TEST_CASE("q-cache faults: two processes writing the same entry at once while it
       ++rejected;
     }
   }
-  std::printf("q-cache two writers: %d writes each, %d loads during the writes, %d intact, %d rejected\n", kWrites,
-              loads, intact, rejected);
+  std::printf(
+      "q-cache two writers: %d writes each, %d loads during the writes, %d intact, %d rejected\n",
+      kWrites, loads, intact, rejected);
   CHECK(intact == loads);
   CHECK(rejected == 0);
   CHECK(stray_temporaries(dir.path()) == 0);
@@ -276,7 +294,8 @@ TEST_CASE("q-cache faults: a read-only cache directory", "[q-cache-faults]") {
     CHECK(::open((dir / "probe").c_str(), O_WRONLY | O_CREAT, 0644) < 0);
     const ReconResult miss = p.recon(dir.path());
     CHECK(miss.report.q_cache == QCacheStatus::Miss);
-    CHECK_THAT(miss.report.q_cache_message, test::contains("not stored") && test::contains("Permission denied"));
+    CHECK_THAT(miss.report.q_cache_message,
+               test::contains("not stored") && test::contains("Permission denied"));
     CHECK_FALSE(fs::exists(p.entry(dir.path())));
   }
   // An entry stored earlier is still read from a directory that became read-only.
@@ -287,7 +306,8 @@ TEST_CASE("q-cache faults: a read-only cache directory", "[q-cache-faults]") {
   CHECK(hit.report.q_cache_message.empty());
 }
 
-TEST_CASE("q-cache faults: a full disk (file size limit) stores nothing and leaves nothing", "[q-cache-faults]") {
+TEST_CASE("q-cache faults: a full disk (file size limit) stores nothing and leaves nothing",
+          "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_full");
   {
@@ -295,7 +315,8 @@ TEST_CASE("q-cache faults: a full disk (file size limit) stores nothing and leav
     FileSizeLimit limit(p.spectrum.size() * sizeof(float) / 2);
     const ReconResult r = p.recon(dir.path());
     CHECK(r.report.q_cache == QCacheStatus::Miss);
-    CHECK_THAT(r.report.q_cache_message, test::contains("not stored") && test::contains("File too large"));
+    CHECK_THAT(r.report.q_cache_message,
+               test::contains("not stored") && test::contains("File too large"));
   }
   CHECK_FALSE(fs::exists(p.entry(dir.path())));
   CHECK(stray_temporaries(dir.path()) == 0);
@@ -304,7 +325,8 @@ TEST_CASE("q-cache faults: a full disk (file size limit) stores nothing and leav
   CHECK(p.recon(dir.path()).report.q_cache == QCacheStatus::Hit);
 }
 
-TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is rejected", "[q-cache-faults]") {
+TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is rejected",
+          "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_flip");
   const fs::path file = p.entry(dir.path());
@@ -326,7 +348,8 @@ TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is
   // case: all 16 KiB would take a minute for no new kind of damage).
   const auto cases = [&](std::size_t i) { return i < 256 || i % 97 == 0; };
   for (std::size_t size = 0; size < good.size(); ++size)
-    if (cases(size)) rejects(std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(size)));
+    if (cases(size))
+      rejects(std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(size)));
   for (std::size_t byte = 0; byte < good.size(); ++byte)
     for (int bit = 0; bit < 8 && cases(byte); ++bit) {
       std::vector<char> flipped = good;
@@ -338,7 +361,8 @@ TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is
   rejects(longer);
   std::printf("q-cache damaged entries: %zu tried, %zu accepted\n", tried, accepted);
   std::size_t expected = 1;
-  for (std::size_t i = 0; i < good.size(); ++i) expected += cases(i) ? 9 : 0;
+  for (std::size_t i = 0; i < good.size(); ++i)
+    expected += cases(i) ? 9 : 0;
   CHECK(tried == expected);
   CHECK(accepted == 0);
 
@@ -347,7 +371,8 @@ TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is
     std::size_t byte;
     const char *message;
   };
-  for (const Damage d : {Damage{20, "another trajectory"}, Damage{100, "checksum"}, Damage{good.size() - 1, "checksum"}}) {
+  for (const Damage d : {Damage{20, "another trajectory"}, Damage{100, "checksum"},
+                         Damage{good.size() - 1, "checksum"}}) {
     std::vector<char> bytes = good;
     bytes[d.byte] = static_cast<char>(bytes[d.byte] ^ 0x04);
     write_bytes(file, bytes);
@@ -362,7 +387,8 @@ TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is
   CHECK_THAT(truncated.report.q_cache_message, test::contains("truncated"));
 }
 
-TEST_CASE("q-cache faults: an entry of format version 1 is rejected, never read", "[q-cache-faults]") {
+TEST_CASE("q-cache faults: an entry of format version 1 is rejected, never read",
+          "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_v1");
   const fs::path file = p.entry(dir.path());
@@ -372,7 +398,8 @@ TEST_CASE("q-cache faults: an entry of format version 1 is rejected, never read"
   const std::uint32_t v1 = 1;
   std::memcpy(bytes.data() + 8, &v1, sizeof v1);
   write_bytes(file, bytes);
-  CHECK_THROWS_WITH(load_toeplitz_spectrum(file, p.key, p.grid), test::contains("format version 1"));
+  CHECK_THROWS_WITH(load_toeplitz_spectrum(file, p.key, p.grid),
+                    test::contains("format version 1"));
   const ReconResult r = p.recon(dir.path());
   CHECK(r.report.q_cache == QCacheStatus::Rejected);
   CHECK_THAT(r.report.q_cache_message, test::contains("format version 1"));

@@ -89,7 +89,8 @@ void run_concurrently(const std::function<void(int)> &body) {
   for (int t = 0; t < kThreads; ++t)
     threads.emplace_back([&, t] {
       omp_set_num_threads(team_size()); // a new thread starts from the initial ICVs
-      while (!go.load()) std::this_thread::yield();
+      while (!go.load())
+        std::this_thread::yield();
       std::exception_ptr e;
       try {
         body(t);
@@ -97,7 +98,8 @@ void run_concurrently(const std::function<void(int)> &body) {
         e = std::current_exception();
       }
       std::lock_guard lock(m);
-      if (e && !error) error = e;
+      if (e && !error)
+        error = e;
       ++done;
       done_cv.notify_one();
     });
@@ -105,24 +107,28 @@ void run_concurrently(const std::function<void(int)> &body) {
   {
     std::unique_lock lock(m);
     if (!done_cv.wait_for(lock, kDeadline, [&] { return done == kThreads; })) {
-      std::fprintf(stderr, "concurrency: %d of %d threads still running after %lld s: deadlock or livelock\n",
-                   kThreads - done, kThreads, static_cast<long long>(std::chrono::seconds(kDeadline).count()));
+      std::fprintf(
+          stderr,
+          "concurrency: %d of %d threads still running after %lld s: deadlock or livelock\n",
+          kThreads - done, kThreads,
+          static_cast<long long>(std::chrono::seconds(kDeadline).count()));
       std::_Exit(1);
     }
   }
-  for (auto &th : threads) th.join();
-  if (error) std::rethrow_exception(error);
+  for (auto &th : threads)
+    th.join();
+  if (error)
+    std::rethrow_exception(error);
 }
 
 // What each thread computes, indexed by thread; serial[t] is the same call run alone.
-template <class Result> struct Runs {
-  std::vector<Result> serial, concurrent;
-};
+template <class Result> struct Runs { std::vector<Result> serial, concurrent; };
 
 template <class Result> Runs<Result> serial_and_concurrent(const std::function<Result(int)> &call) {
   Runs<Result> r;
   omp_set_num_threads(team_size());
-  for (int t = 0; t < kThreads; ++t) r.serial.push_back(call(t));
+  for (int t = 0; t < kThreads; ++t)
+    r.serial.push_back(call(t));
   r.concurrent.resize(kThreads);
   run_concurrently([&](int t) { r.concurrent[static_cast<std::size_t>(t)] = call(t); });
   return r;
@@ -134,7 +140,8 @@ void check_bitwise(const Runs<std::vector<cfloat>> &r) {
     INFO("thread " << t << ", problem " << t % kProblems);
     const auto &s = r.serial[static_cast<std::size_t>(t)];
     REQUIRE(!s.empty());
-    CHECK(std::any_of(s.begin(), s.end(), [](cfloat v) { return v != cfloat{}; })); // equal zeros prove nothing
+    CHECK(std::any_of(s.begin(), s.end(),
+                      [](cfloat v) { return v != cfloat{}; })); // equal zeros prove nothing
     CHECK(r.concurrent[static_cast<std::size_t>(t)] == s);
   }
 }
@@ -143,12 +150,17 @@ const Problem &problem_of(int t) { return problems()[static_cast<std::size_t>(t 
 
 } // namespace
 
-TEST_CASE("concurrency: one shared CPU FourierOperator and FhDOperator per problem, 16 threads", "[concurrency]") {
+TEST_CASE("concurrency: one shared CPU FourierOperator and FhDOperator per problem, 16 threads",
+          "[concurrency]") {
   std::vector<FhDOperator> ops;
-  for (const Problem &p : problems()) ops.emplace_back(p.data.trajectory(), p.grid, OperatorOptions{});
-  const auto image_of = [](int t) { return test::random_image(problem_of(t).grid, 100 + static_cast<unsigned>(t % kProblems)); };
-  check_bitwise(serial_and_concurrent<std::vector<cfloat>>(
-      [&](int t) { return ops[static_cast<std::size_t>(t % kProblems)].fourier().apply(image_of(t)); }));
+  for (const Problem &p : problems())
+    ops.emplace_back(p.data.trajectory(), p.grid, OperatorOptions{});
+  const auto image_of = [](int t) {
+    return test::random_image(problem_of(t).grid, 100 + static_cast<unsigned>(t % kProblems));
+  };
+  check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
+    return ops[static_cast<std::size_t>(t % kProblems)].fourier().apply(image_of(t));
+  }));
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
     return ops[static_cast<std::size_t>(t % kProblems)].apply(problem_of(t).data).values();
   }));
@@ -186,14 +198,17 @@ TEST_CASE("concurrency: 16 reconstructions and gridding reconstructions at once"
     options.iterations = 6;
     options.lambda = 0.01;
     options.regularizer = Regularizer::FiniteDifference;
-    check_bitwise(serial_and_concurrent<std::vector<cfloat>>(
-        [&](int t) { return reconstruct(problem_of(t).data, problem_of(t).grid, options).image.values(); }));
+    check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
+      return reconstruct(problem_of(t).data, problem_of(t).grid, options).image.values();
+    }));
   }
-  check_bitwise(serial_and_concurrent<std::vector<cfloat>>(
-      [](int t) { return gridding_reconstruction(problem_of(t).data, problem_of(t).grid).values(); }));
+  check_bitwise(serial_and_concurrent<std::vector<cfloat>>([](int t) {
+    return gridding_reconstruction(problem_of(t).data, problem_of(t).grid).values();
+  }));
 }
 
-TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory", "[concurrency][q-cache]") {
+TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory",
+          "[concurrency][q-cache]") {
   test::TempDir dir("concurrency_qcache");
   ReconOptions options;
   options.backend = Backend::Cpu;
@@ -209,7 +224,8 @@ TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory", "[con
     // a hit computes from the same stored spectrum as the serial hits.
     CHECK(s.report.q_cache == (t < kProblems ? QCacheStatus::Miss : QCacheStatus::Hit));
     CHECK(c.report.q_cache == QCacheStatus::Hit);
-    if (t >= kProblems) CHECK(c.image.values() == s.image.values());
+    if (t >= kProblems)
+      CHECK(c.image.values() == s.image.values());
   }
 }
 
@@ -218,7 +234,8 @@ TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory", "[con
 // const but write *plan_), which nufft.hpp states as unsupported. Run by name
 // ("[nufft-copies-race]"); it fails, and under ThreadSanitizer reports the data race, until
 // copies get their own buffers.
-TEST_CASE("concurrency: copies of one NufftOperator used at once (known race)", "[.][nufft-copies-race]") {
+TEST_CASE("concurrency: copies of one NufftOperator used at once (known race)",
+          "[.][nufft-copies-race]") {
   const Problem &p = problem_of(0);
   const NufftOperator op(p.data.trajectory(), p.grid);
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int) {

@@ -21,8 +21,10 @@ int main(int argc, char **argv) {
   }
   const std::string harness = argv[1];
   int (*entry)(const std::uint8_t *, std::size_t) = nullptr;
-  if (harness == "cfl_reader") entry = mri::fuzz::cfl_reader;
-  if (harness == "q_cache_reader") entry = mri::fuzz::q_cache_reader;
+  if (harness == "cfl_reader")
+    entry = mri::fuzz::cfl_reader;
+  if (harness == "q_cache_reader")
+    entry = mri::fuzz::q_cache_reader;
   if (!entry) {
     std::fprintf(stderr, "unknown harness \"%s\"\n", harness.c_str());
     return 2;
@@ -30,12 +32,14 @@ int main(int argc, char **argv) {
   std::vector<fs::path> inputs;
   for (int i = 2; i < argc; ++i)
     for (const auto &e : fs::recursive_directory_iterator(argv[i]))
-      if (e.is_regular_file() && e.path().filename() != ".gitkeep") inputs.push_back(e.path());
+      if (e.is_regular_file() && e.path().filename() != ".gitkeep")
+        inputs.push_back(e.path());
   std::sort(inputs.begin(), inputs.end());
   for (const fs::path &p : inputs) {
     std::fprintf(stderr, "%s\n", p.c_str());
     std::ifstream in(p, std::ios::binary);
-    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
     entry(reinterpret_cast<const std::uint8_t *>(bytes.data()), bytes.size());
   }
   // A replay of nothing would pass vacuously: the seed corpus must be there.

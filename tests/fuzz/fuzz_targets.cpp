@@ -60,7 +60,8 @@ void write_file(const fs::path &path, const std::uint8_t *data, std::size_t size
 int cfl_reader(const std::uint8_t *data, std::size_t size) {
   const fs::path base = scratch_dir() / "input";
   std::size_t split = 0;
-  while (split < size && data[split] != 0) ++split;
+  while (split < size && data[split] != 0)
+    ++split;
   write_file(fs::path(base) += ".hdr", data, split);
   const std::size_t rest = split < size ? split + 1 : size;
   write_file(fs::path(base) += ".cfl", data + rest, size - rest);
@@ -72,10 +73,12 @@ int cfl_reader(const std::uint8_t *data, std::size_t size) {
   }
   std::uint64_t count = 1;
   for (const std::int64_t d : a.dims) {
-    if (d <= 0) finding("read_cfl returned a non-positive dimension");
+    if (d <= 0)
+      finding("read_cfl returned a non-positive dimension");
     count *= static_cast<std::uint64_t>(d);
   }
-  if (a.dims.empty() || count != a.data.size()) finding("read_cfl returned dims that do not match its data");
+  if (a.dims.empty() || count != a.data.size())
+    finding("read_cfl returned dims that do not match its data");
   try {
     (void)bart::to_image(a);
   } catch (const Error &) {
@@ -110,7 +113,8 @@ int q_cache_reader(const std::uint8_t *data, std::size_t size) {
   if (spectrum.size() != static_cast<std::size_t>(grid.doubled().voxels()))
     finding("load_toeplitz_spectrum returned a spectrum of the wrong length");
   for (const float v : spectrum)
-    if (!std::isfinite(v)) finding("load_toeplitz_spectrum returned a non-finite value");
+    if (!std::isfinite(v))
+      finding("load_toeplitz_spectrum returned a non-finite value");
   return 0;
 }
 
