@@ -128,10 +128,11 @@ class NufftDevicePlan; // the CUDA plan (cuda/gridding_cuda.hpp)
 
 // Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
 // builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan.
-// Thread safety: apply/adjoint write the plan's buffers (grid, FFT), so they must not run
-// concurrently on one operator nor on copies of it (the copies share those buffers, CPU and
-// CUDA). Different NufftOperators, even for the same trajectory, may run at once: one per
-// thread (tests/concurrency). The const accessors may be called from any thread. nufft_q makes
+// Thread safety: apply/adjoint write the plan's buffers (grid, FFT). On the CPU the plan
+// serializes them with a mutex, so one operator or its copies may be called from several
+// threads, one call at a time; for parallel work make one NufftOperator per thread (different
+// operators, even for the same trajectory, run at once; both tested in tests/concurrency). On
+// CUDA, copies share the device plan: no concurrent calls on one operator or its copies. The const accessors may be called from any thread. nufft_q makes
 // its own plan per call and may be called from any number of threads at once.
 class NufftOperator {
 public:
