@@ -14,17 +14,6 @@ namespace {
 namespace dm = mri::detail::motion;
 using mri::MotionSolver;
 
-void report_stages(benchmark::State &state, const mri::MotionReport &r) {
-  state.counters["transfer_ms"] = r.transfer_ms;
-  state.counters["pyramid_ms"] = r.pyramid_ms;
-  state.counters["gradients_ms"] = r.gradients_ms;
-  state.counters["warp_ms"] = r.warp_ms;
-  state.counters["tensor_ms"] = r.tensor_ms;
-  state.counters["gaussian_ms"] = r.gaussian_ms;
-  state.counters["solver_ms"] = r.solver_ms;
-  state.counters["total_ms"] = r.total_ms;
-}
-
 void BM_motion3d_cpu(benchmark::State &state) {
   const auto solver = static_cast<MotionSolver>(state.range(0));
   static const mri::bench::MotionPair p = mri::bench::motion3d_pair();
@@ -38,7 +27,7 @@ void BM_motion3d_cpu(benchmark::State &state) {
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  report_stages(state, est.report());
+  mri::bench::report_stages(state, est.report());
   state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
   state.SetLabel(solver == MotionSolver::Jacobi ? "MOTION-3D jacobi" : "MOTION-3D sor");
 }

@@ -20,17 +20,6 @@ namespace {
 using mri::MotionMemory;
 using mri::MotionSolver;
 
-void report_stages(benchmark::State &state, const mri::MotionReport &r) {
-  state.counters["transfer_ms"] = r.transfer_ms;
-  state.counters["pyramid_ms"] = r.pyramid_ms;
-  state.counters["gradients_ms"] = r.gradients_ms;
-  state.counters["warp_ms"] = r.warp_ms;
-  state.counters["tensor_ms"] = r.tensor_ms;
-  state.counters["gaussian_ms"] = r.gaussian_ms;
-  state.counters["solver_ms"] = r.solver_ms;
-  state.counters["solver_passes"] = double(r.solver_sweeps);
-}
-
 void BM_motion3d_gpu(benchmark::State &state) {
   const auto solver = static_cast<MotionSolver>(state.range(0));
   const auto memory = static_cast<MotionMemory>(state.range(1));
@@ -45,7 +34,7 @@ void BM_motion3d_gpu(benchmark::State &state) {
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  report_stages(state, est.report());
+  mri::bench::report_stages(state, est.report());
   state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
   state.SetLabel(std::string("MOTION-3D ") + (solver == MotionSolver::Jacobi ? "jacobi " : "sor ") +
                  (memory == MotionMemory::Cached ? "cached" : "shared-tiles"));
@@ -71,7 +60,7 @@ void BM_motion_seq_gpu(benchmark::State &state) {
     state.SetIterationTime(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  report_stages(state, est.report());
+  mri::bench::report_stages(state, est.report());
   state.SetLabel("MOTION-SEQ 20 frames");
 }
 BENCHMARK(BM_motion_seq_gpu)

@@ -5,6 +5,8 @@
 //               CLG + volume term (gamma = 0.1), kMotionIterations solver iterations per warp
 //   MOTION-SEQ  20 frames of 128^3, frame to frame (a beating sequence: compressive motion of
 //               alternating sign), frames resident on the device
+#include <benchmark/benchmark.h>
+
 #include <vector>
 
 #include "mri/motion.hpp"
@@ -48,6 +50,19 @@ inline std::vector<RealVolume> motion_sequence(int frames, std::int64_t n = 128)
   for (int k = 1; k < frames; ++k)
     seq.push_back(apply_motion(seq.back(), k % 2 ? squeeze : relax));
   return seq;
+}
+
+// Per-stage times of the last estimate as benchmark counters (both backends' tables).
+inline void report_stages(benchmark::State &state, const MotionReport &r) {
+  state.counters["transfer_ms"] = r.transfer_ms;
+  state.counters["pyramid_ms"] = r.pyramid_ms;
+  state.counters["gradients_ms"] = r.gradients_ms;
+  state.counters["warp_ms"] = r.warp_ms;
+  state.counters["tensor_ms"] = r.tensor_ms;
+  state.counters["gaussian_ms"] = r.gaussian_ms;
+  state.counters["solver_ms"] = r.solver_ms;
+  state.counters["solver_passes"] = double(r.solver_sweeps);
+  state.counters["total_ms"] = r.total_ms;
 }
 
 } // namespace mri::bench

@@ -41,7 +41,8 @@ fs::path with_ext(const fs::path &base, const char *ext) {
   throw IoError(path.string() + ": " + what);
 }
 
-std::string errno_text() { return std::strerror(errno); }
+// Through std::error_code (strerror_r), not strerror, whose buffer POSIX lets calls share.
+std::string errno_text() { return std::error_code(errno, std::generic_category()).message(); }
 
 std::string dims_text(const std::vector<std::int64_t> &dims) {
   std::ostringstream os;

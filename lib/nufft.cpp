@@ -384,10 +384,15 @@ void NufftPlan::ensure_gather_lists() {
 }
 
 void NufftPlan::adjoint(const cfloat *samples, cfloat *image, Gridding gridding) {
+  const std::lock_guard lock(run_mutex_);
   impl_->adjoint(*this, samples, image, gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather);
 }
-void NufftPlan::forward(const cfloat *image, cfloat *samples) { impl_->forward(*this, image, samples); }
+void NufftPlan::forward(const cfloat *image, cfloat *samples) {
+  const std::lock_guard lock(run_mutex_);
+  impl_->forward(*this, image, samples);
+}
 void NufftPlan::grid_then_interpolate(const cfloat *in, cfloat *out, Gridding gridding) {
+  const std::lock_guard lock(run_mutex_);
   impl_->grid_then_interpolate(*this, in, out, gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather);
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "mri/nufft.hpp"
@@ -89,6 +90,10 @@ private:
   GriddingLayout layout_;
   int threads_ = 1;
   std::unique_ptr<Impl> impl_;
+  // adjoint, forward and grid_then_interpolate write impl_'s buffers (staging, oversampled grid,
+  // FFT), and copies of a NufftOperator share one plan: the calls take this lock, so concurrent
+  // calls through copies are serialized instead of racing (tests/concurrency).
+  std::mutex run_mutex_;
 };
 
 } // namespace mri::detail

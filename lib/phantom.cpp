@@ -181,7 +181,9 @@ double unit_disc_ft(double r) {
   const double t = 2 * kPi * r;
   if (t < 1e-3)
     return kPi * (1 - t * t / 8 + t * t * t * t / 192); // Taylor; next term ~t^6/9216
-  return std::cyl_bessel_j(1.0, t) / r;
+  // POSIX j1, not std::cyl_bessel_j: libstdc++'s series writes the global signgam through
+  // lgamma (a data race when phantoms are sampled on several threads); glibc's j1 is MT-safe.
+  return ::j1(t) / r;
 }
 
 // FT of the unit ball at radial frequency r: 4 pi (sin t - t cos t) / t^3 with t = 2 pi r,

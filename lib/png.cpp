@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "mri/error.hpp"
+#include "png_writer.hpp"
 
 namespace mri {
 namespace {
@@ -49,6 +50,12 @@ void write_png_montage(const std::filesystem::path &path, const std::vector<PngP
     x0 += g.nx() + kGap;
   }
 
+  detail::write_png_8bit(path, width, height, 1, pixels.data());
+}
+
+void detail::write_png_8bit(const std::filesystem::path &path, std::int64_t width, std::int64_t height, int channels,
+                            const unsigned char *pixels) {
+  if (channels != 1 && channels != 3) invalid_argument("channels", channels, "must be 1 (gray) or 3 (RGB)");
   std::unique_ptr<FILE, int (*)(FILE *)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!file) throw IoError("cannot open " + path.string() + " for writing");
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
@@ -59,10 +66,10 @@ void write_png_montage(const std::filesystem::path &path, const std::vector<PngP
   }
   png_init_io(png, file.get());
   png_set_IHDR(png, info, static_cast<png_uint_32>(width), static_cast<png_uint_32>(height), 8,
-               PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
+               channels == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
-  for (std::int64_t y = 0; y < height; ++y) png_write_row(png, pixels.data() + y * width);
+  for (std::int64_t y = 0; y < height; ++y) png_write_row(png, pixels + y * width * channels);
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
 }

@@ -2,9 +2,11 @@
 #include "mri/toeplitz_cache.hpp"
 
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -59,7 +61,9 @@ private:
 };
 
 constexpr char kMagic[8] = {'M', 'R', 'I', 'Q', 'S', 'P', 'E', 'C'};
-constexpr std::uint32_t kVersion = 1;
+// Version 2: the checksum covers the header as well as the payload, and writes are fsync-ed.
+// Version-1 entries fail the version check and are recomputed, never read.
+constexpr std::uint32_t kVersion = 2;
 // What the cache stores; changing the definition of Q or of the spectrum bumps this.
 constexpr std::uint64_t kDefinition = 0x51'7370'6563'0001ULL; // "Q spec" v1
 
@@ -72,13 +76,72 @@ struct Header {
   std::int64_t grid[3];
   std::int64_t padded[3];
   std::uint64_t count;    // floats in the payload
-  std::uint64_t checksum; // Hasher over the payload bytes, first lane
+  std::uint64_t checksum; // entry_checksum(): the header with this field 0, then the payload
 };
+static_assert(sizeof(Header) == 104, "the header is written as raw bytes: no padding");
 
-std::uint64_t payload_checksum(std::span<const float> v) {
-  Hasher h(0x70617946ULL);
-  h.bytes(v.data(), v.size_bytes());
-  return h.finish()[0];
+// A bit flipped anywhere (a key, grid or count field included) changes the checksum, so a
+// damaged entry is never taken for a valid one even where its fields still look plausible.
+std::uint64_t entry_checksum(Header h, std::span<const float> payload) {
+  h.checksum = 0;
+  Hasher hasher(0x70617946ULL);
+  hasher.bytes(&h, sizeof h);
+  hasher.bytes(payload.data(), payload.size_bytes());
+  return hasher.finish()[0];
+}
+
+[[noreturn]] void write_failed(const std::filesystem::path &file, const char *step, int error) {
+  // std::error_code's message (strerror_r), not strerror: writers may fail on several threads.
+  throw IoError("Toeplitz cache: " + std::string(step) + " " + file.string() + " failed (" +
+                std::error_code(error, std::generic_category()).message() + ")");
+}
+
+// All n bytes, or the errno of the failing write (ENOSPC for a full disk, EFBIG past RLIMIT_FSIZE).
+int write_all(int fd, const void *data, std::size_t n) {
+  const auto *p = static_cast<const char *>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return 0;
+}
+
+// The temporary file, complete and on disk (fsync) before the rename makes it the entry: a
+// crash or SIGKILL at any point leaves either the old entry, no entry, or the whole new one,
+// plus at worst a stray "*.tmp.*" file that no reader opens.
+void write_durably(const std::filesystem::path &tmp, const Header &h, std::span<const float> payload) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) write_failed(tmp, "creating", errno);
+  int error = write_all(fd, &h, sizeof h);
+  if (error == 0) error = write_all(fd, payload.data(), payload.size_bytes());
+  const char *step = "writing";
+  if (error == 0 && ::fsync(fd) != 0) {
+    error = errno;
+    step = "syncing";
+  }
+  if (::close(fd) != 0 && error == 0) {
+    error = errno;
+    step = "closing";
+  }
+  if (error != 0) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    write_failed(tmp, step, error);
+  }
+}
+
+// Makes the rename itself durable. Best effort: if the directory cannot be synced, a crash may
+// at worst forget the new entry (a later miss), never expose a partial one.
+void sync_directory(const std::filesystem::path &dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
 }
 
 std::string grid_string(const std::int64_t *e) {
@@ -149,30 +212,22 @@ void save_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCac
     h.padded[a] = padded.extent(a);
   }
   h.count = spectrum.size();
-  h.checksum = payload_checksum(spectrum);
+  h.checksum = entry_checksum(h, spectrum);
 
   std::error_code ec;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
   if (ec) throw IoError("Toeplitz cache: cannot create " + file.parent_path().string() + ": " + ec.message());
-  // Unique temporary name in the same directory, renamed into place (atomic on POSIX).
+  // A unique temporary name in the same directory (rename is atomic only within one file
+  // system): concurrent writers of one entry, in threads or processes, never share a file.
   std::filesystem::path tmp = file;
   tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("Toeplitz cache: cannot write " + tmp.string());
-    out.write(reinterpret_cast<const char *>(&h), sizeof h);
-    out.write(reinterpret_cast<const char *>(spectrum.data()), static_cast<std::streamsize>(spectrum.size_bytes()));
-    out.close();
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      throw IoError("Toeplitz cache: writing " + tmp.string() + " failed (disk full?)");
-    }
-  }
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
+  write_durably(tmp, h, spectrum);
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    const int error = errno;
     std::filesystem::remove(tmp, ec);
-    throw IoError("Toeplitz cache: cannot rename into " + file.string());
+    write_failed(file, "renaming into", error);
   }
+  sync_directory(file.parent_path());
 }
 
 std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key,
@@ -206,7 +261,7 @@ std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, con
     reject(file, "truncated payload (" + std::to_string(in.gcount()) + " of " +
                      std::to_string(spectrum.size() * sizeof(float)) + " bytes)");
   if (in.peek() != std::ifstream::traits_type::eof()) reject(file, "trailing bytes after the payload");
-  if (payload_checksum(spectrum) != h.checksum) reject(file, "payload checksum mismatch (corrupt file)");
+  if (entry_checksum(h, spectrum) != h.checksum) reject(file, "checksum mismatch (corrupt file)");
   return spectrum; // finite: save refuses anything else and the checksum vouches for the bytes
 }
 

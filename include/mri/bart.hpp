@@ -1,5 +1,9 @@
 #pragma once
 // BART interoperability: .cfl/.hdr files and the one place our conventions meet BART's.
+//
+// Thread safety: read_cfl and the conversions only read their arguments and may run on any number
+// of threads at once; write_cfl writes base.hdr and base.cfl in place, so two writers of one base
+// path (or a writer and a reader) race on the files.
 #include <complex>
 #include <cstdint>
 #include <filesystem>

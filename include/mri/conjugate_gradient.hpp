@@ -3,6 +3,9 @@
 // Templated over the normal operator (any callable op(const Vec& in, Vec& out)) and the
 // vector type, so CPU images and CUDA device vectors share this one solver. Interface in
 // the style of Eigen's ConjugateGradient.
+//
+// Thread safety: a ConjugateGradient holds its iteration state (residuals, status): one solver per
+// thread. Different solvers run concurrently when their operators allow it (see each operator).
 #include <cmath>
 #include <complex>
 #include <concepts>

@@ -4,6 +4,9 @@
 // inverse transform, which is voxels() times the image (see gridding.hpp): a Cartesian
 // Nyquist grid gets w = 1 everywhere. Use them as KSpaceData weights (F^H W D, Q with W) or
 // for the gridding reconstruction.
+//
+// Thread safety: the functions here make their own NUFFT plans per call: any number of threads may
+// call them at once, on the same (const) trajectory too.
 #include <vector>
 
 #include "mri/grid.hpp"

@@ -1,5 +1,7 @@
 #pragma once
 // Every failure the SDK reports is an mri::Error. Callers catch the subtype they can act on.
+//
+// Thread safety: exceptions are immutable values: safe to read from any thread.
 #include <sstream>
 #include <stdexcept>
 #include <string>

@@ -18,8 +18,11 @@ namespace detail {
 class DeviceFourier; // the CUDA backend's plan, behind the plugin interface
 }
 
-// Copies share one device plan (operators are cheap values); apply/adjoint on one operator
-// are not re-entrant across threads.
+// Copies share one device plan (operators are cheap values).
+// Thread safety: on the CPU backend apply/adjoint only read the operator: any number of threads
+// may call them at once on one operator or on copies of it (tests/concurrency, bitwise equal to
+// serial calls). On the CUDA backend copies share the device plan and its buffers: apply/adjoint
+// on one operator or its copies must not run concurrently; make one operator per thread.
 class FourierOperator {
 public:
   // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, or
@@ -47,6 +50,7 @@ private:
 };
 
 // F^H D with density weights: the right-hand side of the normal equations, the seeds' FhD.
+// Thread safety: as its FourierOperator.
 class FhDOperator {
 public:
   FhDOperator(Trajectory trajectory, Grid grid, OperatorOptions options = {});

@@ -1,6 +1,8 @@
 #pragma once
 // The Cartesian image grid. Voxel index = x + nx*(y + ny*z) (x fastest, BART order);
 // voxel coordinates run over {-n/2 .. n/2-1} per axis; nz == 1 means a 2D grid.
+//
+// Thread safety: Grid is an immutable value: any number of threads may use one Grid at once.
 #include <array>
 #include <cstdint>
 

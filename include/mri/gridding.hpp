@@ -6,6 +6,9 @@
 // which is on the image's own scale when w are k-space areas (density.hpp), because
 // sum_m w_m D_m exp(+i 2 pi k_m . x / n) approximates the continuous inverse transform,
 // voxels() times the image for Phantom::kspace's units.
+//
+// Thread safety: gridding_reconstruction makes its own plan per call: any number of threads may
+// call it at once (tests/concurrency).
 #include "mri/image.hpp"
 #include "mri/kspace.hpp"
 #include "mri/nufft.hpp"

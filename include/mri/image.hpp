@@ -1,6 +1,10 @@
 #pragma once
 // An image on a Grid. Templated on the element so real-valued volumes (motion estimation)
 // share the type; `Image` is the complex float image every operator works on.
+//
+// Thread safety: an image is a value like std::vector: const calls on one image from any number of
+// threads at once; a call that modifies it (non-const values()/data(), assignment) needs exclusive
+// access.
 #include <complex>
 #include <cstddef>
 #include <vector>

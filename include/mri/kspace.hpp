@@ -2,6 +2,9 @@
 // Acquired data: trajectory + complex samples + optional density-compensation weights.
 // Samples are stored coil-major: sample m of coil c at c*M + m (one coil for now; the
 // coil dimension is in place for SENSE).
+//
+// Thread safety: KSpaceData is immutable after construction: any number of threads may read one at
+// once (tests/concurrency shares one per problem among 4 threads). check_weights only reads.
 #include <span>
 #include <vector>
 

@@ -1,5 +1,8 @@
 #pragma once
 // Image quality as the seeds measure it.
+//
+// Thread safety: pure functions of their (const) arguments: safe from any number of threads at
+// once.
 #include "mri/image.hpp"
 
 namespace mri {

@@ -3,6 +3,10 @@
 // Read top-down: grids and images, trajectories and k-space data, the phantom, the exact
 // Fourier operators (F, F^H D, Q/Toeplitz), the gridding NUFFT, density compensation and the
 // gridding baseline, the CG solver, and reconstruct(); then motion estimation of 3D sequences.
+//
+// Thread safety: every public header states the contract of its types and functions;
+// tests/concurrency tests them with 16 threads, and scripts/sanitize.sh runs that test under
+// ThreadSanitizer.
 #include "mri/error.hpp"
 #include "mri/grid.hpp"
 #include "mri/image.hpp"

@@ -125,8 +125,13 @@ class DeviceNufft; // the CUDA plan, behind the plugin interface
 } // namespace detail
 
 // Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
-// builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan;
-// apply/adjoint are not re-entrant across threads on one plan (as FourierOperator).
+// builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan.
+// Thread safety: apply/adjoint write the plan's buffers (grid, FFT). On the CPU the plan
+// serializes them with a mutex, so one operator or its copies may be called from several
+// threads, one call at a time; for parallel work make one NufftOperator per thread (different
+// operators, even for the same trajectory, run at once; both tested in tests/concurrency). On
+// CUDA, copies share the device plan: no concurrent calls on one operator or its copies. The const accessors may be called from any thread. nufft_q makes
+// its own plan per call and may be called from any number of threads at once.
 class NufftOperator {
 public:
   // Throws InvalidArgument when the trajectory is empty, its dims differ from the grid's, a

@@ -3,6 +3,8 @@
 
 // Where and how an operator runs. The CUDA kernel policies are the seeds' optimisation
 // stages of the F^H D kernel; the CPU ignores the policy.
+//
+// Thread safety: plain values; cuda_available() may be called from any thread.
 namespace mri {
 
 enum class Backend {

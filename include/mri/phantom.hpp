@@ -8,6 +8,9 @@
 // value at k (cycles/FOV) is the continuous transform in voxel units,
 //   S(k) = integral rho(x) exp(-i 2 pi sum_a k_a x_a / n_a) dx,
 // which is what the unnormalised discrete F of the rasterised image approximates.
+//
+// Thread safety: Phantom is an immutable value: its const calls may run on any number of threads at
+// once; add_noise modifies only its argument (one thread per vector).
 #include <cstdint>
 #include <vector>
 

@@ -1,5 +1,8 @@
 #pragma once
 // PNG output of image magnitudes (the demo's pictures).
+//
+// Thread safety: write_png_montage writes the file in place: concurrent calls for different paths
+// are safe, two calls for one path race on the file.
 #include <filesystem>
 #include <vector>
 

@@ -10,6 +10,15 @@
 // Q on the 2x grid (or its cached spectrum), the Toeplitz kernel's FFT, and the CG iterations
 // on device vectors (the same ConjugateGradient template as the CPU); the image comes back to
 // the host once. The report gives each phase's time, so the Amdahl split is visible.
+//
+// Thread safety: reconstruct() may be called from any number of threads at once, on different or
+// identical problems, sharing one q_cache_dir or not (tests/concurrency: 16 CPU threads, images
+// bitwise equal to a serial run; the cache is process- and thread-safe, toeplitz_cache.hpp). Each
+// call builds its own operators; options.on_iteration runs on the calling thread. Each calling
+// thread runs its own OpenMP team of omp_get_max_threads() threads, so N concurrent calls use N
+// teams: size OMP_NUM_THREADS for that. Those tests cover the CPU backend; the CUDA backend under
+// concurrent calls is not covered by them. Determinism per backend and thread count:
+// docs/reliability.md.
 #include <cstddef>
 #include <filesystem>
 #include <functional>

@@ -1,5 +1,8 @@
 #pragma once
 // Regularisation lambda * W^H W of the normal equations (F^H W_d F + lambda W^H W) x = F^H W_d D.
+//
+// Thread safety: pure functions of their arguments: safe from any number of threads at once (on
+// distinct output images).
 #include <string>
 
 #include "mri/image.hpp"

@@ -40,7 +40,9 @@ public:
   std::vector<float> spectrum() const;
 
   // out = F^H W F in. The plan owns its padded buffer and FFTW plans: apply() is not
-  // re-entrant on one QOperator (use one per thread).
+  // re-entrant on one QOperator (use one per thread; different QOperators apply concurrently,
+  // tests/concurrency). grid(), q() and spectrum() only read and may run on any thread, also
+  // while another thread applies.
   void apply(const cfloat *in, cfloat *out) const;
   Image apply(const Image &in) const;
 

@@ -9,12 +9,22 @@
 // its spectrum is real up to the offsets d = -n per axis (whose partner +n is not on the grid):
 // they never enter the cropped convolution, so the real part of FFT(Q) is the same operator. F^H W F x = crop(IFFT(K .* FFT(zero-pad(x)))) with an unnormalised inverse FFT.
 //
-// File: a fixed header (magic, format version, the key, the image and padded grids, the sample
-// count, the payload length and a payload checksum) followed by the L floats. Loading checks
-// every field against what the caller expects: a file written for another trajectory, weights or
-// grid (a stale entry, a renamed file, a hash collision) or a truncated/corrupt one is rejected
-// with an IoError saying which field differs. Writes go to a temporary file renamed into place,
-// so a reader never sees a half-written entry.
+// File (format version 2): a fixed header (magic, format version, the key, the image and padded
+// grids, the sample count, the payload length and a checksum of header and payload) followed by
+// the L floats. Loading checks every field against what the caller expects: a file written for
+// another trajectory, weights or grid (a stale entry, a renamed file, a hash collision), another
+// format version (version 1 included) or a truncated/corrupt one is rejected with an IoError
+// saying which field differs; the size is checked before anything is allocated.
+//
+// Faults (tested in tests/test_toeplitz_cache_faults.cpp, figures in docs/reliability.md): a
+// write goes to a unique temporary file in the same directory, is fsync-ed, then renamed into
+// place, so a reader sees the old entry, no entry or the whole new one, whatever happens to the
+// writer (SIGKILL, full disk, concurrent writers of the same entry in other threads or
+// processes: the last rename wins, both wrote the same bytes). A killed writer may leave a
+// "<entry>.tmp.<pid>.<n>" file behind that no reader opens.
+//
+// Thread safety: every function here may be called concurrently from any number of threads and
+// processes, for the same entry too.
 #include <array>
 #include <cstdint>
 #include <filesystem>

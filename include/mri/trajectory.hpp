@@ -1,6 +1,9 @@
 #pragma once
 // k-space sample positions in cycles per field of view, as BART's `traj` writes them:
 // a sample at k contributes exp(-i 2 pi sum_a k_a x_a / n_a) in the forward operator.
+//
+// Thread safety: Trajectory and KPoint are immutable values after construction; the generators
+// below are pure functions of their arguments: all may be used from any number of threads at once.
 #include <cstddef>
 #include <cstdint>
 #include <span>

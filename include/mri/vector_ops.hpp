@@ -5,6 +5,10 @@
 // the host. Optional member, used by ConjugateGradient when present:
 //   static double update_norm2(std::complex<double> alpha, const Vec &p, const Vec &ap, Vec &x, Vec &r);
 // x += alpha p, r -= alpha ap and ||r||^2 in one pass over the four vectors.
+//
+// Thread safety: the operations read their inputs and write only their output argument: safe from
+// any number of threads at once on distinct outputs. Each runs an OpenMP team of the calling
+// thread.
 #include <complex>
 
 #include "mri/image.hpp"

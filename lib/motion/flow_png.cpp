@@ -1,21 +1,18 @@
 // The picture of a displacement field (examples/motion_3d): the central z slice of the frame in
 // gray with the in-plane (u, v) drawn as arrows, beside the flow in the usual colour code (hue =
 // in-plane direction, brightness = magnitude relative to the slice's largest).
-#include <png.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
-#include <memory>
 
 #include "mri/error.hpp"
 #include "mri/motion.hpp"
+#include "../png_writer.hpp"
 
 namespace mri {
 namespace {
 
-using Rgb = std::array<png_byte, 3>;
+using Rgb = std::array<unsigned char, 3>;
 
 struct Canvas {
   std::int64_t width, height, scale;
@@ -57,27 +54,12 @@ Rgb hsv(double h, double s, double v) { // h in [0, 1)
     r = v, g = p, b = q;
     break;
   }
-  return {png_byte(255 * r), png_byte(255 * g), png_byte(255 * b)};
+  return {static_cast<unsigned char>(255 * r), static_cast<unsigned char>(255 * g), static_cast<unsigned char>(255 * b)};
 }
 
 void write_rgb(const std::filesystem::path &path, const Canvas &c) {
-  std::unique_ptr<FILE, int (*)(FILE *)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!file)
-    throw IoError("cannot open " + path.string() + " for writing");
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (!info || setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, info ? &info : nullptr);
-    throw IoError("libpng failed writing " + path.string());
-  }
-  png_init_io(png, file.get());
-  png_set_IHDR(png, info, png_uint_32(c.width), png_uint_32(c.height), 8, PNG_COLOR_TYPE_RGB,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  for (std::int64_t y = 0; y < c.height; ++y)
-    png_write_row(png, reinterpret_cast<png_const_bytep>(c.px.data() + y * c.width));
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
+  static_assert(sizeof(Rgb) == 3, "Rgb is three bytes, the PNG's RGB pixel");
+  detail::write_png_8bit(path, c.width, c.height, 3, reinterpret_cast<const unsigned char *>(c.px.data()));
 }
 
 } // namespace
@@ -104,7 +86,7 @@ void write_motion_png(const std::filesystem::path &path, const RealVolume &frame
   for (std::int64_t y = 0; y < ny; ++y)
     for (std::int64_t x = 0; x < nx; ++x) {
       const std::int64_t vx = x / scale, vy = y / scale;
-      const auto gray = png_byte(255 * (frame.at(vx, vy, z) - lo) / std::max(hi - lo, 1e-6f));
+      const auto gray = static_cast<unsigned char>(255 * (frame.at(vx, vy, z) - lo) / std::max(hi - lo, 1e-6f));
       c.set(x, y, {gray, gray, gray});
       const double u = w.u.at(vx, vy, z), v = w.v.at(vx, vy, z);
       const double hue = (std::atan2(v, u) + M_PI) / (2 * M_PI);

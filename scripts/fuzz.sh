@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (tests/fuzz/) with clang, ASan and UBSan in ./build-fuzz and runs
+# each for RUNS executions (default 10^7), niced. New inputs go to build-fuzz/corpus/<harness>
+# (not committed); a crash lands in build-fuzz/artifacts/<harness>/: copy it to
+# tests/fuzz/regressions/<harness>/, fix the reader, and ctest replays it from then on.
+#   scripts/fuzz.sh [RUNS] [harness...]      (harnesses: cfl_reader q_cache_reader)
+# The figures of docs/reliability.md come from this script's logs (build-fuzz/<harness>.log).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+runs="${1:-10000000}"
+shift || true
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(cfl_reader q_cache_reader)
+"$root/scripts/install-deps.sh"
+build="$root/build-fuzz"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+  -DMRI_ENABLE_CUDA=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF \
+  -DMRI_BUILD_FUZZERS=ON
+targets=()
+for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
+cmake --build "$build" -j 2 --target "${targets[@]}"
+# The readers take paths: keep the millions of small files in memory.
+export TMPDIR=/dev/shm
+for h in "${harnesses[@]}"; do
+  mkdir -p "$build/corpus/$h" "$build/artifacts/$h"
+  # One worker (the machine's 2 cores are shared); a fixed seed makes a run repeatable.
+  if ! nice -n 19 "$build/tests/fuzz/fuzz_$h" -runs="$runs" -seed=1 -print_final_stats=1 \
+      -artifact_prefix="$build/artifacts/$h/" "$build/corpus/$h" "$root/tests/fuzz/corpus/$h" \
+      > "$build/$h.log" 2>&1; then
+    tail -n 40 "$build/$h.log"
+    echo "fuzz_$h found a crash: see $build/artifacts/$h/"
+    exit 1
+  fi
+  grep -E "INITED|DONE|stat::" "$build/$h.log"
+done
