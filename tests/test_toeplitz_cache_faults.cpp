@@ -72,6 +72,11 @@ struct Problem {
   }
 
   fs::path entry(const fs::path &dir) const { return toeplitz_cache_file(dir, key); }
+  // Stores this problem's entry in `dir`; returns its path.
+  fs::path save(const fs::path &dir) const {
+    save_toeplitz_spectrum(entry(dir), key, grid, spectrum);
+    return entry(dir);
+  }
 
   // A load that returns must return the very spectrum that was written.
   bool loads_intact(const fs::path &file) const {
@@ -189,7 +194,7 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
   const auto t0 = std::chrono::steady_clock::now();
   constexpr int kTimed = 5;
   for (int i = 0; i < kTimed; ++i)
-    save_toeplitz_spectrum(p.entry(dir / "timing"), p.key, p.grid, p.spectrum);
+    p.save(dir / "timing");
   const double write_us =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
       kTimed;
@@ -209,7 +214,7 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
       const char go = 1;
       if (::write(ready[1], &go, 1) != 1)
         throw std::runtime_error("pipe");
-      save_toeplitz_spectrum(p.entry(trial_dir), p.key, p.grid, p.spectrum);
+      p.save(trial_dir);
     });
     ::close(ready[1]);
     char go = 0;
@@ -255,7 +260,7 @@ TEST_CASE("q-cache faults: two processes writing the same entry at once while it
   constexpr int kWrites = 100;
   const auto writer = [&] {
     for (int i = 0; i < kWrites; ++i)
-      save_toeplitz_spectrum(file, p.key, p.grid, p.spectrum);
+      p.save(dir.path());
   };
   const pid_t a = fork_child(writer);
   const pid_t b = fork_child(writer);
@@ -301,7 +306,7 @@ TEST_CASE("q-cache faults: a read-only cache directory", "[q-cache-faults]") {
     CHECK_FALSE(fs::exists(p.entry(dir.path())));
   }
   // An entry stored earlier is still read from a directory that became read-only.
-  save_toeplitz_spectrum(p.entry(dir.path()), p.key, p.grid, p.spectrum);
+  p.save(dir.path());
   ReadOnlyDir read_only(dir.path());
   const ReconResult hit = p.recon(dir.path());
   CHECK(hit.report.q_cache == QCacheStatus::Hit);
@@ -331,8 +336,7 @@ TEST_CASE("q-cache faults: every truncation and every flipped bit of an entry is
           "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_flip");
-  const fs::path file = p.entry(dir.path());
-  save_toeplitz_spectrum(file, p.key, p.grid, p.spectrum);
+  const fs::path file = p.save(dir.path());
   const std::vector<char> good = read_bytes(file);
   REQUIRE(good.size() > p.spectrum.size() * sizeof(float));
 
@@ -393,8 +397,7 @@ TEST_CASE("q-cache faults: an entry of format version 1 is rejected, never read"
           "[q-cache-faults]") {
   const Problem &p = problem();
   test::TempDir dir("qcache_v1");
-  const fs::path file = p.entry(dir.path());
-  save_toeplitz_spectrum(file, p.key, p.grid, p.spectrum);
+  const fs::path file = p.save(dir.path());
   std::vector<char> bytes = read_bytes(file);
   // The version field follows the 8-byte magic; version 1 had the same header layout.
   const std::uint32_t v1 = 1;
