@@ -23,4 +23,10 @@ int multiprocessor_count() {
   return sms;
 }
 
+std::size_t device_memory_in_use() {
+  std::size_t free = 0, total = 0;
+  MRI_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total - free;
+}
+
 } // namespace mri::cuda::detail

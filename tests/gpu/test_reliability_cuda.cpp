@@ -1,0 +1,122 @@
+// Reliability on the GPU (issue 14, parts 3 and 5): reconstructions from 16 host threads at once
+// against their serial runs, and the device memory in use over 1000 reconstructions.
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "../catch.hpp"
+#include "../test_support.hpp"
+#include "device.cuh"
+#include "mri/phantom.hpp"
+#include "mri/reconstruct.hpp"
+#include "sampled_reference.hpp"
+
+using namespace mri;
+
+namespace {
+
+struct Problem {
+  Grid grid;
+  KSpaceData data;
+  ReconOptions options;
+};
+
+Problem problem(const Grid &grid, Method method, std::uint64_t seed) {
+  const Trajectory t = gpu_test::random_trajectory(grid, 4000, seed);
+  ReconOptions o;
+  o.backend = Backend::Cuda;
+  o.method = method;
+  o.iterations = 6;
+  o.lambda = 0.5;
+  o.regularizer = Regularizer::FiniteDifference;
+  return {grid, KSpaceData(t, test::random_complex(t.size(), seed + 1)), o};
+}
+
+// A watchdog: a deadlock fails the run within `limit` instead of hanging CI or the device call.
+class Watchdog {
+public:
+  explicit Watchdog(std::chrono::seconds limit)
+      : thread_([this, limit] {
+          const auto end = std::chrono::steady_clock::now() + limit;
+          while (!done_ && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          if (!done_) {
+            std::fprintf(stderr, "cuda reliability: no progress within the bound: deadlock\n");
+            std::_Exit(3);
+          }
+        }) {}
+  ~Watchdog() {
+    done_ = true;
+    thread_.join();
+  }
+
+private:
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+} // namespace
+
+TEST_CASE("cuda reliability: 16 threads reconstruct at once, each equal to its serial run", "[gpu][reliability]") {
+  const std::uint64_t seed = gpu_test::fresh_seed();
+  INFO("seed " << seed);
+  // Different problems (grids, exact and NUFFT methods), each run by four threads: the same
+  // problem at once and different problems at once.
+  const std::vector<Problem> problems = {problem(Grid(48, 48), Method::Exact, seed),
+                                         problem(Grid(40, 56), Method::Nufft, seed + 10),
+                                         problem(Grid(16, 16, 16), Method::Exact, seed + 20),
+                                         problem(Grid(20, 18, 12), Method::Nufft, seed + 30)};
+  std::vector<Image> serial;
+  for (const Problem &p : problems) serial.push_back(reconstruct(p.data, p.grid, p.options).image);
+
+  constexpr int kThreads = 16;
+  std::vector<Image> concurrent(kThreads);
+  std::vector<std::string> errors(kThreads);
+  {
+    const Watchdog watchdog(std::chrono::seconds(120));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i)
+      threads.emplace_back([&, i] {
+        const Problem &p = problems[static_cast<std::size_t>(i) % problems.size()];
+        try {
+          concurrent[static_cast<std::size_t>(i)] = reconstruct(p.data, p.grid, p.options).image;
+        } catch (const std::exception &e) {
+          errors[static_cast<std::size_t>(i)] = e.what();
+        }
+      });
+    for (std::thread &t : threads) t.join();
+  }
+  double worst = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    INFO("thread " << i);
+    CHECK(errors[static_cast<std::size_t>(i)].empty());
+    if (!errors[static_cast<std::size_t>(i)].empty()) continue;
+    const double e = test::relative_error(concurrent[static_cast<std::size_t>(i)],
+                                          serial[static_cast<std::size_t>(i) % problems.size()]);
+    worst = std::max(worst, e);
+    // Not bitwise (H200, 2026-12-01: largest difference 5.0e-7): the device reductions' order
+    // (atomics, split partial sums) varies between runs. 1e-5 is float rounding with margin; a
+    // race between threads (a shared buffer) gives differences of order one.
+    CHECK(e < 1e-5);
+  }
+  std::printf("16 concurrent GPU reconstructions vs serial: largest relative difference %.3e\n", worst);
+}
+
+TEST_CASE("cuda reliability: no device memory is leaked over 1000 reconstructions", "[gpu][reliability]") {
+  const Problem a = problem(Grid(32, 32), Method::Exact, 11), b = problem(Grid(24, 20, 8), Method::Nufft, 12);
+  for (int i = 0; i < 3; ++i) { // warm-up: plan caches and memory pools reach their steady size
+    reconstruct(a.data, a.grid, a.options);
+    reconstruct(b.data, b.grid, b.options);
+  }
+  const std::size_t before = cuda::detail::device_memory_in_use();
+  for (int i = 0; i < 500; ++i) {
+    reconstruct(a.data, a.grid, a.options);
+    reconstruct(b.data, b.grid, b.options);
+  }
+  const std::size_t after = cuda::detail::device_memory_in_use();
+  std::printf("device memory in use before / after 1000 reconstructions: %zu / %zu bytes (%+lld)\n", before, after,
+              static_cast<long long>(after) - static_cast<long long>(before));
+  CHECK(after <= before);
+}
