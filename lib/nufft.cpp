@@ -20,7 +20,7 @@
 #include <sstream>
 #include <string>
 
-#include "fftw_lock.hpp"
+#include "fftw_adapter.hpp"
 #include "gridding_cpu.hpp"
 #include "mri/error.hpp"
 #include "mri/kspace.hpp"
@@ -50,35 +50,6 @@ i64 tile_size(i64 g, i64 target) {
     if (g % t == 0) return t;
   return 1;
 }
-
-// FFTW's two precisions behind one interface.
-template <class T> struct Fftw;
-template <> struct Fftw<float> {
-  using plan = fftwf_plan;
-  static std::complex<float> *alloc(std::size_t n) { return reinterpret_cast<std::complex<float> *>(fftwf_alloc_complex(n)); }
-  static void free(std::complex<float> *p) { fftwf_free(p); }
-  static plan make(int rank, const int *d, std::complex<float> *b, int sign, int threads) {
-    fftwf_plan_with_nthreads(threads);
-    auto *f = reinterpret_cast<fftwf_complex *>(b);
-    return fftwf_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
-  }
-  static void execute(plan p) { fftwf_execute(p); }
-  static void destroy(plan p) { fftwf_destroy_plan(p); }
-};
-template <> struct Fftw<double> {
-  using plan = fftw_plan;
-  static std::complex<double> *alloc(std::size_t n) { return reinterpret_cast<std::complex<double> *>(fftw_alloc_complex(n)); }
-  static void free(std::complex<double> *p) { fftw_free(p); }
-  static plan make(int rank, const int *d, std::complex<double> *b, int sign, int threads) {
-    static const bool initialised = fftw_init_threads() != 0; // under the planner lock
-    (void)initialised;
-    fftw_plan_with_nthreads(threads);
-    auto *f = reinterpret_cast<fftw_complex *>(b);
-    return fftw_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
-  }
-  static void execute(plan p) { fftw_execute(p); }
-  static void destroy(plan p) { fftw_destroy_plan(p); }
-};
 
 // Per-thread grids for scatter are used up to this many bytes in total, atomics beyond.
 constexpr std::size_t kMaxPrivateGridBytes = std::size_t{1} << 30;
@@ -113,12 +84,11 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
     const auto points = static_cast<std::size_t>(L.grid_points());
     buffer = Fftw<T>::alloc(points);
     if (!buffer) throw Error("NufftOperator: cannot allocate the oversampled grid (" + std::to_string(points) + " points)");
-    const int dims[3] = {static_cast<int>(L.g[2]), static_cast<int>(L.g[1]), static_cast<int>(L.g[0])};
-    const int rank = L.dims;
+    const FftwShape shape = fftw_shape(L.dims, L.g);
     {
       std::lock_guard lock(fftw_planner_mutex());
-      fwd = Fftw<T>::make(rank, dims + (3 - rank), buffer, FFTW_FORWARD, p.threads_);
-      bwd = Fftw<T>::make(rank, dims + (3 - rank), buffer, FFTW_BACKWARD, p.threads_);
+      fwd = Fftw<T>::make(shape.rank, shape.dims(), buffer, FFTW_FORWARD, p.threads_);
+      bwd = Fftw<T>::make(shape.rank, shape.dims(), buffer, FFTW_BACKWARD, p.threads_);
     }
     if (!fwd || !bwd) {
       release();

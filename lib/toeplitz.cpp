@@ -1,8 +1,6 @@
 // Q on the doubled grid and the Toeplitz normal operator F^H W F (see toeplitz.hpp).
 #include "mri/toeplitz.hpp"
 
-#include <fftw3.h>
-
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -11,7 +9,7 @@
 #include <string>
 
 #include "backend.hpp"
-#include "fftw_lock.hpp"
+#include "fftw_adapter.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/kspace.hpp"
@@ -21,32 +19,40 @@
 namespace mri {
 
 struct QOperator::Plan {
+  using Fft = detail::Fftw<float>;
   Grid padded;
-  fftwf_complex *buffer = nullptr; // the zero-padded image, transformed in place
-  fftwf_complex *kernel = nullptr; // FFT(Q) / (number of padded voxels): the Toeplitz kernel
-  fftwf_plan forward = nullptr, inverse = nullptr;
+  cfloat *buffer = nullptr; // the zero-padded image, transformed in place
+  cfloat *kernel = nullptr; // FFT(Q) / (number of padded voxels): the Toeplitz kernel
+  Fft::plan forward = nullptr, inverse = nullptr;
 
   explicit Plan(const Grid &p) : padded(p) {
     const auto n = static_cast<std::size_t>(p.voxels());
-    buffer = fftwf_alloc_complex(n);
-    kernel = fftwf_alloc_complex(n);
-    if (!buffer || !kernel) throw Error("QOperator: cannot allocate " + std::to_string(2 * n * 8) + " bytes");
-    // FFTW's row-major dims are our axes reversed (x fastest).
-    const int dims[3] = {static_cast<int>(p.nz()), static_cast<int>(p.ny()), static_cast<int>(p.nx())};
-    const int rank = p.dims();
-    const int *d = dims + (3 - rank);
-    std::lock_guard lock(detail::fftw_planner_mutex());
-    fftwf_plan_with_nthreads(omp_get_max_threads());
-    forward = fftwf_plan_dft(rank, d, buffer, buffer, FFTW_FORWARD, FFTW_ESTIMATE);
-    inverse = fftwf_plan_dft(rank, d, buffer, buffer, FFTW_BACKWARD, FFTW_ESTIMATE);
-    if (!forward || !inverse) throw Error("QOperator: FFTW could not plan the Toeplitz FFTs");
+    buffer = Fft::alloc(n);
+    kernel = Fft::alloc(n);
+    if (!buffer || !kernel) {
+      release();
+      throw Error("QOperator: cannot allocate " + std::to_string(2 * n * 8) + " bytes");
+    }
+    const detail::FftwShape shape = detail::fftw_shape(p.dims(), p.extents());
+    {
+      std::lock_guard lock(detail::fftw_planner_mutex());
+      forward = Fft::make(shape.rank, shape.dims(), buffer, FFTW_FORWARD, omp_get_max_threads());
+      inverse = Fft::make(shape.rank, shape.dims(), buffer, FFTW_BACKWARD, omp_get_max_threads());
+    }
+    if (!forward || !inverse) {
+      release();
+      throw Error("QOperator: FFTW could not plan the Toeplitz FFTs");
+    }
   }
-  ~Plan() {
+  ~Plan() { release(); }
+  void release() {
     std::lock_guard lock(detail::fftw_planner_mutex());
-    if (forward) fftwf_destroy_plan(forward);
-    if (inverse) fftwf_destroy_plan(inverse);
-    fftwf_free(buffer);
-    fftwf_free(kernel);
+    if (forward) Fft::destroy(forward);
+    if (inverse) Fft::destroy(inverse);
+    if (buffer) Fft::free(buffer);
+    if (kernel) Fft::free(kernel);
+    forward = inverse = nullptr;
+    buffer = kernel = nullptr;
   }
   Plan(const Plan &) = delete;
   Plan &operator=(const Plan &) = delete;
@@ -56,17 +62,14 @@ namespace {
 
 // Q(d) is stored centred (index i <-> offset i - L/2); the circular convolution wants offset d
 // at index d mod L: an ifftshift along each axis.
-void load_kernel(const Image &q, fftwf_complex *kernel) {
+void load_kernel(const Image &q, cfloat *kernel) {
   const Grid &g = q.grid();
   for (std::int64_t z = 0; z < g.nz(); ++z)
     for (std::int64_t y = 0; y < g.ny(); ++y)
       for (std::int64_t x = 0; x < g.nx(); ++x) {
         const std::int64_t sx = (x + g.nx() / 2) % g.nx(), sy = (y + g.ny() / 2) % g.ny(),
                            sz = (z + g.nz() / 2) % g.nz();
-        const cfloat v = q.at(x, y, z);
-        fftwf_complex &k = kernel[g.index(sx, sy, sz)];
-        k[0] = v.real();
-        k[1] = v.imag();
+        kernel[g.index(sx, sy, sz)] = q.at(x, y, z);
       }
 }
 
@@ -101,12 +104,9 @@ void QOperator::make_kernel() {
   const Grid &padded = q_.grid();
   plan_ = std::make_unique<Plan>(padded);
   load_kernel(q_, plan_->kernel);
-  fftwf_execute_dft(plan_->forward, plan_->kernel, plan_->kernel);
+  Plan::Fft::execute(plan_->forward, plan_->kernel);
   const float scale = 1.0f / static_cast<float>(padded.voxels()); // FFTW's inverse is unnormalised
-  for (std::int64_t i = 0; i < padded.voxels(); ++i) {
-    plan_->kernel[i][0] *= scale;
-    plan_->kernel[i][1] *= scale;
-  }
+  for (std::int64_t i = 0; i < padded.voxels(); ++i) plan_->kernel[i] *= scale;
 }
 
 QOperator QOperator::from_q(const Grid &grid, Image q) {
@@ -131,10 +131,7 @@ QOperator QOperator::from_spectrum(const Grid &grid, std::span<const float> spec
                              "must be grid.doubled().voxels() = " + std::to_string(padded.voxels()));
   QOperator q(grid);
   q.plan_ = std::make_unique<Plan>(padded);
-  for (std::size_t i = 0; i < spectrum.size(); ++i) {
-    q.plan_->kernel[i][0] = spectrum[i];
-    q.plan_->kernel[i][1] = 0.0f;
-  }
+  for (std::size_t i = 0; i < spectrum.size(); ++i) q.plan_->kernel[i] = cfloat(spectrum[i], 0.0f);
   return q;
 }
 
@@ -142,7 +139,7 @@ std::vector<float> QOperator::spectrum() const {
   // The kernel is FFT(Q)/L; Q is Hermitian on the offsets the crop uses, so the real part alone
   // gives the same operator (its imaginary part is rounding plus the unused d = -n planes).
   std::vector<float> s(static_cast<std::size_t>(plan_->padded.voxels()));
-  for (std::size_t i = 0; i < s.size(); ++i) s[i] = plan_->kernel[i][0];
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = plan_->kernel[i].real();
   return s;
 }
 
@@ -152,20 +149,19 @@ QOperator &QOperator::operator=(QOperator &&) noexcept = default;
 
 void QOperator::apply(const cfloat *in, cfloat *out) const {
   const Grid &p = plan_->padded;
-  // std::complex<float> and fftwf_complex share their layout (both are float[2]).
-  cfloat *pad = reinterpret_cast<cfloat *>(plan_->buffer);
-  const cfloat *kernel = reinterpret_cast<const cfloat *>(plan_->kernel);
+  cfloat *pad = plan_->buffer;
+  const cfloat *kernel = plan_->kernel;
   const auto row = static_cast<std::size_t>(grid_.nx());
   std::fill_n(pad, p.voxels(), cfloat{});
   // Zero-pad: voxel (x, y, z) of the image sits at (x, y, z) of the padded grid.
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
       std::copy_n(in + grid_.index(0, y, z), row, pad + p.index(0, y, z));
-  fftwf_execute(plan_->forward);
+  Plan::Fft::execute(plan_->forward);
   const std::int64_t n = p.voxels();
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) pad[i] *= kernel[i];
-  fftwf_execute(plan_->inverse);
+  Plan::Fft::execute(plan_->inverse);
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
       std::copy_n(pad + p.index(0, y, z), row, out + grid_.index(0, y, z));
