@@ -20,15 +20,7 @@ void BM_motion3d_cpu(benchmark::State &state) {
   mri::MotionEstimator est(
       p.fixed.grid(),
       mri::bench::motion3d_options(solver, mri::MotionMemory::Cached, mri::Backend::Cpu));
-  mri::DisplacementField w;
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    w = est.estimate(p.fixed, p.moving);
-    state.SetIterationTime(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  mri::bench::report_stages(state, est.report());
-  state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
+  mri::bench::time_motion3d(state, est, p);
   state.SetLabel(solver == MotionSolver::Jacobi ? "MOTION-3D jacobi" : "MOTION-3D sor");
 }
 BENCHMARK(BM_motion3d_cpu)

@@ -27,15 +27,8 @@ void BM_motion3d_gpu(benchmark::State &state) {
   mri::MotionOptions o = mri::bench::motion3d_options(solver, memory, mri::Backend::Cuda);
   o.iterations = int(state.range(2));
   mri::MotionEstimator est(p.fixed.grid(), o);
-  mri::DisplacementField w = est.estimate(p.fixed, p.moving); // warm-up
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    w = est.estimate(p.fixed, p.moving);
-    state.SetIterationTime(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  mri::bench::report_stages(state, est.report());
-  state.counters["epe"] = mri::average_endpoint_error(w, p.truth, 3);
+  est.estimate(p.fixed, p.moving); // warm-up
+  mri::bench::time_motion3d(state, est, p);
   state.SetLabel(std::string("MOTION-3D ") + (solver == MotionSolver::Jacobi ? "jacobi " : "sor ") +
                  (memory == MotionMemory::Cached ? "cached" : "shared-tiles"));
 }

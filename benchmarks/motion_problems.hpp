@@ -7,6 +7,7 @@
 //               alternating sign), frames resident on the device
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <vector>
 
 #include "mri/motion.hpp"
@@ -63,6 +64,19 @@ inline void report_stages(benchmark::State &state, const MotionReport &r) {
   state.counters["solver_ms"] = r.solver_ms;
   state.counters["solver_passes"] = double(r.solver_sweeps);
   state.counters["total_ms"] = r.total_ms;
+}
+
+// Times est.estimate(p.fixed, p.moving) per benchmark iteration (manual time: the host wall clock
+// around the call, transfers included) and reports the last run's stages and endpoint error.
+inline void time_motion3d(benchmark::State &state, MotionEstimator &est, const MotionPair &p) {
+  DisplacementField w;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    w = est.estimate(p.fixed, p.moving);
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  report_stages(state, est.report());
+  state.counters["epe"] = average_endpoint_error(w, p.truth, 3);
 }
 
 } // namespace mri::bench

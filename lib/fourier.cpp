@@ -23,7 +23,7 @@ FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptio
   if (trajectory_.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   options_.backend = detail::resolve_backend(options_.backend, "FourierOperator");
   if (options_.backend == Backend::Cuda) {
-    const detail::CudaBackend &cuda = detail::require_cuda("FourierOperator");
+    const detail::CudaBackend &cuda = *detail::cuda_plugin().backend; // resolve_backend checked it
     options_.policy = cuda.resolve_policy(options_.policy, options_.precision);
     device_plan_ = cuda.fourier(trajectory_, grid_, grid_);
   }

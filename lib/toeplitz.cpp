@@ -89,7 +89,7 @@ QOperator::QOperator(const Trajectory &any_trajectory, std::span<const float> we
   q_ = Image(padded);
   // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
   if (backend == Backend::Cuda) {
-    const detail::CudaBackend &cuda = detail::require_cuda("QOperator");
+    const detail::CudaBackend &cuda = *detail::cuda_plugin().backend; // resolve_backend checked it
     cuda.fourier(trajectory, padded, grid)->adjoint(cuda.resolve_policy(options.policy, options.precision), w.data(),
                                                    q_.data());
   } else if (options.precision == Precision::Float64)

@@ -37,6 +37,7 @@
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri/toeplitz.hpp"
+#include "run_threads.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -78,48 +79,13 @@ const std::vector<Problem> &problems() {
   return p;
 }
 
-// Runs body(t) on kThreads threads started together; rethrows the first exception. If they have
-// not all finished by kDeadline the process ends with a message (a hung thread cannot be joined).
+// Runs body(t) on kThreads threads started together, each with the fixed OpenMP team (a new
+// thread starts from the initial ICVs); a deadlock ends the process after kDeadline.
 void run_concurrently(const std::function<void(int)> &body) {
-  std::mutex m;
-  std::condition_variable done_cv;
-  int done = 0;
-  std::exception_ptr error;
-  std::atomic<bool> go{false};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t)
-    threads.emplace_back([&, t] {
-      omp_set_num_threads(team_size()); // a new thread starts from the initial ICVs
-      while (!go.load())
-        std::this_thread::yield();
-      std::exception_ptr e;
-      try {
-        body(t);
-      } catch (...) {
-        e = std::current_exception();
-      }
-      std::lock_guard lock(m);
-      if (e && !error)
-        error = e;
-      ++done;
-      done_cv.notify_one();
-    });
-  go = true;
-  {
-    std::unique_lock lock(m);
-    if (!done_cv.wait_for(lock, kDeadline, [&] { return done == kThreads; })) {
-      std::fprintf(
-          stderr,
-          "concurrency: %d of %d threads still running after %lld s: deadlock or livelock\n",
-          kThreads - done, kThreads,
-          static_cast<long long>(std::chrono::seconds(kDeadline).count()));
-      std::_Exit(1);
-    }
-  }
-  for (auto &th : threads)
-    th.join();
-  if (error)
-    std::rethrow_exception(error);
+  test::run_threads(kThreads, std::chrono::duration_cast<std::chrono::seconds>(kDeadline), [&](int t) {
+    omp_set_num_threads(team_size());
+    body(t);
+  });
 }
 
 // What each thread computes, indexed by thread; serial[t] is the same call run alone.

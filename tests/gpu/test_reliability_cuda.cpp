@@ -1,13 +1,12 @@
 // Reliability on the GPU (issue 14, parts 3 and 5): reconstructions from 16 host threads at once
-// against their serial runs, and the device memory in use over 1000 reconstructions.
-#include <atomic>
+// against their serial runs (a deadlock fails after 120 s), and the device memory in use over
+// 1000 reconstructions.
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include "../catch.hpp"
+#include "../run_threads.hpp"
 #include "../test_support.hpp"
 #include "device.cuh"
 #include "mri/phantom.hpp"
@@ -35,28 +34,6 @@ Problem problem(const Grid &grid, Method method, std::uint64_t seed) {
   return {grid, KSpaceData(t, test::random_complex(t.size(), seed + 1)), o};
 }
 
-// A watchdog: a deadlock fails the run within `limit` instead of hanging CI or the device call.
-class Watchdog {
-public:
-  explicit Watchdog(std::chrono::seconds limit)
-      : thread_([this, limit] {
-          const auto end = std::chrono::steady_clock::now() + limit;
-          while (!done_ && std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-          if (!done_) {
-            std::fprintf(stderr, "cuda reliability: no progress within the bound: deadlock\n");
-            std::_Exit(3);
-          }
-        }) {}
-  ~Watchdog() {
-    done_ = true;
-    thread_.join();
-  }
-
-private:
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
-
 } // namespace
 
 TEST_CASE("cuda reliability: 16 threads reconstruct at once, each equal to its serial run", "[gpu][reliability]") {
@@ -73,26 +50,13 @@ TEST_CASE("cuda reliability: 16 threads reconstruct at once, each equal to its s
 
   constexpr int kThreads = 16;
   std::vector<Image> concurrent(kThreads);
-  std::vector<std::string> errors(kThreads);
-  {
-    const Watchdog watchdog(std::chrono::seconds(120));
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kThreads; ++i)
-      threads.emplace_back([&, i] {
-        const Problem &p = problems[static_cast<std::size_t>(i) % problems.size()];
-        try {
-          concurrent[static_cast<std::size_t>(i)] = reconstruct(p.data, p.grid, p.options).image;
-        } catch (const std::exception &e) {
-          errors[static_cast<std::size_t>(i)] = e.what();
-        }
-      });
-    for (std::thread &t : threads) t.join();
-  }
+  REQUIRE_NOTHROW(test::run_threads(kThreads, std::chrono::seconds(120), [&](int i) {
+    const Problem &p = problems[static_cast<std::size_t>(i) % problems.size()];
+    concurrent[static_cast<std::size_t>(i)] = reconstruct(p.data, p.grid, p.options).image;
+  }));
   double worst = 0;
   for (int i = 0; i < kThreads; ++i) {
     INFO("thread " << i);
-    CHECK(errors[static_cast<std::size_t>(i)].empty());
-    if (!errors[static_cast<std::size_t>(i)].empty()) continue;
     const double e = test::relative_error(concurrent[static_cast<std::size_t>(i)],
                                           serial[static_cast<std::size_t>(i) % problems.size()]);
     worst = std::max(worst, e);
