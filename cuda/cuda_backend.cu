@@ -72,8 +72,9 @@ public:
     return make_cuda_motion_backend(grid, options);
   }
   ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                          const CoilSensitivities *maps, ReconReport report,
                           std::chrono::steady_clock::time_point t_start) const override {
-    return reconstruct_cuda(data, grid, options, t_start);
+    return reconstruct_cuda(data, grid, options, maps, std::move(report), t_start);
   }
 };
 

@@ -13,7 +13,9 @@
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
 #include "mri_backend/recon_report.hpp"
+#include "mri_backend/sense.hpp"
 #include "recon_cuda.hpp"
+#include "sense_cuda.hpp"
 #include "toeplitz_cuda.hpp"
 
 namespace mri::cuda::detail {
@@ -33,15 +35,15 @@ std::string extents(const Grid &g) {
   return std::to_string(g.nx()) + "x" + std::to_string(g.ny()) + "x" + std::to_string(g.nz());
 }
 
-// w .* D (the first coil's M samples) on the device, for the NUFFT plan (blocking copy; without
-// weights the samples go up as they are, no host copy).
-DeviceBuffer<cfloat> upload_weighted_samples(const KSpaceData &data) {
-  const std::size_t m = data.trajectory().size();
-  const std::vector<cfloat> weighted = data.has_weights() ? data.weighted_samples() : std::vector<cfloat>{};
-  const cfloat *host = data.has_weights() ? weighted.data() : data.samples().data();
-  DeviceBuffer<cfloat> d(m);
-  MRI_CUDA_CHECK(cudaMemcpy(d.get(), host, m * sizeof(cfloat), cudaMemcpyHostToDevice));
-  return d;
+// w .* D of every coil on the host (without weights: none, the samples go up as they are).
+std::vector<cfloat> host_weighted_samples(const KSpaceData &data) {
+  return data.has_weights() ? data.weighted_samples() : std::vector<cfloat>{};
+}
+
+// Coil c's M weighted samples (host_weighted_samples, or the data's own when unweighted).
+const cfloat *coil_samples(const KSpaceData &data, const std::vector<cfloat> &weighted, int c) {
+  return (data.has_weights() ? weighted.data() : data.samples().data()) +
+         static_cast<std::size_t>(c) * data.samples_per_coil();
 }
 
 __global__ void q_samples_kernel(const float *__restrict__ w, int m, float2 *__restrict__ out) {
@@ -90,8 +92,9 @@ template <class F> decltype(auto) timed(double &seconds, F &&f) {
 // One GPU reconstruction, phase by phase (each ends synchronised, its time in the report).
 class GpuRecon {
 public:
-  GpuRecon(const KSpaceData &data, const Grid &grid, const ReconOptions &options)
-      : data_(data), trajectory_(data.trajectory()), grid_(grid), options_(options),
+  GpuRecon(const KSpaceData &data, const Grid &grid, const ReconOptions &options, const CoilSensitivities *maps,
+           ReconReport report)
+      : data_(data), maps_(maps), trajectory_(data.trajectory()), grid_(grid), options_(options),
         direct_(options.normal == Normal::Direct), nufft_(options.method == Method::Nufft),
         use_cache_(!direct_ && !options.q_cache_dir.empty()),
         // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results
@@ -101,7 +104,8 @@ public:
         // cuda/toeplitz_cuda.cu), float64 the resolved one (SeparableGemm sums in double).
         q_policy_(options.precision == Precision::Float32 ? options.policy : policy_),
         nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
-        gridding_(options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather) {
+        gridding_(options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather),
+        report_(std::move(report)) {
     report_.backend = Backend::Cuda;
     report_.normal = options.normal;
     report_.method = options.method;
@@ -110,15 +114,25 @@ public:
   ReconResult run(Clock::time_point t_start) {
     timed(report_.setup_seconds, [&] { check_memory(); });
     stream_ = default_stream();
+    if (maps_)
+      timed(report_.transfer_seconds, [&] {
+        coils_.emplace(*maps_, options_.regularizer, options_.lambda, stream_);
+      });
     DeviceImage rhs = nufft_ ? rhs_by_nufft() : rhs_by_exact_sum();
     if (direct_)
       make_direct_normal();
     else
       make_toeplitz();
 
-    // Conjugate gradient on device vectors: the same template as the CPU path.
-    ConjugateGradient<GpuNormal, DeviceImage> cg(GpuNormal{toeplitz_ ? &*toeplitz_ : nullptr,
-                                                           direct_op_ ? &*direct_op_ : nullptr});
+    const GpuNormal normal{toeplitz_ ? &*toeplitz_ : nullptr, direct_op_ ? &*direct_op_ : nullptr};
+    if (!coils_) return solve(ConjugateGradient<GpuNormal, DeviceImage>(normal), rhs, t_start);
+    using Sense = mri::detail::SenseNormal<DeviceImage, DeviceCoils, GpuNormal>;
+    return solve(ConjugateGradient<Sense, DeviceImage>(Sense(*coils_, normal, rhs)), rhs, t_start);
+  }
+
+private:
+  // Conjugate gradient on device vectors: the same template as the CPU path.
+  template <class Cg> ReconResult solve(Cg &&cg, const DeviceImage &rhs, Clock::time_point t_start) {
     cg.set_max_iterations(options_.iterations).set_tolerance(options_.tolerance);
     if (options_.on_iteration)
       cg.set_callback([&](int k, const DeviceImage &x, double residual) { options_.on_iteration(k, x.to_host(), residual); });
@@ -131,7 +145,19 @@ public:
     return mri::detail::finish_recon(std::move(image), std::move(report_), cg, t_start);
   }
 
-private:
+  // The regulariser inside the one-coil operator, or, with SENSE, once outside it (DeviceCoils).
+  Regularizer inner_regularizer() const { return coils_ ? Regularizer::None : options_.regularizer; }
+
+  // rhs = F^H (w .* D), or sum_c conj(S_c) .* F^H (w .* D_c), one coil's F^H at a time by `fhd`.
+  template <class CoilFhd> void accumulate_rhs(DeviceImage &rhs, CoilFhd &&fhd) {
+    if (!coils_) {
+      fhd(0, rhs);
+      return;
+    }
+    DeviceImage scratch = timed(report_.setup_seconds, [&] { return DeviceImage(grid_, stream_); });
+    mri::detail::sense_rhs(*coils_, fhd, scratch, rhs);
+  }
+
   // The cache key and the memory need, before anything is allocated.
   void check_memory() {
     if (use_cache_) {
@@ -140,7 +166,8 @@ private:
       report_.q_cache_file = toeplitz_cache_file(options_.q_cache_dir, key_);
       cached_ = std::filesystem::exists(report_.q_cache_file);
     }
-    const DeviceBytes need = reconstruct_device_bytes(grid_, trajectory_.size(), direct_, cached_, nufft_);
+    const DeviceBytes need =
+        reconstruct_device_bytes(grid_, trajectory_.size(), direct_, cached_, nufft_, maps_ ? maps_->coils() : 0);
     report_.device_bytes = need.peak();
     const DeviceMemory memory = device_memory();
     std::size_t available = memory.free;
@@ -148,6 +175,7 @@ private:
     if (need.peak() > available)
       throw Unsupported("reconstruct on the GPU: grid " + extents(grid_) + " (Toeplitz grid " +
                         extents(grid_.doubled()) + "), M = " + std::to_string(trajectory_.size()) +
+                        (maps_ ? ", " + std::to_string(maps_->coils()) + " coils" : std::string()) +
                         ", normal = " + to_string(options_.normal) + ", method = " + to_string(options_.method) +
                         " needs about " + gib(need.peak()) + " of device memory (F^H D phase " + gib(need.fhd) +
                         ", Q phase " + gib(need.q) + ", CG phase " + gib(need.cg) + "); available: " +
@@ -155,32 +183,42 @@ private:
                         (options_.device_memory_limit > 0 ? ", limit " + gib(options_.device_memory_limit) : "") + ")");
   }
 
-  // F^H (w .* D) by the exact sum.
+  // F^H (w .* D) by the exact sum, coil by coil through the plan's sample buffer.
   DeviceImage rhs_by_exact_sum() {
     auto [plan, rhs] = timed(report_.setup_seconds, [&] {
       return std::pair{std::make_unique<FhdPlan>(trajectory_, grid_, grid_), DeviceImage(grid_, stream_)};
     });
-    timed(report_.transfer_seconds, [&] { plan->upload_samples(data_.weighted_samples().data()); });
-    timed(report_.fhd_seconds, [&] {
-      plan->adjoint_device(policy_, plan->device_samples(), rhs.data());
-      plan->synchronize();
+    const std::vector<cfloat> weighted = host_weighted_samples(data_);
+    accumulate_rhs(rhs, [&](int c, DeviceImage &out) {
+      timed(report_.transfer_seconds, [&] { plan->upload_samples(coil_samples(data_, weighted, c)); });
+      timed(report_.fhd_seconds, [&] {
+        plan->adjoint_device(policy_, plan->device_samples(), out.data());
+        plan->synchronize();
+      });
     });
     return std::move(rhs);
   }
 
-  // F^H (w .* D) by one adjoint NUFFT; k goes up once for this plan and Q's, and the plan stays
-  // for the direct normal operator.
+  // F^H (w .* D) by one adjoint NUFFT per coil; k goes up once for this plan and Q's, and the
+  // plan stays for the direct normal operator.
   DeviceImage rhs_by_nufft() {
     timed(report_.transfer_seconds, [&] { points_.emplace(trajectory_); });
     DeviceImage rhs = timed(report_.setup_seconds, [&] {
-      nufft_plan_ = make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_,
-                                                        {1, 1, 1});
+      nufft_plan_ = make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_, {1, 1, 1});
       return DeviceImage(grid_, stream_);
     });
-    const DeviceBuffer<cfloat> samples = timed(report_.transfer_seconds, [&] { return upload_weighted_samples(data_); });
-    timed(report_.fhd_seconds, [&] {
-      nufft_plan_->adjoint_device(samples.get(), rhs.data(), gridding_);
-      nufft_plan_->synchronize(); // the samples are freed next
+    const std::size_t m = trajectory_.size();
+    const std::vector<cfloat> weighted = host_weighted_samples(data_);
+    DeviceBuffer<cfloat> samples(m);
+    accumulate_rhs(rhs, [&](int c, DeviceImage &out) {
+      timed(report_.transfer_seconds, [&] {
+        MRI_CUDA_CHECK(cudaMemcpy(samples.get(), coil_samples(data_, weighted, c), m * sizeof(cfloat),
+                                  cudaMemcpyHostToDevice));
+      });
+      timed(report_.fhd_seconds, [&] {
+        nufft_plan_->adjoint_device(samples.get(), out.data(), gridding_);
+        nufft_plan_->synchronize(); // the samples are overwritten or freed next
+      });
     });
     return rhs;
   }
@@ -191,7 +229,7 @@ private:
         direct_op_.emplace(nufft_plan_, gridding_, data_.weights(), grid_, trajectory_.size());
       else
         direct_op_.emplace(trajectory_, data_.weights(), grid_, policy_, options_.precision, stream_);
-      direct_op_->set_regularizer(options_.regularizer, options_.lambda);
+      direct_op_->set_regularizer(inner_regularizer(), options_.lambda);
     });
   }
 
@@ -215,7 +253,7 @@ private:
       compute();
     report_.fft_setup_seconds = toeplitz_->setup().fft_setup_seconds;
     report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
-    toeplitz_->set_regularizer(options_.regularizer, options_.lambda);
+    toeplitz_->set_regularizer(inner_regularizer(), options_.lambda);
     report_.toeplitz_fft = toeplitz_->fft_note();
     report_.q_method = toeplitz_->q_path();
   }
@@ -238,6 +276,7 @@ private:
   }
 
   const KSpaceData &data_;
+  const CoilSensitivities *maps_;
   const Trajectory &trajectory_;
   const Grid grid_;
   const ReconOptions &options_;
@@ -254,13 +293,14 @@ private:
   std::shared_ptr<NufftDevicePlan> nufft_plan_;
   std::optional<ToeplitzOperator> toeplitz_;
   std::optional<DirectNormalOperator> direct_op_;
+  std::optional<DeviceCoils> coils_;
 };
 
 } // namespace
 
 ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
-                             Clock::time_point t_start) {
-  return GpuRecon(data, grid, options).run(t_start);
+                             const CoilSensitivities *maps, ReconReport report, Clock::time_point t_start) {
+  return GpuRecon(data, grid, options, maps, std::move(report)).run(t_start);
 }
 
 } // namespace mri::cuda::detail

@@ -7,9 +7,11 @@
 
 namespace mri::cuda::detail {
 
-// F^H D, Q (or its cached spectrum) and CG on the device, the image back to the host once; the
-// report's total_seconds counts from t_start.
+// F^H D, Q (or its cached spectrum) and CG on the device, the image back to the host once; with
+// maps (SENSE) the maps go up once and each coil's F^H D and normal run in turn on the one Q.
+// The report arrives with its coil fields filled; its total_seconds counts from t_start.
 ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                             const CoilSensitivities *maps, ReconReport report,
                              std::chrono::steady_clock::time_point t_start);
 
 } // namespace mri::cuda::detail

@@ -976,7 +976,7 @@ std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
 } // namespace
 
 DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
-                                     bool nufft) {
+                                     bool nufft, int coils) {
   const std::size_t n = static_cast<std::size_t>(grid.voxels());
   const Grid padded = grid.doubled();
   const std::size_t l = static_cast<std::size_t>(padded.voxels());
@@ -1008,6 +1008,12 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
                                   ? m * 16 + detail::dirichlet_spectrum_bytes(grid) + l * 4
                                   : std::size_t{0}});
     b.cg = iterates + toeplitz;
+  }
+  if (coils > 0) {
+    const std::size_t maps = static_cast<std::size_t>(coils) * n * 8;
+    b.fhd += maps + n * 8;
+    b.q += maps;
+    b.cg += maps + 2 * n * 8;
   }
   return b;
 }

@@ -4,12 +4,14 @@
 #include <optional>
 
 #include "backend.hpp"
+#include "coils/recon_coils.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/toeplitz.hpp"
 #include "mri/toeplitz_cache.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/recon_report.hpp"
+#include "mri_backend/sense.hpp"
 
 namespace mri {
 
@@ -33,7 +35,7 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
+void validate(const KSpaceData &data, const ReconOptions &o) {
   if (o.iterations < 0) detail::invalid_argument("options.iterations", o.iterations, "must be >= 0");
   if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
     detail::invalid_argument("options.tolerance", o.tolerance, "must be finite and >= 0");
@@ -112,9 +114,39 @@ struct CpuNormal {
   }
 };
 
+// The right-hand side: F^H (w .* D) for one coil, or sum_c conj(S_c) .* F^H (w .* D_c) (SENSE);
+// exact sums or one adjoint NUFFT per coil.
+Image cpu_rhs(const KSpaceData &data, const Grid &grid, const OperatorOptions &op, const NufftOperator *nufft,
+              const detail::HostCoils *coils) {
+  const std::vector<cfloat> weighted = data.weighted_samples();
+  const std::size_t m = data.samples_per_coil();
+  std::optional<FhDOperator> exact;
+  if (!nufft) exact.emplace(data.trajectory(), grid, op);
+  const auto coil_fhd = [&](int c, Image &out) {
+    const std::span<const cfloat> y(weighted.data() + static_cast<std::size_t>(c) * m, m);
+    if (nufft)
+      nufft->adjoint(y.data(), out.data());
+    else
+      out = exact->fourier().adjoint(y);
+  };
+  Image rhs(grid);
+  if (!coils) {
+    coil_fhd(0, rhs);
+    return rhs;
+  }
+  Image scratch(grid);
+  detail::sense_rhs(*coils, coil_fhd, scratch, rhs);
+  return rhs;
+}
+
+template <class Normal> Image solve_cg(ConjugateGradient<Normal, Image> &cg, const ReconOptions &o, const Image &rhs) {
+  cg.set_max_iterations(o.iterations).set_tolerance(o.tolerance);
+  if (o.on_iteration) cg.set_callback(o.on_iteration);
+  return cg.solve(rhs);
+}
+
 ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
-                            Clock::time_point t_start) {
-  ReconReport report;
+                            const CoilSensitivities *maps, ReconReport report, Clock::time_point t_start) {
   report.backend = Backend::Cpu;
   if (options.backend == Backend::Auto)
     report.backend_note = options.method == Method::Nufft && options.precision == Precision::Float64
@@ -125,23 +157,21 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
   const OperatorOptions op{Backend::Cpu, options.precision, options.policy};
   const bool nufft = options.method == Method::Nufft;
   const NufftOptions nufft_options = detail::recon_nufft_options(options, Backend::Cpu);
+  std::optional<detail::HostCoils> coils;
+  if (maps) coils.emplace(*maps, options.regularizer, options.lambda);
 
-  // F^H (w .* D): the exact sum, or one adjoint NUFFT (whose plan the direct normal reuses).
+  // F^H (w .* D) per coil: the exact sum, or one adjoint NUFFT (whose plan the direct normal reuses).
   auto t = Clock::now();
   std::optional<NufftOperator> nufft_op;
-  Image rhs(grid);
-  if (nufft) {
-    nufft_op.emplace(data.trajectory(), grid, nufft_options);
-    nufft_op->adjoint(data.weighted_samples().data(), rhs.data());
-  } else {
-    rhs = FhDOperator(data.trajectory(), grid, op).apply(data);
-  }
+  if (nufft) nufft_op.emplace(data.trajectory(), grid, nufft_options);
+  const Image rhs = cpu_rhs(data, grid, op, nufft_op ? &*nufft_op : nullptr, coils ? &*coils : nullptr);
   report.fhd_seconds = seconds_since(t);
   // Only the direct normal reuses the F^H D plan: with Toeplitz it goes before Q's plan on the
   // doubled grid is made (the two never held at once: the process's peak memory).
   if (options.normal == Normal::Toeplitz) nufft_op.reset();
 
-  // Q on the doubled grid: the exact sum, or one adjoint NUFFT there (or its spectrum from the cache).
+  // Q on the doubled grid: the exact sum, or one adjoint NUFFT there (or its spectrum from the
+  // cache). It does not depend on the coil: one Q for all.
   std::optional<QOperator> q;
   std::optional<DirectNormal> direct;
   const auto compute_q = [&] {
@@ -171,11 +201,18 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
   }
 
   t = Clock::now();
-  ConjugateGradient<CpuNormal, Image> cg(
-      CpuNormal{q ? &*q : nullptr, direct ? &*direct : nullptr, options.regularizer, options.lambda});
-  cg.set_max_iterations(options.iterations).set_tolerance(options.tolerance);
-  if (options.on_iteration) cg.set_callback(options.on_iteration);
-  Image image = cg.solve(rhs);
+  const QOperator *q_ptr = q ? &*q : nullptr;
+  const DirectNormal *direct_ptr = direct ? &*direct : nullptr;
+  if (coils) {
+    // SENSE: the one-coil normal without its regulariser inside, the regulariser once outside.
+    using Sense = detail::SenseNormal<Image, detail::HostCoils, CpuNormal>;
+    ConjugateGradient<Sense, Image> cg(Sense(*coils, CpuNormal{q_ptr, direct_ptr, Regularizer::None, 0.0}, rhs));
+    Image image = solve_cg(cg, options, rhs);
+    report.cg_seconds = seconds_since(t);
+    return detail::finish_recon(std::move(image), std::move(report), cg, t_start);
+  }
+  ConjugateGradient<CpuNormal, Image> cg(CpuNormal{q_ptr, direct_ptr, options.regularizer, options.lambda});
+  Image image = solve_cg(cg, options, rhs);
   report.cg_seconds = seconds_since(t);
   return detail::finish_recon(std::move(image), std::move(report), cg, t_start);
 }
@@ -184,16 +221,20 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
 
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
-  validate(data, grid, options);
+  validate(data, options);
   // Samples on or beyond the grid's edge are their periodic images (Trajectory::check_range):
   // wrapped once here, so every operator below sees [-n/2, n/2) and nothing is copied otherwise.
   const std::size_t outside = data.trajectory().check_range(grid);
   std::optional<KSpaceData> wrapped;
   if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
   const KSpaceData &inside = wrapped ? *wrapped : data;
+  ReconReport report;
+  const detail::ReconCoils coils = detail::prepare_coils(inside, grid, options, report);
+  const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
+  const CoilSensitivities *maps = coils.maps ? &*coils.maps : nullptr;
   ReconResult r = recon_backend(options) == Backend::Cuda
-                      ? detail::require_cuda("reconstruct").reconstruct(inside, grid, options, t_start)
-                      : reconstruct_cpu(inside, grid, options, t_start);
+                      ? detail::require_cuda("reconstruct").reconstruct(used, grid, options, maps, std::move(report), t_start)
+                      : reconstruct_cpu(used, grid, options, maps, std::move(report), t_start);
   r.report.wrapped_samples = outside;
   return r;
 }

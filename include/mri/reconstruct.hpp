@@ -1,5 +1,10 @@
 #pragma once
-// mri::reconstruct: F^H D, Q, then conjugate gradient on (F^H W F + lambda R^H R) x = F^H W D.
+// mri::reconstruct: F^H D, Q, then conjugate gradient on (F^H W F + lambda R^H R) x = F^H W D;
+// with multi-coil data (or maps given), SENSE:
+//   (sum_c S_c^H F^H W F S_c + lambda R^H R) x = sum_c S_c^H F^H W D_c   (mri/coils.hpp),
+// Q computed once (it does not depend on the coil) and applied per coil. Multi-coil data is
+// never reduced to one coil: without maps they are estimated (coil_maps = Estimate, the report
+// says how) or the call is refused (Require).
 //
 // method = Exact computes F^H D and Q by the exact sums (the seeds' operators, O(N*M));
 // method = Nufft by the Kaiser-Bessel gridding NUFFT of mri/nufft.hpp (O(M W^d + G log G)) at
@@ -22,9 +27,11 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "mri/coils.hpp"
 #include "mri/conjugate_gradient.hpp"
 #include "mri/kspace.hpp"
 #include "mri/nufft.hpp"
@@ -58,6 +65,13 @@ enum class QCacheStatus {
 };
 const char *to_string(QCacheStatus);
 
+// What reconstruct does with multi-coil data when ReconOptions::sensitivities is empty.
+enum class CoilMaps {
+  Estimate, // estimate them from the data (estimate_sensitivities with ReconOptions::sensitivity)
+  Require   // throw InvalidArgument: the caller must give maps
+};
+const char *to_string(CoilMaps);
+
 struct ReconOptions {
   int iterations = 20;
   double tolerance = 1e-6; // relative residual at which CG stops early
@@ -81,6 +95,14 @@ struct ReconOptions {
   // need is estimated before anything is allocated; a problem that does not fit throws
   // Unsupported naming the bytes needed and available.
   std::size_t device_memory_limit = 0;
+  // Coil sensitivities on `grid`, one per coil of the data (before compression). Given for
+  // single-coil data, they make a one-coil SENSE (e.g. an intensity correction).
+  std::shared_ptr<const CoilSensitivities> sensitivities;
+  CoilMaps coil_maps = CoilMaps::Estimate;
+  SensitivityOptions sensitivity; // how maps are estimated (coil_maps = Estimate)
+  // > 0: compress the coils to this many virtual coils (CoilCompression, applied to the data and
+  // the maps) before the reconstruction; must not exceed the data's coils. 0: all coils.
+  int virtual_coils = 0;
   // Called after each CG iteration with (iteration, iterate, relative residual). On the GPU this
   // costs one download of the iterate per iteration.
   std::function<void(int, const Image &, double)> on_iteration;
@@ -93,10 +115,15 @@ struct ReconReport {
                                   // (k - n round(k/n): the same DFT samples; Trajectory::check_range)
   Normal normal = Normal::Toeplitz;
   Method method = Method::Exact;
+  int acquired_coils = 1;        // the data's coils
+  int coils = 1;                 // the coils the SENSE operator used (virtual coils when compressed)
+  double coil_energy_kept = 1;   // with virtual_coils: the data's energy the virtual coils keep
+  std::string maps;              // "none" (single coil, no maps), "given", or "estimated (...)"
   // Phases (seconds, wall clock; on the GPU each phase ends with a stream synchronisation).
   double setup_seconds = 0;     // validation, plans and device buffers, cache key hashing
+  double coil_seconds = 0;      // estimating maps and compressing coils (host)
   double transfer_seconds = 0;  // host <-> device copies: samples, trajectory, weights, the result
-  double fhd_seconds = 0;       // F^H (w .* D)
+  double fhd_seconds = 0;       // F^H (w .* D) (SENSE: sum_c S_c^H F^H (w .* D_c))
   double q_seconds = 0;         // Q on the 2x grid, or reading its spectrum from the cache
   double fft_setup_seconds = 0; // FFT plans and FFT(Q) -> the Toeplitz spectrum (or its upload)
   double cg_seconds = 0;        // all CG iterations
@@ -123,7 +150,9 @@ struct ReconResult {
 };
 
 // Throws InvalidArgument for bad data/grid/options (sizes, dims, k beyond 3n/2,
-// lambda < 0, iterations < 0, nufft_tolerance outside its range); Unsupported when backend == Cuda cannot run here or the problem
+// lambda < 0, iterations < 0, nufft_tolerance outside its range, maps on another grid or of
+// another coil count, multi-coil data without maps under CoilMaps::Require, virtual_coils
+// outside [0, coils]); Unsupported when backend == Cuda cannot run here or the problem
 // does not fit in the device memory (the message names the bytes needed and free).
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options = {});
 

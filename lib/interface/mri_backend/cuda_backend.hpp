@@ -26,7 +26,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 2;
+inline constexpr int kCudaPluginAbi = 3;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -87,9 +87,14 @@ public:
                                              const NufftOptions &validated) const = 0;
   // MotionEstimator's device backend (float32); options validated.
   virtual std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const = 0;
-  // mri::reconstruct on the device; data, grid and options already validated. The report's
-  // total_seconds counts from t_start (when mri::reconstruct was entered), as on the CPU.
+  // mri::reconstruct on the device; data, grid and options already validated, the coils prepared
+  // (lib/coils/recon_coils.hpp): `data` is what to reconstruct (compressed when asked), `maps` its
+  // coils' sensitivities (null: single coil without maps, no SENSE; else maps->coils() ==
+  // data.coils()). ReconOptions::sensitivities and virtual_coils are not read again. `report`
+  // arrives with the coil fields filled; its total_seconds counts from t_start (when
+  // mri::reconstruct was entered), as on the CPU.
   virtual ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                                  const CoilSensitivities *maps, ReconReport report,
                                   std::chrono::steady_clock::time_point t_start) const = 0;
 };
 

@@ -1,0 +1,87 @@
+// DeviceCoils: SENSE's map products and the stand-alone regulariser on device images.
+#include <cuda_runtime.h>
+
+#include "cuda_check.cuh"
+#include "mri/detail/regularizer_stencil.hpp"
+#include "sense_cuda.hpp"
+
+namespace mri::cuda::detail {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks(std::size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+const float2 *f2(const cfloat *p) { return reinterpret_cast<const float2 *>(p); }
+float2 *f2(cfloat *p) { return reinterpret_cast<float2 *>(p); }
+
+__global__ void expand_kernel(const float2 *__restrict__ s, const float2 *__restrict__ x, float2 *__restrict__ out,
+                              long long n) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float2 a = s[i], b = x[i];
+  out[i] = make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+__global__ void combine_kernel(const float2 *__restrict__ s, const float2 *__restrict__ y, float2 *__restrict__ out,
+                               long long n, bool first) {
+  const long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const float2 a = s[i], b = y[i];
+  float2 v = make_float2(a.x * b.x + a.y * b.y, a.x * b.y - a.y * b.x); // conj(a) b
+  if (!first) {
+    const float2 o = out[i];
+    v.x += o.x;
+    v.y += o.y;
+  }
+  out[i] = v;
+}
+
+__global__ void regularize_kernel(int code, float lambda, const float *__restrict__ x, float2 *__restrict__ out,
+                                  long long nx, long long ny, long long nz) {
+  const long long v = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  if (v >= nx * ny * nz) return;
+  float re, im;
+  mri::detail::regularizer_normal_voxel(code, lambda, x, v, v % nx, (v / nx) % ny, v / (nx * ny), nx, ny, nz, re, im);
+  out[v].x += re;
+  out[v].y += im;
+}
+
+} // namespace
+
+DeviceCoils::DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer, double lambda, StreamHandle stream)
+    : coils_(maps.coils()), voxels_(maps.voxels()), grid_(maps.grid()), regularizer_(regularizer),
+      lambda_(static_cast<float>(lambda)) {
+  MRI_CUDA_CHECK(cudaMalloc(&maps_, maps.values().size() * sizeof(cfloat)));
+  const cudaError_t e = cudaMemcpyAsync(maps_, maps.values().data(), maps.values().size() * sizeof(cfloat),
+                                        cudaMemcpyHostToDevice, as_stream(stream));
+  const cudaError_t s = e == cudaSuccess ? cudaStreamSynchronize(as_stream(stream)) : e;
+  if (s != cudaSuccess) {
+    cudaFree(maps_);
+    MRI_CUDA_CHECK(s);
+  }
+}
+
+DeviceCoils::~DeviceCoils() { cudaFree(maps_); }
+
+void DeviceCoils::expand(int c, const DeviceImage &x, DeviceImage &out) const {
+  expand_kernel<<<blocks(voxels_), kThreads, 0, as_stream(out.stream())>>>(f2(map(c)), f2(x.data()), f2(out.data()),
+                                                                          static_cast<long long>(voxels_));
+  MRI_CUDA_CHECK(cudaGetLastError());
+}
+
+void DeviceCoils::combine(int c, const DeviceImage &y, DeviceImage &out, bool first) const {
+  combine_kernel<<<blocks(voxels_), kThreads, 0, as_stream(out.stream())>>>(f2(map(c)), f2(y.data()), f2(out.data()),
+                                                                           static_cast<long long>(voxels_), first);
+  MRI_CUDA_CHECK(cudaGetLastError());
+}
+
+void DeviceCoils::regularize(const DeviceImage &x, DeviceImage &out) const {
+  if (regularizer_ == Regularizer::None || lambda_ == 0.0f) return;
+  regularize_kernel<<<blocks(voxels_), kThreads, 0, as_stream(out.stream())>>>(
+      static_cast<int>(regularizer_), lambda_, reinterpret_cast<const float *>(x.data()), f2(out.data()), grid_.nx(),
+      grid_.ny(), grid_.nz());
+  MRI_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace mri::cuda::detail

@@ -1,0 +1,34 @@
+#pragma once
+// SENSE's coil side on the device (plain C++): the maps uploaded once, and the per-voxel map
+// products and the regulariser that mri_backend/sense.hpp composes around the one-coil normal
+// operator (the Coils of SenseNormal, on DeviceImages). Work is enqueued on the vectors' stream.
+#include "device_image.hpp"
+#include "mri/coils.hpp"
+#include "mri/regularizer.hpp"
+
+namespace mri::cuda::detail {
+
+class DeviceCoils {
+public:
+  // Uploads maps (blocking). Throws CudaError when the device allocation fails.
+  DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer, double lambda, StreamHandle stream);
+  ~DeviceCoils();
+  DeviceCoils(const DeviceCoils &) = delete;
+  DeviceCoils &operator=(const DeviceCoils &) = delete;
+
+  int count() const { return coils_; }
+  void expand(int c, const DeviceImage &x, DeviceImage &out) const;                // out = S_c .* x
+  void combine(int c, const DeviceImage &y, DeviceImage &out, bool first) const;   // out (+)= conj(S_c) .* y
+  void regularize(const DeviceImage &x, DeviceImage &out) const;                   // out += lambda R^H R x
+
+private:
+  const cfloat *map(int c) const { return maps_ + static_cast<std::size_t>(c) * voxels_; }
+  int coils_;
+  std::size_t voxels_;
+  Grid grid_;
+  Regularizer regularizer_;
+  float lambda_;
+  cfloat *maps_ = nullptr;
+};
+
+} // namespace mri::cuda::detail

@@ -1,0 +1,38 @@
+#pragma once
+// The SENSE encoding operator E: image -> multi-coil k-space, and its adjoint:
+//   (E x)_c = F (S_c .* x),        E^H y = sum_c conj(S_c) .* F^H y_c,
+// F the exact non-uniform DFT of fourier.hpp on each coil (coil-major samples, sample m of coil c
+// at c * M + m). reconstruct's SENSE normal equations are E^H W E x = E^H W D; this operator
+// exposes E itself, for tests, simulation and custom solvers.
+//
+// Thread safety: as the FourierOperator it holds (CPU: any number of threads at once).
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "mri/coils.hpp"
+#include "mri/fourier.hpp"
+
+namespace mri {
+
+class SenseOperator {
+public:
+  // Throws as FourierOperator, and InvalidArgument when maps is null or on another grid.
+  SenseOperator(Trajectory trajectory, Grid grid, std::shared_ptr<const CoilSensitivities> maps,
+                OperatorOptions options = {});
+
+  const FourierOperator &fourier() const { return fourier_; }
+  const CoilSensitivities &maps() const { return *maps_; }
+  int coils() const { return maps_->coils(); }
+
+  // E x: coils() * M samples. Throws InvalidArgument if the image's grid differs.
+  std::vector<cfloat> apply(const Image &image) const;
+  // E^H y. Throws InvalidArgument if y.size() != coils() * M.
+  Image adjoint(std::span<const cfloat> samples) const;
+
+private:
+  FourierOperator fourier_;
+  std::shared_ptr<const CoilSensitivities> maps_;
+};
+
+} // namespace mri

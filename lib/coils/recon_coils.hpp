@@ -1,0 +1,38 @@
+#pragma once
+// reconstruct's coil step, before any backend runs: the maps checked against the data, the coils
+// compressed (ReconOptions::virtual_coils), the maps estimated when none are given; and the host
+// side of SENSE (HostCoils: the Coils of mri_backend/sense.hpp on host images).
+#include <optional>
+
+#include "mri/coils.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri/regularizer.hpp"
+
+namespace mri::detail {
+
+struct ReconCoils {
+  std::optional<KSpaceData> compressed;  // the data after compression; empty: the data as given
+  std::optional<CoilSensitivities> maps; // empty: single-coil data without maps (no SENSE)
+};
+
+// Fills report.acquired_coils, coils, coil_energy_kept, maps and coil_seconds. Throws
+// InvalidArgument for maps of another grid or coil count, multi-coil data without maps under
+// CoilMaps::Require, virtual_coils outside [0, data.coils()].
+ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &options, ReconReport &report);
+
+class HostCoils {
+public:
+  HostCoils(const CoilSensitivities &maps, Regularizer regularizer, double lambda)
+      : maps_(&maps), regularizer_(regularizer), lambda_(lambda) {}
+  int count() const { return maps_->coils(); }
+  void expand(int c, const Image &x, Image &out) const;
+  void combine(int c, const Image &y, Image &out, bool first) const;
+  void regularize(const Image &x, Image &out) const;
+
+private:
+  const CoilSensitivities *maps_;
+  Regularizer regularizer_;
+  double lambda_;
+};
+
+} // namespace mri::detail
