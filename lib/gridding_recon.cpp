@@ -1,14 +1,13 @@
 // The gridding reconstruction baseline (gridding.hpp).
 #include "mri/gridding.hpp"
 
+#include "mri/coils.hpp"
 #include "mri/density.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
 
 Image gridding_reconstruction(const KSpaceData &data, const Grid &grid, const GriddingOptions &options) {
-  if (data.coils() != 1)
-    detail::invalid_argument("data.coils()", data.coils(), "multi-coil gridding is not implemented yet");
   if (options.pipe_menon_iterations < 0)
     detail::invalid_argument("options.pipe_menon_iterations", options.pipe_menon_iterations, "must be >= 0");
   const Trajectory &t = data.trajectory();
@@ -22,8 +21,13 @@ Image gridding_reconstruction(const KSpaceData &data, const Grid &grid, const Gr
   }
   std::vector<cfloat> y(t.size());
   const float scale = 1.0f / static_cast<float>(grid.voxels());
-  for (std::size_t m = 0; m < y.size(); ++m) y[m] = data.samples()[m] * (w[m] * scale);
-  return op.adjoint(y);
+  std::vector<Image> coil_images;
+  for (int c = 0; c < data.coils(); ++c) {
+    const cfloat *coil = data.samples().data() + static_cast<std::size_t>(c) * t.size();
+    for (std::size_t m = 0; m < y.size(); ++m) y[m] = coil[m] * (w[m] * scale);
+    coil_images.push_back(op.adjoint(y));
+  }
+  return data.coils() == 1 ? std::move(coil_images[0]) : root_sum_of_squares(coil_images);
 }
 
 } // namespace mri

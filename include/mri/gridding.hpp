@@ -20,9 +20,10 @@ struct GriddingOptions {
   int pipe_menon_iterations = 20; // density compensation when the data carry no weights
 };
 
-// Uses data.weights() when present, else Pipe-Menon weights (density::pipe_menon). Throws
-// InvalidArgument for multi-coil data, a trajectory that does not fit the grid, or bad
-// NUFFT options (see NufftOperator).
+// Uses data.weights() when present, else Pipe-Menon weights (density::pipe_menon). Multi-coil
+// data: each coil gridded, combined by root-sum-of-squares (a real, non-negative image). Throws
+// InvalidArgument for a trajectory that does not fit the grid or bad NUFFT options (see
+// NufftOperator).
 Image gridding_reconstruction(const KSpaceData &data, const Grid &grid, const GriddingOptions &options = {});
 
 } // namespace mri
