@@ -7,6 +7,9 @@
 //             each way of running the pad/multiply/crop (unfused kernels, cuFFT callbacks)
 //   RECON-2D  256^2 Shepp-Logan, spiral M = 2^16 (traj::spiral(grid, 16, 4096)), SNR 50,
 //             20 CG iterations end to end; and with normal = Direct (two O(N*M) sums per iteration)
+//   RECON-3D-MC  RECON-3D seen by 8 simulated coils (SimulatedCoils, exact k-space), M = 2^20 per
+//             coil, the true maps given, 20 CG iterations of SENSE: method = Nufft end to end, and
+//             method = Exact (F^H D for 8 coils: coil-pairs/s = coils N M / fhd_s)
 //
 // Timing: end to end = host wall clock of mri::reconstruct (after one untimed warm-up call in the
 // same process: CUDA context, module loading, cuFFT plans and their JIT are paid there; the report
@@ -49,12 +52,23 @@ struct Problem {
   Grid grid;
   mri::Image truth;
   std::optional<mri::KSpaceData> data;
+  std::shared_ptr<const mri::CoilSensitivities> maps; // multi-coil problems: the true maps
 };
 
 Problem make_problem(const std::string &name) {
   Problem p;
   p.name = name;
-  if (name == "RECON-3D" || name == "RECON-3D-256") {
+  if (name == "RECON-3D-MC") {
+    p.grid = Grid(128, 128, 128);
+    const auto phantom = mri::Phantom::shepp_logan_3d();
+    const mri::SimulatedCoils array(3, 8);
+    auto t = mri::traj::koosh(p.grid, 4096, 256);
+    auto s = array.kspace(phantom, t, p.grid);
+    mri::add_noise(s, 50.0, 1);
+    p.data.emplace(std::move(t), std::move(s), std::vector<float>{}, 8);
+    p.maps = std::make_shared<const mri::CoilSensitivities>(array.maps(p.grid));
+    p.truth = phantom.rasterize(p.grid, 2);
+  } else if (name == "RECON-3D" || name == "RECON-3D-256") {
     const std::int64_t n = name == "RECON-3D" ? 128 : 256;
     p.grid = Grid(n, n, n);
     const auto phantom = mri::Phantom::shepp_logan_3d();
@@ -116,6 +130,7 @@ void end_to_end(benchmark::State &state, const std::string &problem_name, const 
   Problem &p = problem(problem_name);
   static std::map<std::string, bool> warmed;
   mri::ReconResult r;
+  o.sensitivities = p.maps;
   try {
     if (warm_up && !warmed[label]) mri::reconstruct(*p.data, p.grid, o); // context, modules, plans, cache entry
     warmed[label] = true;
@@ -135,6 +150,12 @@ void end_to_end(benchmark::State &state, const std::string &problem_name, const 
     state.counters["psnr_dB"] = g_psnr[label];
   }
   g_reports[label] = r.report;
+  if (r.report.coils > 1) {
+    state.counters["coils"] = r.report.coils;
+    state.counters["coil_s"] = r.report.coil_seconds;
+    state.counters["fhd_coil_pairs/s"] = r.report.coils * static_cast<double>(p.grid.voxels()) *
+                                         static_cast<double>(p.data->samples_per_coil()) / r.report.fhd_seconds;
+  }
   if (r.report.q_method == "dirichlet-tensor-cores" && r.report.q_seconds > 0) {
     const double macs = 3.0 * static_cast<double>(p.grid.doubled().voxels()) * static_cast<double>(p.data->samples_per_coil());
     state.counters["q_tensor_MAC/s"] = macs / r.report.q_seconds;
@@ -195,6 +216,10 @@ void BM_Recon3D_Nufft(benchmark::State &state) {
 }
 void BM_Recon3D_NufftDirect(benchmark::State &state) { recon_nufft(state, "RECON-3D", mri::Normal::Direct); }
 void BM_Recon2D_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-2D", mri::Normal::Toeplitz); }
+void BM_Recon3DMC_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-3D-MC", mri::Normal::Toeplitz); }
+void BM_Recon3DMC_Exact(benchmark::State &state) {
+  end_to_end(state, "RECON-3D-MC", "RECON-3D-MC (exact)", recon_options(), false);
+}
 void BM_Recon3D_256(benchmark::State &state) {
   auto o = recon_options();
   o.iterations = 2;
@@ -330,6 +355,8 @@ int main(int argc, char **argv) {
   benchmark::RegisterBenchmark("RECON-3D/nufft-direct-normal", BM_Recon3D_NufftDirect)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-2D/nufft", BM_Recon2D_Nufft)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-2D/direct-normal", BM_Recon2D_Direct)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D-MC/nufft", BM_Recon3DMC_Nufft)->UseManualTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D-MC/exact", BM_Recon3DMC_Exact)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
   if (const char *e = std::getenv("MRI_BENCH_256"); e && std::string(e) == "1") {
     benchmark::RegisterBenchmark("RECON-3D-256/end-to-end", BM_Recon3D_256)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("RECON-3D-256/nufft", BM_Recon3D_256_Nufft)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);

@@ -9,6 +9,7 @@
 #include "device.cuh"
 #include "fhd_plan.cuh"
 #include "mri/error.hpp"
+#include "staged_upload.cuh"
 
 namespace mri::cuda::detail {
 
@@ -362,8 +363,7 @@ void FhdPlan::synchronize() { MRI_CUDA_CHECK(cudaStreamSynchronize(impl_->stream
 
 void FhdPlan::upload_samples(const cfloat *host) {
   require_resident(*impl_, "upload_samples");
-  MRI_CUDA_CHECK(cudaMemcpyAsync(impl_->samples.get(), host, impl_->m * sizeof(float2),
-                                 cudaMemcpyHostToDevice, impl_->stream.get()));
+  upload_staged(impl_->samples.get(), host, impl_->m * sizeof(float2), impl_->stream.get());
   synchronize();
 }
 void FhdPlan::upload_image(const cfloat *host) {

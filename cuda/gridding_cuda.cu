@@ -12,16 +12,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "cuda_check.cuh"
 #include "cufft_check.cuh"
 #include "mri/error.hpp"
+#include "staged_upload.cuh"
 
 namespace mri::cuda::detail {
 namespace {
@@ -166,88 +165,6 @@ void return_fft(const FftPlan &p) noexcept {
     g_idle_ffts.push_back(p);
   else
     cufftDestroy(p.handle);
-}
-
-// The trajectory upload. A pageable copy goes through the driver's staging at one host thread's
-// memcpy speed (H200 host: 25 MB in 3.0 ms); here up to kUploadThreads threads each copy chunks
-// into two slots of a small process-wide pinned ring and start each chunk's DMA at once, reusing
-// a slot when its previous DMA has finished (its event). The ring is small because pinning is
-// slow there (about 0.6 ms per MB, paid once per process: a buffer as large as the trajectory
-// cost 19 ms for 2^21 samples). Small uploads take the pageable copy.
-constexpr std::size_t kUploadThreads = 8;
-constexpr std::size_t kChunkPoints = std::size_t{1} << 15; // 384 KB: 16 slots = 6 MB pinned
-constexpr std::size_t kStagingMinBytes = std::size_t{1} << 20;
-
-struct Staging {
-  std::mutex mutex;
-  KPoint *host = nullptr; // 2 kUploadThreads slots of kChunkPoints
-  std::vector<cudaEvent_t> done;
-  std::vector<char> pending;
-  bool unavailable = false; // pinning failed once: pageable from then on
-};
-Staging &g_staging = *new Staging();
-
-// Runs work(w) for w = 0 .. workers - 1, on this thread and workers - 1 others (fewer if threads
-// cannot be made: the rest run here).
-template <class F> void run_workers(std::size_t workers, F &&work) {
-  std::vector<std::thread> threads;
-  std::size_t started = 1;
-  try {
-    for (; started < workers; ++started) threads.emplace_back(work, started);
-  } catch (...) {
-  }
-  work(std::size_t{0});
-  for (std::size_t w = started; w < workers; ++w) work(w);
-  for (std::thread &t : threads) t.join();
-}
-
-// Copies m points to dst (device), in `stream`'s order; src may be reused on return.
-void upload_points(KPoint *dst, const KPoint *src, std::size_t m, cudaStream_t stream) {
-  const std::size_t bytes = m * sizeof(KPoint);
-  std::unique_lock lock(g_staging.mutex);
-  if (bytes >= kStagingMinBytes && !g_staging.host && !g_staging.unavailable) {
-    const std::size_t slots = 2 * kUploadThreads;
-    if (cudaHostAlloc(reinterpret_cast<void **>(&g_staging.host), slots * kChunkPoints * sizeof(KPoint),
-                      cudaHostAllocDefault) != cudaSuccess) {
-      cudaGetLastError(); // not sticky: fall back to the pageable copy
-      g_staging.host = nullptr;
-      g_staging.unavailable = true;
-    } else {
-      g_staging.done.assign(slots, nullptr);
-      g_staging.pending.assign(slots, 0);
-      for (cudaEvent_t &e : g_staging.done) MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    }
-  }
-  if (bytes < kStagingMinBytes || !g_staging.host) {
-    lock.unlock();
-    MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
-    return;
-  }
-  const std::size_t chunks = (m + kChunkPoints - 1) / kChunkPoints;
-  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t workers = std::min({chunks, kUploadThreads, cores});
-  std::vector<cudaError_t> errors(workers, cudaSuccess);
-  run_workers(workers, [&](std::size_t w) {
-    std::size_t turn = 0;
-    for (std::size_t c = w; c < chunks; c += workers, ++turn) {
-      const std::size_t slot = 2 * w + (turn & 1);
-      KPoint *pinned = g_staging.host + slot * kChunkPoints;
-      cudaError_t e = cudaSuccess;
-      if (g_staging.pending[slot]) e = cudaEventSynchronize(g_staging.done[slot]);
-      const std::size_t first = c * kChunkPoints, n = std::min(kChunkPoints, m - first);
-      if (e == cudaSuccess) {
-        std::memcpy(pinned, src + first, n * sizeof(KPoint));
-        e = cudaMemcpyAsync(dst + first, pinned, n * sizeof(KPoint), cudaMemcpyHostToDevice, stream);
-      }
-      if (e == cudaSuccess) e = cudaEventRecord(g_staging.done[slot], stream);
-      if (e != cudaSuccess) {
-        errors[w] = e;
-        return;
-      }
-      g_staging.pending[slot] = 1;
-    }
-  });
-  for (const cudaError_t e : errors) check(e, "staged trajectory upload", __FILE__, __LINE__);
 }
 
 constexpr int kMaxCoef = 25 * kMaxDeviceWidth; // degree <= 24
@@ -710,7 +627,7 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   State &s = *s_;
   Buffer<KPoint> traj;
   traj.allocate(trajectory.size(), s.pool, s.stream);
-  upload_points(traj.get(), trajectory.data(), trajectory.size(), s.stream);
+  upload_staged(traj.get(), trajectory.data(), trajectory.size() * sizeof(KPoint), s.stream);
   set_points(traj.get(), {1.0f, 1.0f, 1.0f});
   if (!s.within) {
     trajectory.check_within(Grid(setup.n[0], setup.n[1], setup.n[2])); // names the sample
@@ -880,7 +797,7 @@ DevicePoints::DevicePoints(const Trajectory &trajectory) : size_(trajectory.size
   cudaStream_t stream = nullptr;
   try {
     MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    upload_points(data_, trajectory.data(), size_, stream);
+    upload_staged(data_, trajectory.data(), size_ * sizeof(KPoint), stream);
     MRI_CUDA_CHECK(cudaStreamSynchronize(stream));
     MRI_CUDA_CHECK(cudaStreamDestroy(stream));
   } catch (...) {
@@ -952,8 +869,7 @@ void NufftDevicePlan::synchronize() { MRI_CUDA_CHECK(cudaStreamSynchronize(s_->s
 void *NufftDevicePlan::stream() const { return s_->stream; }
 
 void NufftDevicePlan::upload_samples(const cfloat *samples) {
-  MRI_CUDA_CHECK(cudaMemcpyAsync(s_->samples.get(), samples, static_cast<std::size_t>(s_->m) * sizeof(float2),
-                                 cudaMemcpyHostToDevice, s_->stream));
+  upload_staged(s_->samples.get(), samples, static_cast<std::size_t>(s_->m) * sizeof(float2), s_->stream);
   synchronize();
 }
 void NufftDevicePlan::upload_image(const cfloat *image) {
@@ -1028,17 +944,7 @@ double NufftDevicePlan::setup_ms() const {
 }
 
 void release_gridding_cache() {
-  {
-    std::lock_guard lock(g_staging.mutex);
-    for (std::size_t i = 0; i < g_staging.done.size(); ++i) {
-      if (g_staging.pending[i]) MRI_CUDA_CHECK(cudaEventSynchronize(g_staging.done[i]));
-      MRI_CUDA_CHECK(cudaEventDestroy(g_staging.done[i]));
-    }
-    g_staging.done.clear();
-    g_staging.pending.clear();
-    if (g_staging.host) MRI_CUDA_CHECK(cudaFreeHost(g_staging.host));
-    g_staging.host = nullptr;
-  }
+  release_staging();
   std::lock_guard lock(g_cache_mutex);
   for (const FftPlan &p : g_idle_ffts) cufftDestroy(p.handle);
   g_idle_ffts.clear();

@@ -16,6 +16,7 @@
 #include "mri_backend/sense.hpp"
 #include "recon_cuda.hpp"
 #include "sense_cuda.hpp"
+#include "staged_upload.cuh"
 #include "toeplitz_cuda.hpp"
 
 namespace mri::cuda::detail {
@@ -212,8 +213,8 @@ private:
     DeviceBuffer<cfloat> samples(m);
     accumulate_rhs(rhs, [&](int c, DeviceImage &out) {
       timed(report_.transfer_seconds, [&] {
-        MRI_CUDA_CHECK(cudaMemcpy(samples.get(), coil_samples(data_, weighted, c), m * sizeof(cfloat),
-                                  cudaMemcpyHostToDevice));
+        upload_staged(samples.get(), coil_samples(data_, weighted, c), m * sizeof(cfloat),
+                      static_cast<cudaStream_t>(nufft_plan_->stream()));
       });
       timed(report_.fhd_seconds, [&] {
         nufft_plan_->adjoint_device(samples.get(), out.data(), gridding_);

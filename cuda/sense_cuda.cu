@@ -4,6 +4,7 @@
 #include "cuda_check.cuh"
 #include "mri/detail/regularizer_stencil.hpp"
 #include "sense_cuda.hpp"
+#include "staged_upload.cuh"
 
 namespace mri::cuda::detail {
 namespace {
@@ -53,12 +54,11 @@ DeviceCoils::DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer,
     : coils_(maps.coils()), voxels_(maps.voxels()), grid_(maps.grid()), regularizer_(regularizer),
       lambda_(static_cast<float>(lambda)) {
   MRI_CUDA_CHECK(cudaMalloc(&maps_, maps.values().size() * sizeof(cfloat)));
-  const cudaError_t e = cudaMemcpyAsync(maps_, maps.values().data(), maps.values().size() * sizeof(cfloat),
-                                        cudaMemcpyHostToDevice, as_stream(stream));
-  const cudaError_t s = e == cudaSuccess ? cudaStreamSynchronize(as_stream(stream)) : e;
-  if (s != cudaSuccess) {
+  try {
+    upload_staged(maps_, maps.values().data(), maps.values().size() * sizeof(cfloat), as_stream(stream));
+  } catch (...) {
     cudaFree(maps_);
-    MRI_CUDA_CHECK(s);
+    throw;
   }
 }
 

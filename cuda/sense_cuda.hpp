@@ -10,7 +10,7 @@ namespace mri::cuda::detail {
 
 class DeviceCoils {
 public:
-  // Uploads maps (blocking). Throws CudaError when the device allocation fails.
+  // Uploads maps, ordered on `stream` (the host array may go on return). Throws CudaError.
   DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer, double lambda, StreamHandle stream);
   ~DeviceCoils();
   DeviceCoils(const DeviceCoils &) = delete;

@@ -231,7 +231,7 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   ReconReport report;
   const detail::ReconCoils coils = detail::prepare_coils(inside, grid, options, report);
   const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
-  const CoilSensitivities *maps = coils.maps ? &*coils.maps : nullptr;
+  const CoilSensitivities *maps = coils.maps.get();
   ReconResult r = recon_backend(options) == Backend::Cuda
                       ? detail::require_cuda("reconstruct").reconstruct(used, grid, options, maps, std::move(report), t_start)
                       : reconstruct_cpu(used, grid, options, maps, std::move(report), t_start);

@@ -5,7 +5,8 @@
 # gridding NUFFT; Toeplitz normal both), 2 OpenMP threads.
 #   start: `recon_cfl --help` / `bart version`, process start to exit from main (dynamic
 #          loading and static initialisation of every library included)
-#   recon: the whole reconstruction, files read and written
+#   recon: the whole reconstruction, files read and written; and RECON-2D-MC (8 coils, BART's
+#          simulated coils and maps given to both: `bart pics -l2 -r r -w 1`)
 # Wall and CPU time and peak resident set of RUNS runs each (see measure()).
 #   scripts/bench-startup.sh [build-dir]     (RUNS=10 by default)
 set -euo pipefail
@@ -17,6 +18,8 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 export OMP_NUM_THREADS=2
 bart traj -x 512 -y 403 -r t0 && bart scale 0.5 t0 traj && bart phantom -k -t traj ksp && bart ones 2 256 256 sens
+# RECON-2D-MC: the same spokes seen by BART's 8 simulated coils, with BART's maps for both.
+bart phantom -s 8 -k -t traj ksp8 && bart phantom -S 8 -x 256 sens8
 r=0.001
 lambda=$(awk -v r=$r 'BEGIN { print r * 256 * 256 }')
 
@@ -50,6 +53,8 @@ row "mri recon_cfl" start "$build/examples/recon_cfl" --help
 row "bart" start bart version
 row "mri recon_cfl" "recon 30 it" "$build/examples/recon_cfl" --size 256 --iterations 30 --lambda "$lambda" --method nufft traj ksp img
 row "bart pics" "recon 30 it" bart pics -S -l2 -r $r -i 30 -t traj ksp sens img2
+row "mri recon_cfl" "8 coils, 30 it" "$build/examples/recon_cfl" --size 256 --iterations 30 --lambda "$lambda" --method nufft --sens sens8 traj ksp8 img3
+row "bart pics" "8 coils, 30 it" bart pics -l2 -r $r -w 1 -i 30 -t traj ksp8 sens8 img4
 echo
 echo "$(date -u +%FT%TZ), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, runs=$runs"
 ldd "$build/lib/libmri.so.0" | awk '{ print $1 }' | tr '\n' ' '

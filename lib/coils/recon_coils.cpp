@@ -40,17 +40,17 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
   if (o.virtual_coils > 0 && o.virtual_coils < data.coils()) {
     const CoilCompression cc(data, o.virtual_coils);
     out.compressed.emplace(cc.apply(data));
-    if (o.sensitivities) out.maps.emplace(cc.apply(*o.sensitivities));
+    if (o.sensitivities) out.maps = std::make_shared<const CoilSensitivities>(cc.apply(*o.sensitivities));
     report.coils = cc.virtual_coils();
     report.coil_energy_kept = cc.energy_kept();
   } else if (o.sensitivities) {
-    out.maps.emplace(*o.sensitivities);
+    out.maps = o.sensitivities;
   }
   const KSpaceData &used = out.compressed ? *out.compressed : data;
   if (o.sensitivities) {
     report.maps = "given";
   } else if (used.coils() > 1) {
-    out.maps.emplace(estimate_sensitivities(used, grid, o.sensitivity));
+    out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities(used, grid, o.sensitivity));
     report.maps = "estimated (k-space centre |k| < " + std::to_string(o.sensitivity.calibration / 2.0) +
                   ", Hann taper, " + (used.has_weights() ? "data weights" : "Pipe-Menon weights") +
                   ", RSS-normalised, masked below " + std::to_string(o.sensitivity.mask_threshold) + " of the peak)";

@@ -35,7 +35,10 @@ Simulated simulated(const Grid &grid, int coils) {
   const SimulatedCoils array(grid.dims(), coils);
   const int n = static_cast<int>(grid.nx());
   Trajectory t = three_d ? traj::koosh(grid, n * n / 2, 2 * n) : traj::radial(grid, n, 2 * n);
-  std::vector<float> w = three_d ? std::vector<float>{} : density::radial(t, grid, n);
+  // Density weights keep CG well conditioned, so the two backends' float rounding stays small
+  // after many iterations (unweighted 3D koosh: 0.1-2 % apart after 8 iterations on one backend
+  // between methods alone).
+  std::vector<float> w = three_d ? density::pipe_menon(t, grid).weights : density::radial(t, grid, n);
   std::vector<cfloat> y = array.kspace(phantom, t, grid);
   add_noise(y, 80.0, 5);
   return {grid, phantom.rasterize(grid, 2), KSpaceData(std::move(t), std::move(y), std::move(w), coils),
@@ -133,8 +136,10 @@ TEST_CASE("gpu sense: the memory estimate counts the coils and refuses up front"
   const std::size_t with_coils = reconstruct(s.data, s.grid, o).report.device_bytes;
   o.virtual_coils = 2;
   const std::size_t with_two = reconstruct(s.data, s.grid, o).report.device_bytes;
-  // Six fewer maps of 32^2 complex floats.
-  CHECK(with_coils - with_two == 6u * 32 * 32 * 8);
+  // Six fewer maps of 32^2 complex floats (plus the F^H D plan's share, which depends on the free
+  // memory at the time: a few KiB).
+  CHECK(with_coils - with_two >= 6u * 32 * 32 * 8);
+  CHECK(with_coils - with_two < 6u * 32 * 32 * 8 + 16384);
   o.virtual_coils = 0;
   o.device_memory_limit = with_coils - 1;
   try {

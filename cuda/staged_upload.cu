@@ -1,0 +1,108 @@
+// upload_staged: pageable host memory to the device through a small pinned ring (staged_upload.cuh).
+#include "staged_upload.cuh"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cuda_check.cuh"
+
+namespace mri::cuda::detail {
+namespace {
+
+constexpr std::size_t kUploadThreads = 8;
+constexpr std::size_t kChunkBytes = std::size_t{384} << 10; // 16 slots = 6 MB pinned
+constexpr std::size_t kStagingMinBytes = std::size_t{1} << 20;
+
+struct Staging {
+  std::mutex mutex;
+  char *host = nullptr; // 2 kUploadThreads slots of kChunkBytes
+  std::vector<cudaEvent_t> done;
+  std::vector<char> pending;
+  bool unavailable = false; // pinning failed once: pageable from then on
+};
+Staging &g_staging = *new Staging();
+
+// Runs work(w) for w = 0 .. workers - 1, on this thread and workers - 1 others (fewer if threads
+// cannot be made: the rest run here).
+template <class F> void run_workers(std::size_t workers, F &&work) {
+  std::vector<std::thread> threads;
+  std::size_t started = 1;
+  try {
+    for (; started < workers; ++started) threads.emplace_back(work, started);
+  } catch (...) {
+  }
+  work(std::size_t{0});
+  for (std::size_t w = started; w < workers; ++w) work(w);
+  for (std::thread &t : threads) t.join();
+}
+
+// The ring, pinned on first use (g_staging.mutex held). False: take the pageable path.
+bool ring_ready() {
+  if (!g_staging.host && !g_staging.unavailable) {
+    const std::size_t slots = 2 * kUploadThreads;
+    if (cudaHostAlloc(reinterpret_cast<void **>(&g_staging.host), slots * kChunkBytes, cudaHostAllocDefault) !=
+        cudaSuccess) {
+      cudaGetLastError(); // not sticky: fall back to the pageable copy
+      g_staging.host = nullptr;
+      g_staging.unavailable = true;
+    } else {
+      g_staging.done.assign(slots, nullptr);
+      g_staging.pending.assign(slots, 0);
+      for (cudaEvent_t &e : g_staging.done) MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+  }
+  return g_staging.host != nullptr;
+}
+
+} // namespace
+
+void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
+  std::unique_lock lock(g_staging.mutex);
+  if (bytes < kStagingMinBytes || !ring_ready()) {
+    lock.unlock();
+    MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    return;
+  }
+  const std::size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
+  const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t workers = std::min({chunks, kUploadThreads, cores});
+  std::vector<cudaError_t> errors(workers, cudaSuccess);
+  run_workers(workers, [&](std::size_t w) {
+    std::size_t turn = 0;
+    for (std::size_t c = w; c < chunks; c += workers, ++turn) {
+      const std::size_t slot = 2 * w + (turn & 1);
+      char *pinned = g_staging.host + slot * kChunkBytes;
+      cudaError_t e = cudaSuccess;
+      if (g_staging.pending[slot]) e = cudaEventSynchronize(g_staging.done[slot]);
+      const std::size_t first = c * kChunkBytes, n = std::min(kChunkBytes, bytes - first);
+      if (e == cudaSuccess) {
+        std::memcpy(pinned, static_cast<const char *>(src) + first, n);
+        e = cudaMemcpyAsync(static_cast<char *>(dst) + first, pinned, n, cudaMemcpyHostToDevice, stream);
+      }
+      if (e == cudaSuccess) e = cudaEventRecord(g_staging.done[slot], stream);
+      if (e != cudaSuccess) {
+        errors[w] = e;
+        return;
+      }
+      g_staging.pending[slot] = 1;
+    }
+  });
+  for (const cudaError_t e : errors) check(e, "staged upload", __FILE__, __LINE__);
+}
+
+void release_staging() {
+  std::lock_guard lock(g_staging.mutex);
+  for (std::size_t i = 0; i < g_staging.done.size(); ++i) {
+    if (g_staging.pending[i]) MRI_CUDA_CHECK(cudaEventSynchronize(g_staging.done[i]));
+    MRI_CUDA_CHECK(cudaEventDestroy(g_staging.done[i]));
+  }
+  g_staging.done.clear();
+  g_staging.pending.clear();
+  if (g_staging.host) MRI_CUDA_CHECK(cudaFreeHost(g_staging.host));
+  g_staging.host = nullptr;
+}
+
+} // namespace mri::cuda::detail

@@ -1,0 +1,23 @@
+#pragma once
+// Large host-to-device copies from pageable memory at several host threads' memcpy speed. A
+// pageable cudaMemcpy goes through the driver's staging at one thread's memcpy speed (H200 host:
+// 25 MB in 3.0 ms); here up to kUploadThreads threads each copy chunks into two slots of a small
+// process-wide pinned ring and start each chunk's DMA at once, reusing a slot when its previous
+// DMA has finished (its event). The ring is small because pinning is slow there (about 0.6 ms per
+// MB, paid once per process: a buffer as large as a 2^21-sample trajectory cost 19 ms). Copies
+// under 1 MB take the pageable path. Used for trajectories, coil samples and coil maps.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace mri::cuda::detail {
+
+// Copies `bytes` from host `src` to device `dst`, ordered on `stream`; src may be reused on
+// return (the DMA of the last chunks may still run: later work on `stream` is ordered after it).
+// Throws CudaError.
+void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream);
+
+// Frees the pinned ring (after its pending copies finished); the next large upload makes it anew.
+void release_staging();
+
+} // namespace mri::cuda::detail
