@@ -34,7 +34,7 @@ mri::Image map_image(const mri::CoilSensitivities &maps, int c) {
 int main(int argc, char **argv) {
   CLI::App app{"mri example: 8-coil SENSE with estimated maps (2D radial)"};
   int size = 256, coils = 8, spokes = 96, iterations = 30;
-  double snr = 60, lambda_per_voxel = 1e-3;
+  double snr = 60, lambda_per_voxel = 3e-2;
   bool true_maps = false;
   std::string out = "sense_2d.png";
   mri::Backend backend = mri::Backend::Auto;
@@ -46,6 +46,12 @@ int main(int argc, char **argv) {
   app.add_option("--lambda", lambda_per_voxel, "Tikhonov weight per voxel (lambda / voxels)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--true-maps", true_maps, "use the simulator's maps instead of estimating them");
+  mri::ReconOptions options;
+  app.add_option("--calibration", options.sensitivity.calibration, "map estimate: calibration width, cycles/FOV")
+      ->capture_default_str();
+  app.add_option("--mask", options.sensitivity.mask_threshold,
+                 "map estimate: maps are zero where the low-resolution RSS is below this fraction of its peak")
+      ->capture_default_str();
   example::add_backend_option(app, backend, "auto | cpu | cuda");
   app.add_option("--out", out, "PNG to write");
   CLI11_PARSE(app, argc, argv);
@@ -71,7 +77,6 @@ int main(int argc, char **argv) {
     if (!true_maps)
       for (std::size_t i = 0; i < truth.size(); ++i) truth[i] *= rss[i].real();
 
-    mri::ReconOptions options;
     options.backend = backend;
     options.method = mri::Method::Nufft;
     options.iterations = iterations;
