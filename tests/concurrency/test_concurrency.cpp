@@ -13,7 +13,8 @@
 // shared by all threads (its calls only read it); NufftOperator and QOperator own scratch buffers,
 // so each thread makes its own (copies of a NufftOperator share the plan, whose calls are
 // serialized: tested last);
-// reconstruct() and gridding_reconstruction() are free functions safe to call concurrently.
+// reconstruct() and gridding_reconstruction() are free functions safe to call concurrently, also
+// with multi-coil data sharing one CoilSensitivities (immutable, read only).
 //
 // A deadlock fails: the watchdog ends the process with a message after kDeadline.
 #include <omp.h>
@@ -26,11 +27,13 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "catch.hpp"
+#include "mri/coil_simulation.hpp"
 #include "mri/fourier.hpp"
 #include "mri/gridding.hpp"
 #include "mri/nufft.hpp"
@@ -172,6 +175,44 @@ TEST_CASE("concurrency: 16 reconstructions and gridding reconstructions at once"
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>([](int t) {
     return gridding_reconstruction(problem_of(t).data, problem_of(t).grid).values();
   }));
+}
+
+TEST_CASE("concurrency: 16 multi-coil SENSE reconstructions at once: shared maps, estimated maps, compression",
+          "[concurrency]") {
+  // Three coils per problem (SimulatedCoils); threads of one problem share one map object (read
+  // only), and every fourth thread estimates its maps and compresses to two virtual coils.
+  struct MultiCoil {
+    Grid grid;
+    KSpaceData data;
+    std::shared_ptr<const CoilSensitivities> maps;
+  };
+  std::vector<MultiCoil> mc;
+  for (int i = 0; i < kProblems; ++i) {
+    const Grid grid(20 + 4 * i, 20 + 4 * i);
+    const SimulatedCoils array(2, 3);
+    auto t = traj::radial(grid, 24 + i, 2 * static_cast<int>(grid.nx()));
+    auto s = array.kspace(Phantom::shepp_logan_2d(), t, grid);
+    add_noise(s, 40.0, 30 + i);
+    mc.push_back({grid, KSpaceData(std::move(t), std::move(s), test::random_weights(t.size(), 40 + i), 3),
+                  std::make_shared<const CoilSensitivities>(array.maps(grid))});
+  }
+  for (const Method method : {Method::Exact, Method::Nufft}) {
+    INFO("method " << to_string(method));
+    check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
+      const MultiCoil &p = mc[static_cast<std::size_t>(t % kProblems)];
+      ReconOptions options;
+      options.backend = Backend::Cpu;
+      options.method = method;
+      options.iterations = 5;
+      options.lambda = 0.5;
+      options.regularizer = Regularizer::Tikhonov;
+      if (t % 4 == 3)
+        options.virtual_coils = 2;
+      else
+        options.sensitivities = p.maps;
+      return reconstruct(p.data, p.grid, options).image.values();
+    }));
+  }
 }
 
 TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory",
