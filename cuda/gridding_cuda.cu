@@ -267,16 +267,21 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
 // are one contiguous run of the sorted samples (two when the run wraps around x = 0). The W
 // rows of one dz have their run bounds loaded together (independent loads in flight), then are
 // summed in a fixed order with the precomputed weights: bitwise deterministic.
-template <int D, int W>
+// Coils (CB > 1): `coils` <= CB coils at once, coil c's sorted samples at val + c * m and its grid
+// at grid + c * points; the runs, cells and weights are read once for all of them (SENSE's F^H D).
+template <int D, int W, int CB = 1>
 __global__ void __launch_bounds__(256) gather_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
                                                      const float2 *__restrict__ val, const unsigned *__restrict__ offsets,
-                                                     Dev d, float2 *__restrict__ grid) {
+                                                     Dev d, float2 *__restrict__ grid, int coils = 1,
+                                                     unsigned m = 0, std::size_t points = 0) {
   constexpr int DW = D * W;
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   const int y = blockIdx.y * blockDim.y + threadIdx.y;
   const int z = blockIdx.z;
   if (x >= d.gx || y >= d.gy) return;
-  float ar = 0.f, ai = 0.f;
+  float ar[CB], ai[CB];
+#pragma unroll
+  for (int c = 0; c < CB; ++c) ar[c] = ai[c] = 0.f;
   const int lo = x - W + 1;
 #pragma unroll 1
   for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
@@ -305,16 +310,23 @@ __global__ void __launch_bounds__(256) gather_kernel(const int *__restrict__ jxs
           const float *w = wts + static_cast<std::size_t>(i) * DW;
           float wt = w[dx] * w[W + dy];
           if constexpr (D == 3) wt *= w[2 * W + dz];
-          const float2 v = val[i];
-          ar = fmaf(wt, v.x, ar);
-          ai = fmaf(wt, v.y, ai);
+#pragma unroll
+          for (int c = 0; c < CB; ++c)
+            if (c < coils) {
+              const float2 v = val[i + static_cast<std::size_t>(c) * m];
+              ar[c] = fmaf(wt, v.x, ar[c]);
+              ai[c] = fmaf(wt, v.y, ai[c]);
+            }
         }
       };
       run(b[dy], e[dy]);
       run(b2[dy], e2[dy]);
     }
   }
-  grid[(static_cast<unsigned>(z) * d.gy + y) * d.gx + x] = make_float2(ar, ai);
+  const std::size_t at = (static_cast<std::size_t>(z) * d.gy + y) * d.gx + x;
+#pragma unroll
+  for (int c = 0; c < CB; ++c)
+    if (c < coils) grid[at + static_cast<std::size_t>(c) * points] = make_float2(ar[c], ai[c]);
 }
 
 // The window of sorted sample i (record r, cell key) for the thread-per-sample kernels: calls
@@ -531,9 +543,13 @@ __global__ void pad_kernel(const float2 *image, Dev d, const float *deapod, floa
   grid[j] = make_float2(x.x * w, x.y * w);
 }
 
+// Coils gridded together by the coil-batched gather (adjoint_coils_device).
+constexpr int kCoilBlock = NufftDevicePlan::kCoilBlock;
+
 struct Kernels {
   decltype(&prep_kernel<2, 4>) prep;
   decltype(&gather_kernel<2, 4>) gather;
+  decltype(&gather_kernel<2, 4, kCoilBlock>) gather_coils;
   decltype(&scatter_kernel<2, 4>) scatter;
   decltype(&sm_scatter_kernel<2, 4>) sm;
   decltype(&interp_kernel<2, 4>) interp;
@@ -542,8 +558,10 @@ struct Kernels {
 
 template <int D, int W> Kernels kernels_of() {
   using T = SmTile<D, W>;
-  return {&prep_kernel<D, W>, &gather_kernel<D, W>,   &scatter_kernel<D, W>, &sm_scatter_kernel<D, W>,
-          &interp_kernel<D, W>, T::TX, T::TY, T::TZ};
+  return {&prep_kernel<D, W>,         &gather_kernel<D, W>, &gather_kernel<D, W, kCoilBlock>,
+          &scatter_kernel<D, W>,      &sm_scatter_kernel<D, W>,
+          &interp_kernel<D, W>,       T::TX,
+          T::TY,                      T::TZ};
 }
 
 template <int D, int W = 2> Kernels pick(int width) {
@@ -601,6 +619,7 @@ struct NufftDevicePlan::State {
   Buffer<float4> rec;
   Buffer<float> consts, wts; // consts: kernel polynomial (kMaxCoef floats), then deapodization
   Buffer<float2> grid, sorted, samples, image;
+  Buffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
   Buffer<unsigned char> fft_work;
 
   const float *coef() const { return consts.get(); }
@@ -613,7 +632,7 @@ struct NufftDevicePlan::State {
     rec.release();
     consts.release();
     wts.release();
-    for (auto *b : {&grid, &sorted, &samples, &image}) b->release();
+    for (auto *b : {&grid, &sorted, &samples, &image, &coil_grids, &coil_sorted}) b->release();
     fft_work.release();
     if (fft_held) return_fft(fft);
     if (e0) cudaEventDestroy(e0);
@@ -842,7 +861,7 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
     const dim3 block(32, 8, 1);
     const dim3 grid(blocks(s.dev.gx, 32), blocks(s.dev.gy, 8), static_cast<unsigned>(s.dev.gz));
     s.k.gather<<<grid, block, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.dev,
-                                             s.grid.get());
+                                             s.grid.get(), 1, 0u, std::size_t{0});
     check_launch("gather_kernel");
   }
   MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
@@ -850,6 +869,42 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
   crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod(),
                                                             reinterpret_cast<float2 *>(d_image));
   check_launch("crop_kernel");
+}
+
+void NufftDevicePlan::adjoint_coils_device(const cfloat *d_samples, int coils, cfloat *d_images, Gridding gridding) {
+  State &s = *s_;
+  const std::size_t m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.voxels),
+                    points = static_cast<std::size_t>(s.points);
+  if (gridding == Gridding::Scatter || coils == 1) {
+    for (int c = 0; c < coils; ++c) adjoint_device(d_samples + c * m, d_images + c * n, gridding);
+    return;
+  }
+  if (s.coil_grids.size() < kCoilBlock * points) s.coil_grids.allocate(kCoilBlock * points, s.pool, s.stream);
+  if (s.coil_sorted.size() < kCoilBlock * m) s.coil_sorted.allocate(kCoilBlock * m, s.pool, s.stream);
+  const dim3 block(32, 8, 1);
+  const dim3 grid(blocks(s.dev.gx, 32), blocks(s.dev.gy, 8), static_cast<unsigned>(s.dev.gz));
+  for (int c0 = 0; c0 < coils; c0 += kCoilBlock) {
+    const int count = std::min(kCoilBlock, coils - c0);
+    for (int c = 0; c < count; ++c) {
+      permute_kernel<<<blocks(s.m, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_samples) + (c0 + c) * m,
+                                                             s.perm.get(), s.m, s.coil_sorted.get() + c * m);
+      check_launch("permute_kernel");
+    }
+    s.k.gather_coils<<<grid, block, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.coil_sorted.get(), s.offsets.get(),
+                                                   s.dev, s.coil_grids.get(), count, static_cast<unsigned>(m), points);
+    check_launch("gather_kernel (coils)");
+    for (int c = 0; c < count; ++c) {
+      float2 *g = s.coil_grids.get() + c * points;
+      MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(g), reinterpret_cast<cufftComplex *>(g),
+                                   CUFFT_INVERSE));
+      crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(g, s.dev, s.deapod(),
+                                                                reinterpret_cast<float2 *>(d_images) + (c0 + c) * n);
+      check_launch("crop_kernel");
+    }
+  }
+  // Back to the pool in stream order: a plan kept for the direct normal operator holds no more.
+  s.coil_grids.release();
+  s.coil_sorted.release();
 }
 
 void NufftDevicePlan::forward_device(const cfloat *d_image, cfloat *d_samples) {

@@ -89,6 +89,13 @@ public:
   void forward(const cfloat *image, cfloat *samples) override;
   // Device pointers, enqueued on the plan's stream (synchronize() to wait).
   void adjoint_device(const cfloat *d_samples, cfloat *d_image, Gridding gridding);
+  // The adjoint of `coils` coils (coil c's M samples at d_samples + c M, its image at d_images +
+  // c N) from the one sorted plan: Gather grids kCoilBlock coils per pass, reading each sample's
+  // cells and weights once for all of them (the same sums, in the same order, as adjoint_device
+  // per coil: bitwise equal); Scatter runs adjoint_device per coil. Uses kCoilBlock oversampled
+  // grids and kCoilBlock M sorted samples more during the call (from the plan's pool).
+  void adjoint_coils_device(const cfloat *d_samples, int coils, cfloat *d_images, Gridding gridding);
+  static constexpr int kCoilBlock = 4;
   void forward_device(const cfloat *d_image, cfloat *d_samples);
   void synchronize();
 

@@ -156,7 +156,19 @@ private:
       return;
     }
     DeviceImage scratch = timed(report_.setup_seconds, [&] { return DeviceImage(grid_, stream_); });
-    mri::detail::sense_rhs(*coils_, fhd, scratch, rhs);
+    mri::detail::sense_rhs(
+        *coils_, 1,
+        [&](int c, int) {
+          wait_for_combine(); // the plan's stream overwrites what the last combine reads
+          fhd(c, scratch);
+        },
+        [&](int) -> const DeviceImage & { return scratch; }, rhs);
+  }
+
+  // The map products run on the reconstruction stream, the F^H D plans on their own: a plan may
+  // overwrite a coil's image only once the combine that reads it has run.
+  void wait_for_combine() const {
+    MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
   }
 
   // The cache key and the memory need, before anything is allocated.
@@ -208,20 +220,39 @@ private:
       nufft_plan_ = make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_, {1, 1, 1});
       return DeviceImage(grid_, stream_);
     });
-    const std::size_t m = trajectory_.size();
     const std::vector<cfloat> weighted = host_weighted_samples(data_);
-    DeviceBuffer<cfloat> samples(m);
-    accumulate_rhs(rhs, [&](int c, DeviceImage &out) {
-      timed(report_.transfer_seconds, [&] {
-        upload_staged(samples.get(), coil_samples(data_, weighted, c), m * sizeof(cfloat),
-                      static_cast<cudaStream_t>(nufft_plan_->stream()));
-      });
-      timed(report_.fhd_seconds, [&] {
-        nufft_plan_->adjoint_device(samples.get(), out.data(), gridding_);
-        nufft_plan_->synchronize(); // the samples are overwritten or freed next
-      });
-    });
+    const int block = coils_ ? NufftDevicePlan::kCoilBlock : 1; // coils per gridding pass
+    DeviceBuffer<cfloat> samples(block * trajectory_.size());
+    if (!coils_) {
+      adjoint_nufft_coils(weighted, 0, 1, samples, rhs.data());
+      return rhs;
+    }
+    const std::size_t n = static_cast<std::size_t>(grid_.voxels());
+    DeviceBuffer<cfloat> images = timed(report_.setup_seconds, [&] { return DeviceBuffer<cfloat>(block * n); });
+    mri::detail::sense_rhs(
+        *coils_, block,
+        [&](int c0, int count) {
+          wait_for_combine();
+          adjoint_nufft_coils(weighted, c0, count, samples, images.get());
+        },
+        [&](int i) -> const cfloat * { return images.get() + i * n; }, rhs);
+    wait_for_combine(); // images are freed next
     return rhs;
+  }
+
+  // Coils c0 .. c0 + count - 1: their weighted samples up into `samples` (staged), one
+  // coil-batched adjoint NUFFT into `images` (synchronised: the samples are reused next).
+  void adjoint_nufft_coils(const std::vector<cfloat> &weighted, int c0, int count, DeviceBuffer<cfloat> &samples,
+                           cfloat *images) {
+    const std::size_t m = trajectory_.size();
+    timed(report_.transfer_seconds, [&] {
+      upload_staged(samples.get(), coil_samples(data_, weighted, c0), count * m * sizeof(cfloat),
+                    static_cast<cudaStream_t>(nufft_plan_->stream()));
+    });
+    timed(report_.fhd_seconds, [&] {
+      nufft_plan_->adjoint_coils_device(samples.get(), count, images, gridding_);
+      nufft_plan_->synchronize();
+    });
   }
 
   void make_direct_normal() {

@@ -71,7 +71,11 @@ void DeviceCoils::expand(int c, const DeviceImage &x, DeviceImage &out) const {
 }
 
 void DeviceCoils::combine(int c, const DeviceImage &y, DeviceImage &out, bool first) const {
-  combine_kernel<<<blocks(voxels_), kThreads, 0, as_stream(out.stream())>>>(f2(map(c)), f2(y.data()), f2(out.data()),
+  combine(c, y.data(), out, first);
+}
+
+void DeviceCoils::combine(int c, const cfloat *y, DeviceImage &out, bool first) const {
+  combine_kernel<<<blocks(voxels_), kThreads, 0, as_stream(out.stream())>>>(f2(map(c)), f2(y), f2(out.data()),
                                                                            static_cast<long long>(voxels_), first);
   MRI_CUDA_CHECK(cudaGetLastError());
 }

@@ -19,6 +19,7 @@ public:
   int count() const { return coils_; }
   void expand(int c, const DeviceImage &x, DeviceImage &out) const;                // out = S_c .* x
   void combine(int c, const DeviceImage &y, DeviceImage &out, bool first) const;   // out (+)= conj(S_c) .* y
+  void combine(int c, const cfloat *y, DeviceImage &out, bool first) const;        // y: voxels() device values
   void regularize(const DeviceImage &x, DeviceImage &out) const;                   // out += lambda R^H R x
 
 private:

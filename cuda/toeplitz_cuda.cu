@@ -1012,6 +1012,11 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
   if (coils > 0) {
     const std::size_t maps = static_cast<std::size_t>(coils) * n * 8;
     b.fhd += maps + n * 8;
+    // The coil-batched adjoint NUFFT: per coil of a block its samples (uploaded and sorted), its
+    // oversampled grid (2^d n points at oversampling 2) and its image.
+    if (nufft)
+      b.fhd += static_cast<std::size_t>(detail::NufftDevicePlan::kCoilBlock) *
+               (2 * m * 8 + (std::size_t{1} << grid.dims()) * n * 8 + n * 8);
     b.q += maps;
     b.cg += maps + 2 * n * 8;
   }

@@ -135,7 +135,8 @@ Image cpu_rhs(const KSpaceData &data, const Grid &grid, const OperatorOptions &o
     return rhs;
   }
   Image scratch(grid);
-  detail::sense_rhs(*coils, coil_fhd, scratch, rhs);
+  detail::sense_rhs(*coils, 1, [&](int c, int) { coil_fhd(c, scratch); }, [&](int) -> const Image & { return scratch; },
+                    rhs);
   return rhs;
 }
 

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../cuda/device_image.hpp"
 #include "../../cuda/gridding_cuda.hpp"
 #include "../catch.hpp"
 #include "../test_support.hpp"
@@ -328,5 +329,37 @@ TEST_CASE("cuda nufft: a plan from device points (scaled) equals the plan from t
         run(NufftOperator(mri::detail::q_trajectory(t, g), g.doubled(), o).device_plan(), g.doubled())));
     // Scaled out of the grid: refused on the device check.
     CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {3, 3, 3}), InvalidArgument);
+  }
+}
+
+TEST_CASE("cuda nufft: the coil-batched adjoint equals the per-coil adjoint, bitwise", "[gpu][gridding][sense][small]") {
+  // SENSE's F^H D grids kCoilBlock coils per pass (one read of each sample's cells and weights):
+  // the same sums in the same order as one coil at a time. 6 coils: a full block and a partial one.
+  for (const Grid g : {Grid(24, 18), Grid(10, 9, 8)}) {
+    const std::uint64_t seed = fresh_seed();
+    INFO(g.nx() << "x" << g.ny() << "x" << g.nz() << ", seed " << seed);
+    const int coils = 6;
+    const Trajectory t = test::random_trajectory(g, 900, seed);
+    const auto y = test::random_complex(coils * t.size(), seed + 1);
+    const auto plan = cuda::detail::make_device_nufft_plan(t, g, cuda_nufft(1e-3, Gridding::Gather));
+    const std::size_t m = t.size(), n = static_cast<std::size_t>(g.voxels());
+    std::vector<Image> single;
+    for (int c = 0; c < coils; ++c) {
+      single.emplace_back(g);
+      plan->adjoint(y.data() + c * m, single.back().data(), Gridding::Gather);
+    }
+    // Device arrays of coils * M and coils * N values (DeviceImages on flat grids).
+    cuda::DeviceImage d_y(Grid(static_cast<std::int64_t>(y.size()), 1));
+    cuda::DeviceImage d_x(Grid(static_cast<std::int64_t>(coils * n), 1));
+    d_y.upload(y.data());
+    plan->adjoint_coils_device(d_y.data(), coils, d_x.data(), Gridding::Gather);
+    plan->synchronize();
+    std::vector<cfloat> batched(coils * n);
+    d_x.download(batched.data());
+    for (int c = 0; c < coils; ++c) {
+      INFO("coil " << c);
+      const Image one(g, std::vector<cfloat>(batched.begin() + c * n, batched.begin() + (c + 1) * n));
+      CHECK(bitwise_equal(one, single[c]));
+    }
   }
 }

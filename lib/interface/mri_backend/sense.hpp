@@ -7,8 +7,10 @@
 //   int count() const;
 //   void expand(int c, const Vec &x, Vec &out) const;               out = S_c .* x
 //   void combine(int c, const Vec &y, Vec &out, bool first) const;  out (first: =, else +=) conj(S_c) .* y
+//                                                                   (y: what sense_rhs's slot gives)
 //   void regularize(const Vec &x, Vec &out) const;                  out += lambda R^H R x
 // Single-coil data without maps skips this layer (N with its fused regulariser is the operator).
+#include <algorithm>
 #include <utility>
 
 #include "mri/vector_ops.hpp"
@@ -37,12 +39,15 @@ private:
   mutable Vec coil_in_, coil_out_;
 };
 
-// b = sum_c conj(S_c) .* fhd(c), fhd(c, scratch) writing coil c's F^H (w .* D_c) into scratch.
-template <class Vec, class Coils, class CoilFhd>
-void sense_rhs(const Coils &coils, CoilFhd &&fhd, Vec &scratch, Vec &rhs) {
-  for (int c = 0; c < coils.count(); ++c) {
-    fhd(c, scratch);
-    coils.combine(c, scratch, rhs, c == 0);
+// b = sum_c conj(S_c) .* F^H (w .* D_c), `block` coils at a time: fhd(c0, count) computes coils
+// c0 .. c0 + count - 1 (count <= block; a backend that grids several coils per pass takes
+// block > 1), and slot(i) is coil c0 + i's result, as coils.combine takes it.
+template <class Vec, class Coils, class BlockFhd, class Slot>
+void sense_rhs(const Coils &coils, int block, BlockFhd &&fhd, Slot &&slot, Vec &rhs) {
+  for (int c0 = 0; c0 < coils.count(); c0 += block) {
+    const int count = std::min(block, coils.count() - c0);
+    fhd(c0, count);
+    for (int i = 0; i < count; ++i) coils.combine(c0 + i, slot(i), rhs, c0 + i == 0);
   }
 }
 
