@@ -22,6 +22,13 @@ template <> struct Fftw<float> {
     auto *f = reinterpret_cast<fftwf_complex *>(b);
     return fftwf_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
   }
+  // howmany contiguous in-place transforms of length n, one after another (GridFft's lines);
+  // single-threaded (GridFft runs the lines on its OpenMP team).
+  static plan make_lines(int n, int howmany, std::complex<float> *b, int sign) {
+    fftwf_plan_with_nthreads(1);
+    auto *f = reinterpret_cast<fftwf_complex *>(b);
+    return fftwf_plan_many_dft(1, &n, howmany, f, nullptr, 1, n, f, nullptr, 1, n, sign, FFTW_ESTIMATE);
+  }
   static void execute(plan p) { fftwf_execute(p); }
   // The plan on another array of the same size and alignment (FFTW's new-array execute).
   static void execute(plan p, std::complex<float> *data) {
@@ -41,7 +48,18 @@ template <> struct Fftw<double> {
     auto *f = reinterpret_cast<fftw_complex *>(b);
     return fftw_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
   }
+  static plan make_lines(int n, int howmany, std::complex<double> *b, int sign) {
+    static const bool initialised = fftw_init_threads() != 0; // under the planner lock
+    (void)initialised;
+    fftw_plan_with_nthreads(1);
+    auto *f = reinterpret_cast<fftw_complex *>(b);
+    return fftw_plan_many_dft(1, &n, howmany, f, nullptr, 1, n, f, nullptr, 1, n, sign, FFTW_ESTIMATE);
+  }
   static void execute(plan p) { fftw_execute(p); }
+  static void execute(plan p, std::complex<double> *data) {
+    auto *f = reinterpret_cast<fftw_complex *>(data);
+    fftw_execute_dft(p, f, f);
+  }
   static void destroy(plan p) { fftw_destroy_plan(p); }
 };
 

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "fftw_adapter.hpp"
+#include "grid_fft.hpp"
 #include "gridding_cpu.hpp"
 #include "mri/error.hpp"
 #include "mri/kspace.hpp"
@@ -68,7 +69,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
   std::vector<T> coef, s;
   std::array<std::vector<T>, 3> deapod; // 1 / Phi(x / G) per axis, x = -n/2 .. n/2-1
   C *buffer = nullptr;                  // the oversampled grid
-  typename Fftw<T>::plan fwd = nullptr, bwd = nullptr;
+  std::optional<GridFft<T>> fwd, bwd;
   std::vector<C> sorted;  // samples in sorted order
   std::vector<C> scratch; // scatter's per-thread grids
   GriddingArgs<T> args;
@@ -84,15 +85,12 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
     const auto points = static_cast<std::size_t>(L.grid_points());
     buffer = Fftw<T>::alloc(points);
     if (!buffer) throw Error("NufftOperator: cannot allocate the oversampled grid (" + std::to_string(points) + " points)");
-    const FftwShape shape = fftw_shape(L.dims, L.g);
-    {
-      std::lock_guard lock(fftw_planner_mutex());
-      fwd = Fftw<T>::make(shape.rank, shape.dims(), buffer, FFTW_FORWARD, p.threads_);
-      bwd = Fftw<T>::make(shape.rank, shape.dims(), buffer, FFTW_BACKWARD, p.threads_);
-    }
-    if (!fwd || !bwd) {
+    try {
+      fwd.emplace(L.g, FFTW_FORWARD, p.threads_);
+      bwd.emplace(L.g, FFTW_BACKWARD, p.threads_);
+    } catch (...) {
       release();
-      throw Error("NufftOperator: FFTW could not plan the oversampled-grid FFTs");
+      throw;
     }
     sorted.resize(L.order.size());
     args.layout = &p.layout_;
@@ -103,10 +101,8 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
   }
   ~Typed() override { release(); }
   void release() {
-    std::lock_guard lock(fftw_planner_mutex());
-    if (fwd) Fftw<T>::destroy(fwd);
-    if (bwd) Fftw<T>::destroy(bwd);
-    fwd = bwd = nullptr;
+    fwd.reset();
+    bwd.reset();
     if (buffer) Fftw<T>::free(buffer);
     buffer = nullptr;
   }
@@ -164,7 +160,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
   void adjoint(NufftPlan &p, const cfloat *in, cfloat *out, Gridding g) override {
     stage(p, in);
     grid(p, g);
-    Fftw<T>::execute(bwd);
+    bwd->execute(buffer);
     for_each_voxel(p, [&](i64 v, i64 j, T w) {
       const C z = buffer[j] * w;
       out[v] = cfloat(static_cast<float>(z.real()), static_cast<float>(z.imag()));
@@ -176,7 +172,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
 #pragma omp parallel for num_threads(p.threads_) schedule(static)
     for (i64 i = 0; i < points; ++i) buffer[i] = C{};
     for_each_voxel(p, [&](i64 v, i64 j, T w) { buffer[j] = C(in[v]) * w; });
-    Fftw<T>::execute(fwd);
+    fwd->execute(buffer);
     interpolate<T>(args, buffer, sorted.data());
     unstage(p, out);
   }

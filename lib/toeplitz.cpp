@@ -10,6 +10,7 @@
 
 #include "backend.hpp"
 #include "fftw_adapter.hpp"
+#include "grid_fft.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/kspace.hpp"
@@ -23,9 +24,11 @@ struct QOperator::Plan {
   Grid padded;
   cfloat *buffer = nullptr; // the zero-padded image, transformed in place
   cfloat *kernel = nullptr; // FFT(Q) / (number of padded voxels): the Toeplitz kernel
-  Fft::plan forward = nullptr, inverse = nullptr;
+  detail::GridFft<float> forward, inverse;
 
-  explicit Plan(const Grid &p) : padded(p) {
+  explicit Plan(const Grid &p)
+      : padded(p), forward(p.extents(), FFTW_FORWARD, omp_get_max_threads()),
+        inverse(p.extents(), FFTW_BACKWARD, omp_get_max_threads()) {
     const auto n = static_cast<std::size_t>(p.voxels());
     buffer = Fft::alloc(n);
     kernel = Fft::alloc(n);
@@ -33,25 +36,11 @@ struct QOperator::Plan {
       release();
       throw Error("QOperator: cannot allocate " + std::to_string(2 * n * 8) + " bytes");
     }
-    const detail::FftwShape shape = detail::fftw_shape(p.dims(), p.extents());
-    {
-      std::lock_guard lock(detail::fftw_planner_mutex());
-      forward = Fft::make(shape.rank, shape.dims(), buffer, FFTW_FORWARD, omp_get_max_threads());
-      inverse = Fft::make(shape.rank, shape.dims(), buffer, FFTW_BACKWARD, omp_get_max_threads());
-    }
-    if (!forward || !inverse) {
-      release();
-      throw Error("QOperator: FFTW could not plan the Toeplitz FFTs");
-    }
   }
   ~Plan() { release(); }
   void release() {
-    std::lock_guard lock(detail::fftw_planner_mutex());
-    if (forward) Fft::destroy(forward);
-    if (inverse) Fft::destroy(inverse);
     if (buffer) Fft::free(buffer);
     if (kernel) Fft::free(kernel);
-    forward = inverse = nullptr;
     buffer = kernel = nullptr;
   }
   Plan(const Plan &) = delete;
@@ -104,7 +93,7 @@ void QOperator::make_kernel() {
   const Grid &padded = q_.grid();
   plan_ = std::make_unique<Plan>(padded);
   load_kernel(q_, plan_->kernel);
-  Plan::Fft::execute(plan_->forward, plan_->kernel);
+  plan_->forward.execute(plan_->kernel);
   const float scale = 1.0f / static_cast<float>(padded.voxels()); // FFTW's inverse is unnormalised
   for (std::int64_t i = 0; i < padded.voxels(); ++i) plan_->kernel[i] *= scale;
 }
@@ -157,11 +146,11 @@ void QOperator::apply(const cfloat *in, cfloat *out) const {
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
       std::copy_n(in + grid_.index(0, y, z), row, pad + p.index(0, y, z));
-  Plan::Fft::execute(plan_->forward);
+  plan_->forward.execute(pad);
   const std::int64_t n = p.voxels();
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) pad[i] *= kernel[i];
-  Plan::Fft::execute(plan_->inverse);
+  plan_->inverse.execute(pad);
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
       std::copy_n(pad + p.index(0, y, z), row, out + grid_.index(0, y, z));

@@ -1,0 +1,106 @@
+// GridFft: a grid's FFT axis by axis through contiguous line buffers (grid_fft.hpp).
+#include "grid_fft.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <omp.h>
+#include <string>
+#include <utility>
+
+#include "fftw_adapter.hpp"
+#include "mri/error.hpp"
+
+namespace mri::detail {
+
+namespace {
+// Lines per buffer: 16 complex values side by side per copied element (128 B in float) keep the
+// strided gathers cache-line sized; 16 lines of 1024 doubles are 256 KB.
+constexpr std::int64_t kBlock = 16;
+} // namespace
+
+template <class T> struct GridFft<T>::Axis {
+  std::int64_t length = 1; // points along the axis
+  std::int64_t stride = 1; // between consecutive points of a line
+  std::int64_t lines = 0;  // lines of the grid along the axis
+  typename Fftw<T>::plan plan = nullptr;
+};
+
+template <class T>
+GridFft<T>::GridFft(const std::array<std::int64_t, 3> &extents, int sign, int threads)
+    : extents_(extents), threads_(std::max(1, threads)), axes_(new Axis[3]) {
+  const std::int64_t total = extents[0] * extents[1] * extents[2];
+  const std::int64_t longest = *std::max_element(extents.begin(), extents.end());
+  lines_ = Fftw<T>::alloc(static_cast<std::size_t>(threads_ * kBlock * longest));
+  if (!lines_) throw Error("GridFft: cannot allocate " + std::to_string(threads_ * kBlock * longest) + " values");
+  std::fill_n(lines_, threads_ * kBlock * longest, std::complex<T>{});
+  std::int64_t stride = 1;
+  bool planned = true;
+  {
+    std::lock_guard lock(fftw_planner_mutex());
+    for (int a = 0; a < 3; ++a) {
+      Axis &axis = axes_[a];
+      axis.length = extents[a];
+      axis.stride = stride;
+      axis.lines = total / extents[a];
+      if (extents[a] > 1) {
+        axis.plan = Fftw<T>::make_lines(static_cast<int>(extents[a]), static_cast<int>(kBlock), lines_, sign);
+        planned = planned && axis.plan;
+      }
+      stride *= extents[a];
+    }
+  }
+  if (!planned) {
+    release();
+    throw Error("GridFft: FFTW could not plan the line transforms");
+  }
+}
+
+template <class T> GridFft<T>::~GridFft() { release(); }
+
+template <class T> void GridFft<T>::release() {
+  std::lock_guard lock(fftw_planner_mutex());
+  if (axes_)
+    for (int a = 0; a < 3; ++a)
+      if (axes_[a].plan) Fftw<T>::destroy(std::exchange(axes_[a].plan, nullptr));
+  if (lines_) Fftw<T>::free(std::exchange(lines_, nullptr));
+}
+
+template <class T> void GridFft<T>::execute(std::complex<T> *data) const {
+  for (int a = 0; a < 3; ++a)
+    if (axes_[a].plan) pass(axes_[a], data);
+}
+
+// Line L of the axis starts at (L / stride) * length * stride + L % stride; a block is kBlock
+// consecutive lines, copied in element-major order (for a strided axis the lines' i-th elements
+// lie side by side in memory).
+template <class T> void GridFft<T>::pass(const Axis &axis, std::complex<T> *data) const {
+  const std::int64_t len = axis.length, s = axis.stride;
+  const std::int64_t blocks = (axis.lines + kBlock - 1) / kBlock;
+  const std::int64_t longest = *std::max_element(extents_.begin(), extents_.end());
+#pragma omp parallel for num_threads(threads_) schedule(static)
+  for (std::int64_t blk = 0; blk < blocks; ++blk) {
+    std::complex<T> *buf = lines_ + static_cast<std::int64_t>(omp_get_thread_num()) * kBlock * longest;
+    const std::int64_t first = blk * kBlock, count = std::min(kBlock, axis.lines - first);
+    std::int64_t start[kBlock];
+    for (std::int64_t b = 0; b < count; ++b) {
+      const std::int64_t line = first + b;
+      start[b] = (line / s) * len * s + line % s;
+    }
+    if (s == 1) { // contiguous lines: copy line by line
+      for (std::int64_t b = 0; b < count; ++b) std::copy_n(data + start[b], len, buf + b * len);
+      Fftw<T>::execute(axis.plan, buf);
+      for (std::int64_t b = 0; b < count; ++b) std::copy_n(buf + b * len, len, data + start[b]);
+      continue;
+    }
+    for (std::int64_t i = 0; i < len; ++i)
+      for (std::int64_t b = 0; b < count; ++b) buf[b * len + i] = data[start[b] + i * s];
+    Fftw<T>::execute(axis.plan, buf);
+    for (std::int64_t i = 0; i < len; ++i)
+      for (std::int64_t b = 0; b < count; ++b) data[start[b] + i * s] = buf[b * len + i];
+  }
+}
+
+template class GridFft<float>;
+template class GridFft<double>;
+
+} // namespace mri::detail
