@@ -21,14 +21,12 @@ constexpr std::int64_t kBlock = 16;
 template <class T> struct GridFft<T>::Axis {
   std::int64_t length = 1; // points along the axis
   std::int64_t stride = 1; // between consecutive points of a line
-  std::int64_t lines = 0;  // lines of the grid along the axis
   typename Fftw<T>::plan plan = nullptr;
 };
 
 template <class T>
 GridFft<T>::GridFft(const std::array<std::int64_t, 3> &extents, int sign, int threads)
     : extents_(extents), threads_(std::max(1, threads)), axes_(new Axis[3]) {
-  const std::int64_t total = extents[0] * extents[1] * extents[2];
   const std::int64_t longest = *std::max_element(extents.begin(), extents.end());
   lines_ = Fftw<T>::alloc(static_cast<std::size_t>(threads_ * kBlock * longest));
   if (!lines_) throw Error("GridFft: cannot allocate " + std::to_string(threads_ * kBlock * longest) + " values");
@@ -41,7 +39,6 @@ GridFft<T>::GridFft(const std::array<std::int64_t, 3> &extents, int sign, int th
       Axis &axis = axes_[a];
       axis.length = extents[a];
       axis.stride = stride;
-      axis.lines = total / extents[a];
       if (extents[a] > 1) {
         axis.plan = Fftw<T>::make_lines(static_cast<int>(extents[a]), static_cast<int>(kBlock), lines_, sign);
         planned = planned && axis.plan;
@@ -67,24 +64,44 @@ template <class T> void GridFft<T>::release() {
 
 template <class T> void GridFft<T>::execute(std::complex<T> *data) const {
   for (int a = 0; a < 3; ++a)
-    if (axes_[a].plan) pass(axes_[a], data);
+    if (axes_[a].plan) pass(a, extents_, data);
 }
 
-// Line L of the axis starts at (L / stride) * length * stride + L % stride; a block is kBlock
-// consecutive lines, copied in element-major order (for a strided axis the lines' i-th elements
-// lie side by side in memory).
-template <class T> void GridFft<T>::pass(const Axis &axis, std::complex<T> *data) const {
+template <class T>
+void GridFft<T>::execute_pruned(std::complex<T> *data, const std::array<std::int64_t, 3> &corner,
+                                bool inverse_order) const {
+  for (int k = 0; k < 3; ++k) {
+    const int a = inverse_order ? 2 - k : k;
+    if (!axes_[a].plan) continue;
+    // Lower axes span their whole extent (forward: already transformed, nonzero everywhere;
+    // inverse: still to be transformed, all of it needed); higher ones only the corner (forward:
+    // zero beyond it; inverse: only the corner's outputs are kept).
+    std::array<std::int64_t, 3> bound = corner;
+    for (int b = 0; b < a; ++b) bound[b] = extents_[b];
+    pass(a, bound, data);
+  }
+}
+
+// Line l of axis a runs along a at the other two axes' coordinates (c0, c1) = (l % bound[b0],
+// l / bound[b0]), b0 < b1 the other axes; a block is kBlock consecutive lines (consecutive c0:
+// for a > 0, side by side in memory), copied in element-major order.
+template <class T>
+void GridFft<T>::pass(int a, const std::array<std::int64_t, 3> &bound, std::complex<T> *data) const {
+  const Axis &axis = axes_[a];
   const std::int64_t len = axis.length, s = axis.stride;
-  const std::int64_t blocks = (axis.lines + kBlock - 1) / kBlock;
+  const int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;
+  const std::int64_t stride[3] = {1, extents_[0], extents_[0] * extents_[1]};
+  const std::int64_t lines = bound[b0] * bound[b1];
+  const std::int64_t blocks = (lines + kBlock - 1) / kBlock;
   const std::int64_t longest = *std::max_element(extents_.begin(), extents_.end());
 #pragma omp parallel for num_threads(threads_) schedule(static)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     std::complex<T> *buf = lines_ + static_cast<std::int64_t>(omp_get_thread_num()) * kBlock * longest;
-    const std::int64_t first = blk * kBlock, count = std::min(kBlock, axis.lines - first);
+    const std::int64_t first = blk * kBlock, count = std::min(kBlock, lines - first);
     std::int64_t start[kBlock];
     for (std::int64_t b = 0; b < count; ++b) {
       const std::int64_t line = first + b;
-      start[b] = (line / s) * len * s + line % s;
+      start[b] = (line % bound[b0]) * stride[b0] + (line / bound[b0]) * stride[b1];
     }
     if (s == 1) { // contiguous lines: copy line by line
       for (std::int64_t b = 0; b < count; ++b) std::copy_n(data + start[b], len, buf + b * len);

@@ -30,10 +30,18 @@ public:
   // Transforms extents[0] * extents[1] * extents[2] values in place. Not re-entrant on one
   // object (its line buffers); different objects run concurrently.
   void execute(std::complex<T> *data) const;
+  // The pruned transform of the Toeplitz embedding: each axis's lines only where the other axes'
+  // coordinates are below `corner` (the image inside the doubled grid). Forward (axes x, y, z):
+  // the input is zero outside the corner, so a line with a coordinate beyond it is zero until an
+  // axis transforms through it; inverse (axes z, y, x): only the corner's values are kept, so a
+  // line whose coordinates lie beyond it is never needed. The same line transforms as execute(),
+  // about 3/4 of the work in 2D and 7/12 in 3D.
+  void execute_pruned(std::complex<T> *data, const std::array<std::int64_t, 3> &corner, bool inverse_order) const;
 
 private:
   struct Axis;
-  void pass(const Axis &axis, std::complex<T> *data) const;
+  // The lines of axis a whose other coordinates are below bound, transformed.
+  void pass(int a, const std::array<std::int64_t, 3> &bound, std::complex<T> *data) const;
   void release();
   std::array<std::int64_t, 3> extents_;
   int threads_;
