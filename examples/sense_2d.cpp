@@ -49,6 +49,8 @@ int main(int argc, char **argv) {
   mri::ReconOptions options;
   app.add_option("--calibration", options.sensitivity.calibration, "map estimate: calibration width, cycles/FOV")
       ->capture_default_str();
+  app.add_flag_callback("--espirit", [&] { options.sensitivity.method = mri::MapEstimate::Espirit; },
+                        "estimate the maps by ESPIRiT (default: the direct, caldir-style estimate)");
   app.add_option("--mask", options.sensitivity.mask_threshold,
                  "map estimate: maps are zero where the low-resolution RSS is below this fraction of its peak")
       ->capture_default_str();

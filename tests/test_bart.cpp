@@ -358,7 +358,8 @@ CoilSensitivities normalised(const CoilSensitivities &maps, const Image &mask) {
 }
 } // namespace
 
-TEST_CASE("bart: estimated coil maps against `bart caldir` on the same radial data: map error and final PSNR",
+TEST_CASE("bart: estimated coil maps against `bart caldir` and `bart ecalib` on the same radial data: map error "
+          "and final PSNR",
           "[bart][sense]") {
   // BART's 8-coil phantom on radial spokes; the reference is BART's true maps normalised by their
   // root-sum-of-squares inside the object. BART's caldir needs Cartesian k-space: the coils'
@@ -375,18 +376,25 @@ TEST_CASE("bart: estimated coil maps against `bart caldir` on the same radial da
   run_bart(dir, "nufft -a -d " + std::to_string(n) + ":" + std::to_string(n) + ":1 traj ksp coil_images");
   run_bart(dir, "fft -u 3 coil_images kgrid");
   run_bart(dir, "caldir 24 kgrid caldir_maps");
+  run_bart(dir, "ecalib -m 1 -r 24 kgrid ecalib_maps");
   const Image truth = bart::to_image(bart::read_cfl(dir / "truth"));
   const CoilSensitivities true_maps(grid, coils, bart::read_cfl(dir / "sens").data);
   const CoilSensitivities bart_maps(grid, coils, bart::read_cfl(dir / "caldir_maps").data);
   const Trajectory t = bart::to_trajectory(bart::read_cfl(dir / "traj"), 2);
   const KSpaceData data(t, bart::read_cfl(dir / "ksp").data, {}, coils);
   const CoilSensitivities ours = estimate_sensitivities(data, grid);
+  const CoilSensitivities bart_ecalib(grid, coils, bart::read_cfl(dir / "ecalib_maps").data);
+  SensitivityOptions espirit;
+  espirit.method = MapEstimate::Espirit;
+  const CoilSensitivities ours_espirit = estimate_sensitivities(data, grid, espirit);
 
   Image mask(grid);
   for (std::size_t v = 0; v < mask.size(); ++v) mask[v] = std::abs(truth[v]) > 0 ? 1.0f : 0.0f;
   const CoilSensitivities reference = normalised(true_maps, mask);
   const double e_ours = map_error(normalised(ours, mask), reference);
   const double e_bart = map_error(normalised(bart_maps, mask), reference);
+  const double e_espirit = map_error(normalised(ours_espirit, mask), reference);
+  const double e_ecalib = map_error(normalised(bart_ecalib, mask), reference);
 
   // Final PSNR: SENSE with each set of maps (on the truth's scale by one fitted factor each).
   const auto psnr_with = [&](const CoilSensitivities &maps) {
@@ -408,10 +416,15 @@ TEST_CASE("bart: estimated coil maps against `bart caldir` on the same radial da
     return psnr(x, seen);
   };
   const double p_true = psnr_with(true_maps), p_ours = psnr_with(ours), p_bart = psnr_with(bart_maps);
-  WARN("map error inside the object: ours " << e_ours << ", bart caldir " << e_bart << "; final PSNR: true maps "
-                                            << p_true << " dB, ours " << p_ours << " dB, bart caldir maps " << p_bart
-                                            << " dB");
+  const double p_espirit = psnr_with(ours_espirit), p_ecalib = psnr_with(bart_ecalib);
+  WARN("map error inside the object: ours (direct) " << e_ours << ", bart caldir " << e_bart << ", ours (espirit) "
+                                                     << e_espirit << ", bart ecalib " << e_ecalib
+                                                     << "; final PSNR: true maps " << p_true << " dB, ours (direct) "
+                                                     << p_ours << ", bart caldir maps " << p_bart << ", ours (espirit) "
+                                                     << p_espirit << ", bart ecalib maps " << p_ecalib << " dB");
   CHECK(e_ours < 0.2);
   CHECK(e_ours <= 1.5 * e_bart);
   CHECK(p_ours > p_true - 0.5);
+  CHECK(e_espirit <= 1.5 * e_ecalib);
+  CHECK(p_espirit > p_ecalib - 0.5);
 }

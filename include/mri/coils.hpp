@@ -41,15 +41,31 @@ private:
   std::vector<cfloat> maps_;
 };
 
-// How the maps are estimated from the data (BART's `caldir`, for non-Cartesian samples): the
-// samples with |k_a| < calibration / 2 on every axis, tapered by a Hann window in |k| and
-// density-compensated (the data's weights, or Pipe-Menon's on those samples), give low-resolution
-// coil images by one adjoint NUFFT each; each is divided by their root-sum-of-squares. Where that
-// sum is below mask_threshold times its maximum the maps are set to zero (no division by ~0, and
-// SENSE leaves those voxels to the regulariser).
+// How the maps are estimated from the data.
+enum class MapEstimate {
+  // BART's `caldir`, for non-Cartesian samples: the samples with |k_a| < calibration / 2 on every
+  // axis, tapered by a Hann window in |k| and density-compensated (the data's weights, or
+  // Pipe-Menon's on those samples), give low-resolution coil images by one adjoint NUFFT each;
+  // each is divided by their root-sum-of-squares. Where that sum is below mask_threshold times its
+  // maximum the maps are set to zero (no division by ~0, and SENSE leaves those voxels to the
+  // regulariser).
+  Direct,
+  // ESPIRiT (BART's `ecalib`, one set of maps): the calibration region's Cartesian k-space
+  // (gridded from the samples there), the signal subspace of its calibration matrix of
+  // espirit_kernel^d windows (singular values >= espirit_threshold x the largest), and per voxel
+  // the top eigenvector of the resulting image-space operator; zero where its eigenvalue is below
+  // espirit_crop. Unit norm over the coils where kept.
+  Espirit
+};
+const char *to_string(MapEstimate);
+
 struct SensitivityOptions {
-  int calibration = 24;        // width of the central region, cycles/FOV, in [4, min extent]
-  double mask_threshold = 0.02; // in [0, 1)
+  MapEstimate method = MapEstimate::Direct;
+  int calibration = 24;          // width of the central region, cycles/FOV, in [4, min extent]
+  double mask_threshold = 0.02;  // Direct: in [0, 1)
+  int espirit_kernel = 6;        // ESPIRiT: window width, in [2, calibration / 2]
+  double espirit_threshold = 0.02; // ESPIRiT: in (0, 1)
+  double espirit_crop = 0.8;     // ESPIRiT: in [0, 1)
 };
 
 // Throws InvalidArgument for bad options, a grid/trajectory mismatch, or fewer than 8 samples in

@@ -51,9 +51,15 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
     report.maps = "given";
   } else if (used.coils() > 1) {
     out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities(used, grid, o.sensitivity));
-    report.maps = "estimated (k-space centre |k| < " + std::to_string(o.sensitivity.calibration / 2.0) +
-                  ", Hann taper, " + (used.has_weights() ? "data weights" : "Pipe-Menon weights") +
-                  ", RSS-normalised, masked below " + std::to_string(o.sensitivity.mask_threshold) + " of the peak)";
+    const SensitivityOptions &so = o.sensitivity;
+    report.maps = "estimated, " + std::string(to_string(so.method)) + " (k-space centre |k| < " +
+                  std::to_string(so.calibration / 2) + ", " +
+                  (used.has_weights() ? "data weights" : "Pipe-Menon weights") + ", " +
+                  (so.method == MapEstimate::Direct
+                       ? "Hann taper, RSS-normalised, masked below " + std::to_string(so.mask_threshold) + " of the peak"
+                       : "kernel " + std::to_string(so.espirit_kernel) + ", threshold " +
+                             std::to_string(so.espirit_threshold) + ", crop " + std::to_string(so.espirit_crop)) +
+                  ")";
   } else {
     report.maps = "none";
   }

@@ -10,6 +10,7 @@
 #include "mri/density.hpp"
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
+#include "espirit.hpp"
 
 namespace mri {
 
@@ -24,6 +25,15 @@ void check_options(const SensitivityOptions &o, const Grid &grid) {
                              "must be in [4, the grid's smallest extent " + std::to_string(smallest) + "]");
   if (!(o.mask_threshold >= 0 && o.mask_threshold < 1))
     detail::invalid_argument("sensitivity.mask_threshold", o.mask_threshold, "must be in [0, 1)");
+  if (o.method == MapEstimate::Espirit) {
+    if (o.espirit_kernel < 2 || o.espirit_kernel > o.calibration / 2)
+      detail::invalid_argument("sensitivity.espirit_kernel", o.espirit_kernel,
+                               "must be in [2, calibration / 2 = " + std::to_string(o.calibration / 2) + "]");
+    if (!(o.espirit_threshold > 0 && o.espirit_threshold < 1))
+      detail::invalid_argument("sensitivity.espirit_threshold", o.espirit_threshold, "must be in (0, 1)");
+    if (!(o.espirit_crop >= 0 && o.espirit_crop < 1))
+      detail::invalid_argument("sensitivity.espirit_crop", o.espirit_crop, "must be in [0, 1)");
+  }
 }
 
 // The calibration samples: indices of the samples with |k_a| < calibration / 2 on every axis, and
@@ -49,9 +59,12 @@ Calibration calibration_samples(const Trajectory &t, double half) {
 
 } // namespace
 
+const char *to_string(MapEstimate m) { return m == MapEstimate::Direct ? "direct" : "espirit"; }
+
 CoilSensitivities estimate_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options) {
   check_options(options, grid);
   data.trajectory().check_range(grid);
+  if (options.method == MapEstimate::Espirit) return espirit_sensitivities(data, grid, options);
   const Trajectory trajectory = data.trajectory().wrapped(grid);
   const Calibration cal = calibration_samples(trajectory, options.calibration / 2.0);
   if (cal.index.size() < 8)
