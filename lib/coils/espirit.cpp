@@ -127,7 +127,8 @@ CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid
   std::array<i64, 3> shape{}, kernel{};
   std::vector<cfloat> low_res;
   const std::vector<cfloat> y = calibration_kspace(data, trajectory, grid, o.calibration, shape, low_res);
-  for (int a = 0; a < 3; ++a) kernel[static_cast<std::size_t>(a)] = shape[static_cast<std::size_t>(a)] > 1 ? o.espirit_kernel : 1;
+  const int width = o.espirit_kernel != 0 ? o.espirit_kernel : grid.dims() == 3 ? 4 : 6;
+  for (int a = 0; a < 3; ++a) kernel[static_cast<std::size_t>(a)] = shape[static_cast<std::size_t>(a)] > 1 ? width : 1;
   const Eigen::MatrixXcd v = signal_subspace(y, coils, shape, kernel, o.espirit_threshold);
   const i64 kv = kernel[0] * kernel[1] * kernel[2];
 

@@ -57,7 +57,7 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
                   (used.has_weights() ? "data weights" : "Pipe-Menon weights") + ", " +
                   (so.method == MapEstimate::Direct
                        ? "Hann taper, RSS-normalised, masked below " + std::to_string(so.mask_threshold) + " of the peak"
-                       : "kernel " + std::to_string(so.espirit_kernel) + ", threshold " +
+                       : "kernel " + (so.espirit_kernel ? std::to_string(so.espirit_kernel) : std::string("auto")) + ", threshold " +
                              std::to_string(so.espirit_threshold) + ", crop " + std::to_string(so.espirit_crop)) +
                   ")";
   } else {

@@ -26,9 +26,9 @@ void check_options(const SensitivityOptions &o, const Grid &grid) {
   if (!(o.mask_threshold >= 0 && o.mask_threshold < 1))
     detail::invalid_argument("sensitivity.mask_threshold", o.mask_threshold, "must be in [0, 1)");
   if (o.method == MapEstimate::Espirit) {
-    if (o.espirit_kernel < 2 || o.espirit_kernel > o.calibration / 2)
+    if (o.espirit_kernel != 0 && (o.espirit_kernel < 2 || o.espirit_kernel > o.calibration / 2))
       detail::invalid_argument("sensitivity.espirit_kernel", o.espirit_kernel,
-                               "must be in [2, calibration / 2 = " + std::to_string(o.calibration / 2) + "]");
+                               "must be 0 (auto) or in [2, calibration / 2 = " + std::to_string(o.calibration / 2) + "]");
     if (!(o.espirit_threshold > 0 && o.espirit_threshold < 1))
       detail::invalid_argument("sensitivity.espirit_threshold", o.espirit_threshold, "must be in (0, 1)");
     if (!(o.espirit_crop >= 0 && o.espirit_crop < 1))
