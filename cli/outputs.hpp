@@ -1,0 +1,22 @@
+#pragma once
+// Image outputs chosen by extension: .nii / .nii.gz (NIfTI), .png (magnitude), .h5 (ISMRMRD
+// images: not yet), none: a BART .cfl/.hdr pair. A batch of items is one file: NIfTI's 4th
+// dimension, BART's dimension 10 (TIME_DIM), PNG panels side by side.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace mri::cli {
+
+struct OutputOptions {
+  bool complex = false;                   // NIfTI: complex64 instead of float32 magnitude
+  std::array<double, 3> voxel_mm{1, 1, 1}; // NIfTI voxel size
+};
+
+// Throws UsageError for an extension it does not know, Unsupported for .h5, and the SDK's
+// errors of the writers. Every file is written to a temporary name and renamed.
+void write_images(const std::string &path, const std::vector<Image> &images, const OutputOptions &options);
+
+} // namespace mri::cli

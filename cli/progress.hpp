@@ -1,0 +1,26 @@
+#pragma once
+// A progress line on stderr with an estimate of the time left, shown only once the work has
+// taken over a second (short runs stay quiet), rewritten in place with '\r'.
+#include <chrono>
+#include <string>
+
+namespace mri::cli {
+
+class Progress {
+public:
+  Progress(std::string label, long total, bool quiet);
+  ~Progress(); // ends the line if one was shown
+  Progress(const Progress &) = delete;
+  Progress &operator=(const Progress &) = delete;
+
+  // `done` of `total` steps finished; `detail` is appended (e.g. the residual).
+  void update(long done, const std::string &detail = {});
+
+private:
+  std::string label_;
+  long total_;
+  bool quiet_, shown_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+} // namespace mri::cli

@@ -1,0 +1,43 @@
+// libismrmrd's errors as the SDK's: one line in the IoError instead of an HDF5 stack on stderr.
+#include "ismrmrd_common.hpp"
+
+#include <ismrmrd/ismrmrd.h>
+
+#include <mutex>
+
+#include "mri/error.hpp"
+
+namespace mri::detail {
+namespace {
+
+thread_local std::string last_error;
+
+// libismrmrd calls this for every error (HDF5's included) before it returns a failure code or
+// throws; the innermost message comes first, so the first one since the last read is kept.
+void keep_message(const char * /*file*/, int /*line*/, const char * /*function*/, int /*code*/,
+                  const char *message) {
+  if (last_error.empty() && message != nullptr) last_error = message;
+}
+
+} // namespace
+
+void quiet_ismrmrd() {
+  static std::once_flag once;
+  std::call_once(once, [] { ISMRMRD::ismrmrd_set_error_handler(keep_message); });
+}
+
+std::string ismrmrd_last_error() {
+  std::string message;
+  message.swap(last_error);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return message;
+}
+
+void ismrmrd_io_error(const std::filesystem::path &path, std::string_view what) {
+  std::string message = path.string() + ": " + std::string(what);
+  const std::string library = ismrmrd_last_error();
+  if (!library.empty()) message += " (" + library + ")";
+  throw IoError(message);
+}
+
+} // namespace mri::detail

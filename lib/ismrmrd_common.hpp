@@ -1,0 +1,18 @@
+#pragma once
+// What the ISMRMRD reader and writer share: libismrmrd's error reporting turned into IoError.
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace mri::detail {
+
+// libismrmrd prints every HDF5 error stack to stderr by default; the first call switches that
+// off process-wide and keeps the calling thread's last message for ismrmrd_last_error().
+void quiet_ismrmrd();
+// The last libismrmrd message on this thread (empty if none), then forgets it.
+std::string ismrmrd_last_error();
+
+// Throws IoError("<path>: <what>[ (<libismrmrd's last message>)]").
+[[noreturn]] void ismrmrd_io_error(const std::filesystem::path &path, std::string_view what);
+
+} // namespace mri::detail

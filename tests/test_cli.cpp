@@ -1,0 +1,162 @@
+// The `mri` tool through its command line: help, exit codes and one-line messages, and results
+// compared with references (the SDK, the phantom, `bart nufft`, ISMRMRD's own reconstruction).
+#include "catch.hpp"
+#include "mri/mri.hpp"
+#include "test_support.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include <ismrmrd/dataset.h>
+
+using namespace mri;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::filesystem::path &p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `mri <args>` in `dir` (a shell command line; arguments are ours, no quoting needed).
+Run mri_cli(const test::TempDir &dir, const std::string &args) {
+  const std::string cmd = "cd '" + dir.path().string() + "' && OMP_WAIT_POLICY=passive '" MRI_TEST_CLI "' " + args +
+                          " > out.txt 2> err.txt";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out.txt"), slurp(dir / "err.txt")};
+}
+
+bool on_path(const char *tool) { return std::system((std::string("command -v ") + tool + " > /dev/null 2>&1").c_str()) == 0; }
+
+long lines(const std::string &s) { return std::count(s.begin(), s.end(), '\n'); }
+
+} // namespace
+
+TEST_CASE("cli: --help lists the subcommands and every recon option with its default", "[cli]") {
+  test::TempDir dir("cli");
+  const Run top = mri_cli(dir, "--help");
+  CHECK(top.code == 0);
+  for (const char *cmd : {"phantom", "traj", "nufft", "recon"}) CHECK_THAT(top.out, test::contains(cmd));
+  const Run recon = mri_cli(dir, "recon --help");
+  CHECK(recon.code == 0);
+  for (const char *opt : {"--method", "--normal", "--backend", "--policy", "--precision", "--lambda", "--regularizer",
+                          "--iterations", "--tolerance", "--nufft-tolerance", "--q-cache", "--device-memory",
+                          "--traj-units", "--report", "--quiet"})
+    CHECK_THAT(recon.out, test::contains(opt));
+  CHECK_THAT(recon.out, test::contains("=20")); // the iterations' default
+  CHECK_THAT(recon.out, test::contains("MiB"));
+}
+
+TEST_CASE("cli: usage errors exit 2, data errors 1, unsupported 3, each with one line", "[cli]") {
+  test::TempDir dir("cli");
+  const Run none = mri_cli(dir, "");
+  CHECK(none.code == 2);
+  const Run unknown = mri_cli(dir, "recon --frobnicate 3 --out x");
+  CHECK(unknown.code == 2);
+  CHECK(lines(unknown.err) == 1);
+  const Run both = mri_cli(dir, "recon --in a.h5 --traj t --kspace k --out x");
+  CHECK(both.code == 2);
+  CHECK_THAT(both.err, test::contains("contradict"));
+  const Run missing = mri_cli(dir, "recon --in missing.h5 --out x");
+  CHECK(missing.code == 1);
+  CHECK(lines(missing.err) == 1);
+  CHECK_THAT(missing.err, test::contains("missing.h5"));
+  { std::ofstream(dir / "junk.h5") << "junk"; }
+  const Run junk = mri_cli(dir, "recon --in junk.h5 --out x");
+  CHECK(junk.code == 1);
+  CHECK(lines(junk.err) == 1);
+  const Run coils = mri_cli(dir, "phantom --matrix 16,16 --coils 8 --out k");
+  CHECK(coils.code == 3);
+  const Run matrix = mri_cli(dir, "traj --matrix 16,x t");
+  CHECK(matrix.code == 2);
+  CHECK_THAT(matrix.err, test::contains("--matrix = 16,x"));
+  const Run bad_ext = mri_cli(dir, "phantom --matrix 16,16 --spokes 8 --readout 16 --out k && '" MRI_TEST_CLI
+                                   "' nufft -a -t k -d 16,16 k img.xyz");
+  CHECK(bad_ext.code == 1); // k-space as a trajectory: dims[0] = 1
+}
+
+TEST_CASE("cli: traj writes the SDK's generator in BART's layout", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "traj --traj spiral --matrix 32,32 --interleaves 4 --samples 100 t").code == 0);
+  const bart::CflArray a = bart::read_cfl(dir / "t");
+  CHECK(a.dims[0] == 3);
+  CHECK(a.dims[1] == 100);
+  CHECK(a.dims[2] == 4);
+  const Trajectory want = traj::spiral(Grid(32, 32), 4, 100);
+  const Trajectory got = bart::to_trajectory(a, 2);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t m = 0; m < got.size(); ++m) CHECK((got[m].kx == want[m].kx && got[m].ky == want[m].ky));
+}
+
+TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, with a JSON report", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 64 --readout 64 --snr 50 --voxel 2 --out raw.h5").code == 0);
+  const Run r = mri_cli(dir, "recon --in raw.h5 --iterations 15 --out img.nii --out img --report r.json --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const NiftiVolume v = read_nifti(dir / "img.nii");
+  CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 1, 1});
+  CHECK(v.voxel_mm[0] == Approx(2));
+  const Grid g(32, 32);
+  const Image truth = Phantom::shepp_logan_2d().rasterize(g);
+  Image truth_magnitude(g);
+  for (std::size_t i = 0; i < truth.size(); ++i) truth_magnitude[i] = std::abs(truth[i]);
+  const Image got(g, v.data);
+  const cfloat s = best_scale(got, truth_magnitude);
+  Image scaled = got;
+  for (auto &x : scaled.values()) x *= s;
+  CHECK(psnr(scaled, truth_magnitude) > 20.0);
+  const Image cfl = bart::to_image(bart::read_cfl(dir / "img"));
+  for (std::size_t i = 0; i < cfl.size(); ++i) REQUIRE(std::abs(cfl[i]) == Approx(v.data[i].real()).margin(1e-6));
+  const std::string json = slurp(dir / "r.json");
+  for (const char *field : {"\"iterations\": 15", "\"cg_seconds\"", "\"residuals\"", "\"q_cache\"", "\"imaging\": 64"})
+    CHECK_THAT(json, test::contains(field));
+}
+
+TEST_CASE("cli: nufft --adjoint equals bart nufft -a", "[cli]") {
+  if (!on_path("bart")) {
+    WARN("bart not installed: not compared");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --out k --traj-out t").code == 0);
+  REQUIRE(mri_cli(dir, "nufft --adjoint --traj t --matrix 32,32 --tolerance 1e-5 k ours").code == 0);
+  REQUIRE(std::system(("cd '" + dir.path().string() + "' && bart nufft -a -d 32:32:1 t k theirs > /dev/null 2>&1").c_str()) == 0);
+  const bart::CflArray ours = bart::read_cfl(dir / "ours"), theirs = bart::read_cfl(dir / "theirs");
+  REQUIRE(ours.data.size() == theirs.data.size());
+  CHECK(test::relative_error(ours.data, theirs.data) < 1e-2);
+}
+
+TEST_CASE("cli: recon of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_recon_cartesian_2d", "[cli]") {
+  if (!on_path("ismrmrd_generate_cartesian_shepp_logan") || !on_path("ismrmrd_recon_cartesian_2d")) {
+    WARN("ismrmrd-tools not installed: not compared");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(std::system(("cd '" + dir.path().string() +
+                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -o sl.h5 > /dev/null && "
+                       "ismrmrd_recon_cartesian_2d sl.h5 > /dev/null 2>&1").c_str()) == 0);
+  const Run r = mri_cli(dir, "recon --in sl.h5 --iterations 10 --out img --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const bart::CflArray ours = bart::read_cfl(dir / "img");
+  REQUIRE(ours.data.size() == 32u * 32u); // cropped to the recon matrix
+  ISMRMRD::Dataset ds((dir / "sl.h5").c_str(), "dataset", false);
+  ISMRMRD::Image<float> theirs;
+  ds.readImage("cpp", 0, theirs);
+  double sab = 0, saa = 0, sbb = 0;
+  for (std::size_t i = 0; i < ours.data.size(); ++i) {
+    const double a = std::abs(ours.data[i]), b = theirs.getDataPtr()[i];
+    sab += a * b, saa += a * a, sbb += b * b;
+  }
+  CHECK(sab / std::sqrt(saa * sbb) > 0.99);
+}
