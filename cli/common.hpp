@@ -33,10 +33,15 @@ Grid parse_matrix(const std::string &text, const std::string &option);
 // CLI11 transformers for the SDK's enums: "cpu" -> Backend::Cpu ...
 template <class Enum> CLI::Option *add_enum(CLI::App &app, const std::string &name, Enum &value,
                                             const std::map<std::string, Enum> &names, const std::string &help) {
-  std::string current;
-  for (const auto &[text, v] : names)
+  std::string current, choices;
+  for (const auto &[text, v] : names) {
     if (v == value) current = text;
-  return app.add_option(name, value, help)->transform(CLI::CheckedTransformer(names))->default_str(current);
+    choices += (choices.empty() ? "{" : "|") + text;
+  }
+  return app.add_option(name, value, help)
+      ->transform(CLI::CheckedTransformer(names).description(""))
+      ->type_name(choices + "}")
+      ->default_str(current);
 }
 extern const std::map<std::string, Backend> kBackends;
 extern const std::map<std::string, Precision> kPrecisions;
