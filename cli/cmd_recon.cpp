@@ -114,6 +114,7 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
 
 int run_recon(const ReconArgs &a, bool regularizer_given) {
   if (!a.sens.empty()) throw Unsupported("--sens: SENSE with coil maps arrives with issue 11; not in this build");
+  for (const std::string &path : a.out) check_output_path(path); // before any work
   const ReconInputs in = load_inputs(a.input, a.quiet);
   const ReconOptions o = effective_options(a, in, regularizer_given);
   std::size_t coils_total = 0;

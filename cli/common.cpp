@@ -68,6 +68,26 @@ void write_cfl_atomic(const std::filesystem::path &base, const std::vector<std::
   if (ec) throw IoError(base.string() + ".cfl: cannot write (" + ec.message() + ")");
 }
 
+void replace_atomically(const std::filesystem::path &path,
+                        const std::function<void(const std::filesystem::path &)> &write) {
+  std::string name(1, '.');
+  name += path.filename().string();
+  name += ".tmp-" + std::to_string(::getpid());
+  const std::filesystem::path tmp = path.parent_path() / name;
+  std::error_code ec;
+  try {
+    write(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw IoError(path.string() + ": cannot write (" + ec.message() + ")");
+  }
+}
+
 void say(const std::string &command, const std::string &message) {
   std::fprintf(stderr, "mri %s: %s\n", command.c_str(), message.c_str());
 }

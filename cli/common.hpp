@@ -58,6 +58,11 @@ std::filesystem::path cfl_base(const std::string &name);
 void write_cfl_atomic(const std::filesystem::path &base, const std::vector<std::int64_t> &dims,
                       const std::vector<cfloat> &data);
 
+// Calls write(tmp) for a temporary sibling of `path`, then renames it to `path`: a failure leaves
+// nothing half-written (the temporary is removed). IoError when the rename fails.
+void replace_atomically(const std::filesystem::path &path,
+                        const std::function<void(const std::filesystem::path &)> &write);
+
 // One line on stderr: "mri <command>: <message>".
 void say(const std::string &command, const std::string &message);
 

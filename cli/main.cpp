@@ -8,10 +8,8 @@
 
 namespace {
 
-// CLI11's default failure message is two lines; ours is one, naming the command.
-std::string one_line(const CLI::App *app, const CLI::Error &e) {
-  return "mri " + app->get_name() + ": " + e.what() + " (see --help)\n";
-}
+// CLI11's default failure message is two lines; ours is one.
+std::string one_line(const CLI::App *, const CLI::Error &e) { return std::string("mri: ") + e.what() + " (see --help)\n"; }
 
 int run(int argc, char **argv) {
   CLI::App app{"mri: iterative reconstruction of non-Cartesian MRI (BART .cfl, ISMRMRD .h5, NIfTI .nii, PNG)"};

@@ -1,8 +1,6 @@
 // Writes reconstructed images in the format the output path's extension names.
 #include "outputs.hpp"
 
-#include <unistd.h>
-
 namespace mri::cli {
 namespace {
 
@@ -26,33 +24,42 @@ void write_cfl_images(const std::string &path, const std::vector<Image> &images)
 void write_png_images(const std::string &path, const std::vector<Image> &images) {
   std::vector<PngPanel> panels;
   for (const Image &im : images) panels.push_back({&im, 0.0f}); // central z slice, own maximum
-  const std::filesystem::path final_path(path);
-  const std::filesystem::path tmp =
-      final_path.parent_path() / ("." + final_path.filename().string() + ".tmp-" + std::to_string(::getpid()));
-  write_png_montage(tmp, panels);
-  std::error_code ec;
-  std::filesystem::rename(tmp, final_path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw IoError(path + ": cannot write (" + ec.message() + ")");
-  }
+  replace_atomically(path, [&](const std::filesystem::path &tmp) { write_png_montage(tmp, panels); });
+}
+
+
+enum class Format { Nifti, Png, Cfl };
+
+Format format_of(const std::string &path) {
+  if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) return Format::Nifti;
+  if (ends_with(path, ".png")) return Format::Png;
+  if (ends_with(path, ".h5"))
+    throw Unsupported(path + ": ISMRMRD image output (.h5) is not implemented yet; use .nii, .png or a BART name");
+  const std::filesystem::path p(path);
+  if (p.has_extension() && p.extension() != ".cfl" && p.extension() != ".hdr")
+    throw UsageError(path + ": unknown output extension " + p.extension().string() +
+                     " (.nii, .nii.gz, .png, or no extension for BART .cfl/.hdr)");
+  return Format::Cfl;
 }
 
 } // namespace
 
+void check_output_path(const std::string &path) {
+  format_of(path);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    throw IoError(path + ": cannot write: no folder " + dir.string());
+}
+
 void write_images(const std::string &path, const std::vector<Image> &images, const OutputOptions &options) {
   if (images.empty()) throw UsageError(path + ": no image to write");
-  if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) {
+  switch (format_of(path)) {
+  case Format::Nifti:
     write_nifti(path, images, options.voxel_mm, options.complex ? NiftiValues::Complex : NiftiValues::Magnitude);
-  } else if (ends_with(path, ".png")) {
-    write_png_images(path, images);
-  } else if (ends_with(path, ".h5")) {
-    throw Unsupported(path + ": ISMRMRD image output (.h5) is not implemented yet; use .nii, .png or a BART name");
-  } else if (std::filesystem::path(path).has_extension() && std::filesystem::path(path).extension() != ".cfl") {
-    throw UsageError(path + ": unknown output extension " + std::filesystem::path(path).extension().string() +
-                     " (.nii, .nii.gz, .png, or no extension for BART .cfl/.hdr)");
-  } else {
-    write_cfl_images(path, images);
+    return;
+  case Format::Png: write_png_images(path, images); return;
+  case Format::Cfl: write_cfl_images(path, images); return;
   }
 }
 

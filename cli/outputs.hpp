@@ -15,6 +15,10 @@ struct OutputOptions {
   std::array<double, 3> voxel_mm{1, 1, 1}; // NIfTI voxel size
 };
 
+// Before any work: throws UsageError for an extension it does not know, Unsupported for .h5,
+// IoError when the folder does not exist.
+void check_output_path(const std::string &path);
+
 // Throws UsageError for an extension it does not know, Unsupported for .h5, and the SDK's
 // errors of the writers. Every file is written to a temporary name and renamed.
 void write_images(const std::string &path, const std::vector<Image> &images, const OutputOptions &options);

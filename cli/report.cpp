@@ -1,7 +1,6 @@
 #include "report.hpp"
 
 #include <fstream>
-#include <unistd.h>
 
 namespace mri::cli {
 
@@ -49,18 +48,11 @@ nlohmann::json to_json(const IsmrmrdData &d) {
 }
 
 void write_json(const std::string &path, const nlohmann::json &document) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
+  replace_atomically(path, [&](const std::filesystem::path &tmp) {
     std::ofstream out(tmp, std::ios::trunc);
     out << document.dump(2) << '\n';
-    if (!out) {
-      std::filesystem::remove(tmp);
-      throw IoError(path + ": cannot write the report");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError(path + ": cannot write the report (" + ec.message() + ")");
+    if (!out.flush()) throw IoError(path + ": cannot write the report");
+  });
 }
 
 } // namespace mri::cli

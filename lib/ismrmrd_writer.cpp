@@ -122,8 +122,9 @@ void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &i
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const std::string why = ec.message();
     std::filesystem::remove(tmp, ec);
-    throw IoError(path.string() + ": cannot write (rename from the temporary file failed)");
+    throw IoError(path.string() + ": cannot write (" + why + ")");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unistd.h>
 
@@ -43,6 +44,12 @@ void check_images(const std::vector<Image> &images, const std::array<double, 3> 
 }
 
 // The header: dims, voxel sizes in mm, and the scanner-frame placement of the header comment.
+// libnifti prints its errors to stderr unless its debug level is 0; ours are exceptions.
+void quiet_nifti() {
+  static std::once_flag once;
+  std::call_once(once, [] { nifti_set_debug_level(0); });
+}
+
 NimPtr make_header(const std::vector<Image> &images, const std::array<double, 3> &voxel_mm, NiftiValues values) {
   const Grid &g = images[0].grid();
   const auto t = static_cast<std::int64_t>(images.size());
@@ -90,11 +97,14 @@ void write_nifti(const std::filesystem::path &path, const std::vector<Image> &im
                  const std::array<double, 3> &voxel_mm, NiftiValues values) {
   const std::string ext = nifti_extension(path);
   check_images(images, voxel_mm);
+  quiet_nifti();
   NimPtr nim = make_header(images, voxel_mm, values);
   std::vector<unsigned char> data = payload(images, values);
   // A temporary name with the same extension (libnifti compresses by it), renamed at the end.
-  const std::filesystem::path tmp =
-      path.parent_path() / ("." + path.filename().string() + ".tmp-" + std::to_string(::getpid()) + ext);
+  std::string name(1, '.'); // built in steps: GCC 12 warns falsely (-Wrestrict) on "." + string
+  name += path.filename().string();
+  name += ".tmp-" + std::to_string(::getpid()) + ext;
+  const std::filesystem::path tmp = path.parent_path() / name;
   if (nifti_set_filenames(nim.get(), tmp.c_str(), 0, 1) != 0)
     throw IoError(path.string() + ": libnifti rejected the file name");
   nim->data = data.data();
@@ -116,6 +126,7 @@ void write_nifti(const std::filesystem::path &path, const std::vector<Image> &im
 NiftiVolume read_nifti(const std::filesystem::path &path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path.string() + ": no such file");
+  quiet_nifti();
   NimPtr nim(nifti_image_read(path.c_str(), 1));
   if (!nim || nim->data == nullptr) throw IoError(path.string() + ": not a readable NIfTI file");
   if (nim->datatype != DT_FLOAT32 && nim->datatype != DT_COMPLEX64)

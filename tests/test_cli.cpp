@@ -160,3 +160,44 @@ TEST_CASE("cli: recon of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_
   }
   CHECK(sab / std::sqrt(saa * sbb) > 0.99);
 }
+
+TEST_CASE("cli: an unwritable or unknown output fails before any work and leaves nothing", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 16,16 --spokes 8 --readout 16 --out raw.h5").code == 0);
+  const Run folder = mri_cli(dir, "recon --in raw.h5 --out no-dir/x.nii");
+  CHECK(folder.code == 1);
+  CHECK_THAT(folder.err, test::contains("no-dir"));
+  const Run ext = mri_cli(dir, "recon --in raw.h5 --out x.xyz --quiet");
+  CHECK(ext.code == 2);
+  CHECK(lines(ext.err) == 1); // no progress or notes: it stopped before reading
+  const Run h5 = mri_cli(dir, "recon --in raw.h5 --out x.h5 --quiet");
+  CHECK(h5.code == 3);
+  for (const auto &e : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = e.path().filename().string();
+    CHECK((name == "raw.h5" || name == "out.txt" || name == "err.txt"));
+  }
+}
+
+TEST_CASE("cli: repetitions of an ISMRMRD file become the 4th NIfTI dimension, in order", "[cli]") {
+  if (!on_path("ismrmrd_generate_cartesian_shepp_logan")) {
+    WARN("ismrmrd-tools not installed: not tested");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(std::system(("cd '" + dir.path().string() +
+                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -r 3 -n 0.2 -o reps.h5 > /dev/null").c_str()) == 0);
+  const Run r = mri_cli(dir, "recon --in reps.h5 --iterations 5 --out reps.nii --report r.json --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const NiftiVolume v = read_nifti(dir / "reps.nii");
+  CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 1, 3});
+  // Same object, different noise: each repetition is close to the others but not equal.
+  const std::size_t n = 32 * 32;
+  for (std::size_t t = 1; t < 3; ++t) {
+    const std::span<const cfloat> a(v.data.data(), n), b(v.data.data() + t * n, n);
+    const double e = test::relative_error(b, a);
+    CHECK(e > 0);
+    CHECK(e < 0.5);
+  }
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("\"items\": 3"));
+}

@@ -7,7 +7,8 @@
 // scanner frame with our voxel coordinates {-n/2 .. n/2-1} (qform and sform codes "scanner
 // anatomical", identity rotation): the acquisition's slice orientation is not applied yet.
 //
-// Thread safety: write_nifti writes a temporary file renamed at the end (different paths may be
+// Thread safety: the first call sets libnifti's debug level to 0 (process-wide: its messages on
+// stderr become our exceptions). write_nifti writes a temporary file renamed at the end (different paths may be
 // written at once; two writers of one path: the last rename wins); read_nifti only reads.
 #include <array>
 #include <cstdint>
