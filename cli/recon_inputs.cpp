@@ -21,8 +21,6 @@ void tell_counts(const std::string &file, const IsmrmrdData &d, bool quiet) {
                      " imaging in " + std::to_string(d.items.size()) + " item(s), skipped " + std::to_string(c.noise) +
                      " noise, " + std::to_string(c.navigation) + " navigator, " + std::to_string(c.other) +
                      " other, " + std::to_string(c.other_encoding) + " of other encoding spaces");
-  if (c.noise > 0 && !quiet)
-    say("recon", file + ": noise covariance from the noise scans is in the report; prewhitening is not applied yet");
 }
 
 ReconInputs load_h5(const InputArgs &a, bool quiet) {
@@ -45,7 +43,13 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
   const std::vector<cdouble> cov = noise_covariance(d.noise, d.header.coils);
   for (std::size_t c = 0; c * c < cov.size(); ++c)
     r.source["noise_variance"].push_back(cov[c * static_cast<std::size_t>(d.header.coils) + c].real());
-  for (IsmrmrdItem &it : d.items) r.problems.push_back({item_label(it), std::move(it.data)});
+  const bool whiten = a.prewhiten && !cov.empty();
+  r.source["prewhitened"] = whiten;
+  if (!quiet && !cov.empty())
+    say("recon", a.in + ": noise covariance of " + std::to_string(d.counts.noise) + " noise scan(s): " +
+                     (whiten ? "samples prewhitened" : "not applied (--no-prewhiten)"));
+  for (IsmrmrdItem &it : d.items)
+    r.problems.push_back({item_label(it), whiten ? prewhiten(it.data, cov) : std::move(it.data)});
   return r;
 }
 

@@ -28,6 +28,7 @@ struct ReconInputs {
 struct InputArgs {
   std::string in, traj, kspace, weights, matrix, fov;
   TrajUnits units = TrajUnits::Auto;
+  bool prewhiten = true; // ISMRMRD: with the noise scans' covariance, when there are noise scans
 };
 
 // Throws UsageError for contradicting or missing inputs; the SDK's errors for bad files.

@@ -278,26 +278,4 @@ IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOpt
   return Reader(path, options).read();
 }
 
-std::vector<cdouble> noise_covariance(const std::vector<std::vector<cfloat>> &noise, int coils) {
-  if (noise.empty()) return {};
-  if (coils < 1) detail::invalid_argument("noise_covariance: coils", coils, "must be at least 1");
-  const auto c = static_cast<std::size_t>(coils);
-  std::vector<cdouble> cov(c * c);
-  std::size_t total = 0;
-  for (std::size_t s = 0; s < noise.size(); ++s) {
-    if (noise[s].size() % c != 0)
-      detail::invalid_argument("noise_covariance: noise[" + std::to_string(s) + "].size()", noise[s].size(),
-                               "not a multiple of coils = " + std::to_string(coils));
-    const std::size_t n = noise[s].size() / c;
-    for (std::size_t i = 0; i < c; ++i)
-      for (std::size_t j = 0; j < c; ++j)
-        for (std::size_t k = 0; k < n; ++k)
-          cov[i * c + j] += cdouble(noise[s][i * n + k]) * std::conj(cdouble(noise[s][j * n + k]));
-    total += n;
-  }
-  if (total < 2) return {};
-  for (auto &v : cov) v /= static_cast<double>(total - 1);
-  return cov;
-}
-
 } // namespace mri

@@ -143,9 +143,9 @@ TEST_CASE("cli: recon of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_
   }
   test::TempDir dir("cli");
   REQUIRE(std::system(("cd '" + dir.path().string() +
-                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -o sl.h5 > /dev/null && "
+                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -C -o sl.h5 > /dev/null && "
                        "ismrmrd_recon_cartesian_2d sl.h5 > /dev/null 2>&1").c_str()) == 0);
-  const Run r = mri_cli(dir, "recon --in sl.h5 --iterations 10 --out img --quiet");
+  const Run r = mri_cli(dir, "recon --in sl.h5 --iterations 10 --out img --report r.json --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
   const bart::CflArray ours = bart::read_cfl(dir / "img");
@@ -159,6 +159,7 @@ TEST_CASE("cli: recon of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_
     sab += a * b, saa += a * a, sbb += b * b;
   }
   CHECK(sab / std::sqrt(saa * sbb) > 0.99);
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("\"prewhitened\": true")); // its noise scan was used
 }
 
 TEST_CASE("cli: an unwritable or unknown output fails before any work and leaves nothing", "[cli]") {

@@ -213,3 +213,28 @@ TEST_CASE("ismrmrd: write_ismrmrd refuses inconsistent input and leaves nothing 
   CHECK_THROWS_AS(write_ismrmrd(dir / "no-such-dir" / "x.h5", in), IoError);
   CHECK(std::filesystem::is_empty(dir.path()));
 }
+
+TEST_CASE("ismrmrd: prewhitening turns correlated coil noise into white noise", "[ismrmrd]") {
+  // Noise n = A z (z white, unit variance), A mixing 3 coils: covariance A A^H.
+  const cfloat a[3][3] = {{{1, 0}, {0, 0}, {0, 0}}, {{0.5f, 0.3f}, {0.8f, 0}, {0, 0}}, {{0.2f, -0.1f}, {0.4f, 0.2f}, {2, 0}}};
+  const auto mixed = [&](std::size_t n, std::uint64_t seed) {
+    const std::vector<cfloat> z = test::random_complex(3 * n, seed); // E|z|^2 = 2 per sample
+    std::vector<cfloat> out(3 * n);
+    for (std::size_t s = 0; s < n; ++s)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) out[i * n + s] += a[i][j] * z[j * n + s] / std::sqrt(2.0f);
+    return out;
+  };
+  const std::size_t n = 20000;
+  const std::vector<cdouble> cov = noise_covariance({mixed(n, 1)}, 3);
+  const Grid g(8, 8);
+  const KSpaceData noise_only(test::random_trajectory(g, n, 3), mixed(n, 2), {}, 3);
+  const KSpaceData white = prewhiten(noise_only, cov);
+  const std::vector<cdouble> after = noise_covariance({white.samples()}, 3);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) CHECK(std::abs(after[i * 3 + j] - cdouble(i == j ? 1 : 0)) < 0.04);
+  CHECK(std::abs(cov[8] - cdouble(4.0 + 0.16 + 0.05 + 0.2)) < 0.2); // the control: |a_2|^2 = 4.41
+  std::vector<cdouble> singular(9, cdouble(1));
+  CHECK_THROWS_AS(prewhiten(noise_only, singular), InvalidArgument);
+  CHECK_THROWS_AS(prewhiten(noise_only, {}), InvalidArgument);
+}

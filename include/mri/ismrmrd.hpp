@@ -98,8 +98,15 @@ IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOpt
 
 // The coils' noise covariance (C x C, row-major, Hermitian) from the noise scans: sum over
 // samples of n_i conj(n_j) / (S - 1), S the total noise samples per coil. Empty without noise
-// scans. Throws InvalidArgument when the scans' channel counts differ from `coils`.
+// scans or with fewer than 2 samples. Throws InvalidArgument when a scan's size is not a multiple
+// of `coils`.
 std::vector<cdouble> noise_covariance(const std::vector<std::vector<cfloat>> &noise, int coils);
+
+// The samples with the coils' noise decorrelated and normalised: sample vectors y (over coils)
+// become L^{-1} y, covariance = L L^H (Cholesky), so the noise has identity covariance (the image
+// scale changes by about 1/sigma). Throws InvalidArgument when covariance is not coils x coils or
+// not positive definite.
+KSpaceData prewhiten(const KSpaceData &data, const std::vector<cdouble> &covariance);
 
 // What write_ismrmrd puts in a file: the header, the data split into `readouts` acquisitions of
 // equal length (each with its trajectory in cycles per FOV), and optional noise scans.
