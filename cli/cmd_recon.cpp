@@ -49,10 +49,10 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--matrix", a.input.matrix, "image matrix nx,ny[,nz] (voxels; BART inputs)");
   cmd.add_option("--fov", a.input.fov, "BART inputs: field of view x,y[,z] in whole mm (NIfTI voxel size; default 1 mm voxels)");
   add_enum(cmd, "--traj-units", a.input.units, kTrajUnits, "ISMRMRD trajectory units: cycles/FOV, normalised [-0.5, 0.5], or detect");
-  cmd.add_option("--out", a.out, "output(s): .nii/.nii.gz (NIfTI), .png (magnitude), no extension: BART .cfl/.hdr")
+  cmd.add_option("--out", a.out, "output(s): .nii/.nii.gz (NIfTI), .h5 (ISMRMRD images), .png (magnitude), no extension: BART .cfl/.hdr")
       ->required()->expected(1, 8);
   cmd.add_flag("!--no-prewhiten", a.input.prewhiten, "ISMRMRD: do not prewhiten with the noise scans' covariance");
-  cmd.add_flag("--complex", a.complex, "NIfTI: complex64 values instead of float32 magnitude");
+  cmd.add_flag("--complex", a.complex, "NIfTI, ISMRMRD: complex values instead of float32 magnitude");
   cmd.add_option("--report", a.report, "write every report field as JSON to this file");
   cmd.add_flag("-q,--quiet", a.quiet, "no progress line and no notes on stderr (warnings and errors stay)");
 }

@@ -28,17 +28,16 @@ void write_png_images(const std::string &path, const std::vector<Image> &images)
 }
 
 
-enum class Format { Nifti, Png, Cfl };
+enum class Format { Nifti, Png, Ismrmrd, Cfl };
 
 Format format_of(const std::string &path) {
   if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) return Format::Nifti;
   if (ends_with(path, ".png")) return Format::Png;
-  if (ends_with(path, ".h5"))
-    throw Unsupported(path + ": ISMRMRD image output (.h5) is not implemented yet; use .nii, .png or a BART name");
+  if (ends_with(path, ".h5")) return Format::Ismrmrd;
   const std::filesystem::path p(path);
   if (p.has_extension() && p.extension() != ".cfl" && p.extension() != ".hdr")
     throw UsageError(path + ": unknown output extension " + p.extension().string() +
-                     " (.nii, .nii.gz, .png, or no extension for BART .cfl/.hdr)");
+                     " (.nii, .nii.gz, .h5, .png, or no extension for BART .cfl/.hdr)");
   return Format::Cfl;
 }
 
@@ -59,6 +58,7 @@ void write_images(const std::string &path, const std::vector<Image> &images, con
     write_nifti(path, images, options.voxel_mm, options.complex ? NiftiValues::Complex : NiftiValues::Magnitude);
     return;
   case Format::Png: write_png_images(path, images); return;
+  case Format::Ismrmrd: write_ismrmrd_images(path, images, options.voxel_mm, options.complex); return;
   case Format::Cfl: write_cfl_images(path, images); return;
   }
 }

@@ -4,6 +4,7 @@
 #include <ismrmrd/ismrmrd.h>
 
 #include <mutex>
+#include <unistd.h>
 
 #include "mri/error.hpp"
 
@@ -38,6 +39,27 @@ void ismrmrd_io_error(const std::filesystem::path &path, std::string_view what) 
   const std::string library = ismrmrd_last_error();
   if (!library.empty()) message += " (" + library + ")";
   throw IoError(message);
+}
+
+void write_then_rename(const std::filesystem::path &path,
+                       const std::function<void(const std::filesystem::path &)> &write) {
+  quiet_ismrmrd();
+  std::filesystem::path tmp = path;
+  tmp += ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::remove(tmp, ec);
+  try {
+    write(tmp); // the Dataset is closed (flushed) when write returns
+  } catch (const std::exception &) {
+    std::filesystem::remove(tmp, ec);
+    ismrmrd_io_error(path, "cannot write");
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw IoError(path.string() + ": cannot write (" + why + ")");
+  }
 }
 
 } // namespace mri::detail

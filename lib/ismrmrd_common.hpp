@@ -1,6 +1,7 @@
 #pragma once
 // What the ISMRMRD reader and writer share: libismrmrd's error reporting turned into IoError.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,5 +15,10 @@ std::string ismrmrd_last_error();
 
 // Throws IoError("<path>: <what>[ (<libismrmrd's last message>)]").
 [[noreturn]] void ismrmrd_io_error(const std::filesystem::path &path, std::string_view what);
+
+// Runs write(tmp) on a temporary sibling of `path` and renames it to `path`; on any failure the
+// temporary is removed and IoError("<path>: cannot write (...)") thrown: nothing half-written.
+void write_then_rename(const std::filesystem::path &path,
+                       const std::function<void(const std::filesystem::path &)> &write);
 
 } // namespace mri::detail

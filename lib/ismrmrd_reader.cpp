@@ -187,6 +187,9 @@ private:
   // Sample i's position in the file's units (Cartesian: from the counters, in cycles/FOV).
   KPoint point(ISMRMRD::Acquisition &acq, std::uint32_t index, int i) {
     const int td = acq.trajectory_dimensions();
+    if (td == 0 && out_.header.trajectory != "cartesian" && out_.header.trajectory != "epi")
+      detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has no trajectory, but the header's is " +
+                                          out_.header.trajectory);
     if (td == 0) return cartesian_point(acq, i);
     if (td < grid_.dims())
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has a " + std::to_string(td) +

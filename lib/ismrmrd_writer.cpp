@@ -7,7 +7,6 @@
 #include <ismrmrd/xml.h>
 
 #include <sstream>
-#include <unistd.h>
 
 #include "ismrmrd_common.hpp"
 #include "mri/error.hpp"
@@ -109,23 +108,7 @@ void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &i
     if (input.noise[s].size() % static_cast<std::size_t>(input.data->coils()) != 0)
       detail::invalid_argument("write_ismrmrd: noise[" + std::to_string(s) + "].size()", input.noise[s].size(),
                                "not a multiple of the coils");
-  detail::quiet_ismrmrd();
-  std::filesystem::path tmp = path;
-  tmp += ".tmp-" + std::to_string(::getpid());
-  std::error_code ec;
-  std::filesystem::remove(tmp, ec);
-  try {
-    write_all(tmp, input); // the Dataset closes (flushes) at the end of write_all
-  } catch (const std::exception &) {
-    std::filesystem::remove(tmp, ec);
-    detail::ismrmrd_io_error(path, "cannot write");
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(tmp, ec);
-    throw IoError(path.string() + ": cannot write (" + why + ")");
-  }
+  detail::write_then_rename(path, [&](const std::filesystem::path &tmp) { write_all(tmp, input); });
 }
 
 } // namespace mri

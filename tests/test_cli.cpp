@@ -100,7 +100,7 @@ TEST_CASE("cli: traj writes the SDK's generator in BART's layout", "[cli]") {
 TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, with a JSON report", "[cli]") {
   test::TempDir dir("cli");
   REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 64 --readout 64 --snr 50 --voxel 2 --out raw.h5").code == 0);
-  const Run r = mri_cli(dir, "recon --in raw.h5 --iterations 15 --out img.nii --out img --report r.json --quiet");
+  const Run r = mri_cli(dir, "recon --in raw.h5 --iterations 15 --out img.nii --out img --out img.h5 --report r.json --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
   const NiftiVolume v = read_nifti(dir / "img.nii");
@@ -117,6 +117,12 @@ TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, wit
   CHECK(psnr(scaled, truth_magnitude) > 20.0);
   const Image cfl = bart::to_image(bart::read_cfl(dir / "img"));
   for (std::size_t i = 0; i < cfl.size(); ++i) REQUIRE(std::abs(cfl[i]) == Approx(v.data[i].real()).margin(1e-6));
+  ISMRMRD::Dataset ds((dir / "img.h5").c_str(), "dataset", false);
+  ISMRMRD::Image<float> h5;
+  ds.readImage("image_0", 0, h5);
+  REQUIRE(h5.getNumberOfDataElements() == 32u * 32u);
+  for (std::size_t i = 0; i < cfl.size(); ++i) REQUIRE(h5.getDataPtr()[i] == v.data[i].real());
+  CHECK(h5.getFieldOfViewX() == Approx(64)); // 32 voxels of 2 mm
   const std::string json = slurp(dir / "r.json");
   for (const char *field : {"\"iterations\": 15", "\"cg_seconds\"", "\"residuals\"", "\"q_cache\"", "\"imaging\": 64"})
     CHECK_THAT(json, test::contains(field));
@@ -171,8 +177,8 @@ TEST_CASE("cli: an unwritable or unknown output fails before any work and leaves
   const Run ext = mri_cli(dir, "recon --in raw.h5 --out x.xyz --quiet");
   CHECK(ext.code == 2);
   CHECK(lines(ext.err) == 1); // no progress or notes: it stopped before reading
-  const Run h5 = mri_cli(dir, "recon --in raw.h5 --out x.h5 --quiet");
-  CHECK(h5.code == 3);
+  const Run sens = mri_cli(dir, "recon --in raw.h5 --sens s --out x.h5 --quiet");
+  CHECK(sens.code == 3);
   for (const auto &e : std::filesystem::directory_iterator(dir.path())) {
     const std::string name = e.path().filename().string();
     CHECK((name == "raw.h5" || name == "out.txt" || name == "err.txt"));

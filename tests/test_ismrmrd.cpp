@@ -193,9 +193,27 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     ISMRMRD::Dataset ds((dir / "ch.h5").c_str(), "dataset", false);
     ds.appendAcquisition(ISMRMRD::Acquisition(40, 3, 2)); // 3 channels, header says 2
   }
+  SECTION("a NaN sample") {
+    const Fixture f;
+    write_ismrmrd(dir / "nan.h5", f.input(TrajUnits::CyclesPerFov));
+    ISMRMRD::Dataset ds((dir / "nan.h5").c_str(), "dataset", false);
+    ISMRMRD::Acquisition acq(40, 2, 2);
+    acq.data(3, 1) = std::complex<float>(std::nanf(""), 0);
+    ds.appendAcquisition(acq);
+  }
+  SECTION("a radial header, an acquisition without trajectory") {
+    const Fixture f;
+    write_ismrmrd(dir / "notraj.h5", f.input(TrajUnits::CyclesPerFov));
+    ISMRMRD::Dataset ds((dir / "notraj.h5").c_str(), "dataset", false);
+    ds.appendAcquisition(ISMRMRD::Acquisition(40, 2, 0));
+  }
   SECTION("only noise scans") { write_header_and(dir / "noise.h5", 1, true); }
   SECTION("zero coils") { write_header_and(dir / "zero.h5", 0, false); }
   if (std::filesystem::exists(dir / "nohdr.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "nohdr.h5"), test::contains("no XML header"));
+  if (std::filesystem::exists(dir / "nan.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "nan.h5"), test::contains("acquisition 18 coil 1 sample 3"));
+  if (std::filesystem::exists(dir / "notraj.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "notraj.h5"), test::contains("acquisition 18 has no trajectory"));
   if (std::filesystem::exists(dir / "noise.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "noise.h5"), test::contains("imaging acquisitions = 0"));
   if (std::filesystem::exists(dir / "zero.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "zero.h5"), test::contains("no coil data"));
@@ -237,4 +255,30 @@ TEST_CASE("ismrmrd: prewhitening turns correlated coil noise into white noise", 
   std::vector<cdouble> singular(9, cdouble(1));
   CHECK_THROWS_AS(prewhiten(noise_only, singular), InvalidArgument);
   CHECK_THROWS_AS(prewhiten(noise_only, {}), InvalidArgument);
+}
+
+TEST_CASE("ismrmrd: images written into a new file are read back by libismrmrd", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Grid g(6, 4, 3);
+  const std::vector<Image> images{test::random_image(g, 1), test::random_image(g, 2)};
+  write_ismrmrd_images(dir / "m.h5", images, {1.5, 2, 3});
+  write_ismrmrd_images(dir / "c.h5", images, {1, 1, 1}, true);
+  ISMRMRD::Dataset m((dir / "m.h5").c_str(), "dataset", false);
+  ISMRMRD::Dataset c((dir / "c.h5").c_str(), "dataset", false);
+  REQUIRE(m.getNumberOfImages("image_0") == 2);
+  for (std::uint32_t t = 0; t < 2; ++t) {
+    ISMRMRD::Image<float> mag;
+    ISMRMRD::Image<std::complex<float>> cpx;
+    m.readImage("image_0", t, mag);
+    c.readImage("image_0", t, cpx);
+    CHECK(mag.getMatrixSizeX() == 6);
+    CHECK(mag.getMatrixSizeZ() == 3);
+    CHECK(mag.getFieldOfViewY() == Approx(8));
+    for (std::size_t i = 0; i < images[t].size(); ++i) {
+      REQUIRE(mag.getDataPtr()[i] == std::abs(images[t][i]));
+      REQUIRE(cpx.getDataPtr()[i] == images[t][i]);
+    }
+  }
+  CHECK_THROWS_AS(write_ismrmrd_images(dir / "none.h5", {}, {1, 1, 1}), InvalidArgument);
+  CHECK_THROWS_AS(write_ismrmrd_images(dir / "no-dir" / "x.h5", images, {1, 1, 1}), IoError);
 }

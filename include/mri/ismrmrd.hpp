@@ -10,7 +10,8 @@
 // - Acquisitions without a trajectory (trajectory_dimensions = 0) are Cartesian: sample i of the
 //   readout is at kx = i - center_sample, the line at ky = kspace_encode_step_1 - the encoding
 //   limit's centre (kz likewise from step 2 on a 3D encoding), so files from
-//   ismrmrd_generate_cartesian_shepp_logan reconstruct.
+//   ismrmrd_generate_cartesian_shepp_logan reconstruct. Only where the header's trajectory is
+//   cartesian or epi: elsewhere a missing trajectory is an IoError.
 // - discard_pre / discard_post samples are dropped (with their trajectory points).
 // - Noise scans (ISMRMRD_ACQ_IS_NOISE_MEASUREMENT) are not image data: they are kept apart and
 //   give the coil noise covariance. Navigators, phase-correction, dummy-scan, feedback and
@@ -91,7 +92,8 @@ struct IsmrmrdData {
 };
 
 // Throws IoError naming the file for a missing file, one that is not HDF5/ISMRMRD, a missing or
-// malformed XML header, or acquisitions that disagree with it (channels, trajectory dimensions);
+// malformed XML header, or acquisitions that disagree with it (channels, trajectory dimensions,
+// no trajectory on a non-Cartesian encoding);
 // InvalidArgument for a header with zero coils or an empty matrix, NaN/Inf samples or
 // trajectories (naming the acquisition), or a file without imaging acquisitions.
 IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options = {});
@@ -121,5 +123,12 @@ struct IsmrmrdWriteInput {
 // Writes a new file (replacing `path`) through a temporary file renamed at the end, so nothing
 // half-written is left. Throws InvalidArgument for inconsistent input, IoError when writing fails.
 void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &input);
+
+// Images into a new ISMRMRD file (group "dataset", variable "image_0", one image per entry with
+// image_index and repetition = its position; FOV = voxel_mm x matrix): float magnitude, or
+// complex float with `complex`. Written through a temporary file renamed at the end. Throws
+// InvalidArgument for no images or extents above 65535, IoError when writing fails.
+void write_ismrmrd_images(const std::filesystem::path &path, const std::vector<Image> &images,
+                          const std::array<double, 3> &voxel_mm, bool complex = false);
 
 } // namespace mri
