@@ -114,7 +114,7 @@ TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, wit
   const cfloat s = best_scale(got, truth_magnitude);
   Image scaled = got;
   for (auto &x : scaled.values()) x *= s;
-  CHECK(psnr(scaled, truth_magnitude) > 20.0);
+  CHECK(psnr(scaled, truth_magnitude) > 25.0); // measured 26.9 dB
   const Image cfl = bart::to_image(bart::read_cfl(dir / "img"));
   for (std::size_t i = 0; i < cfl.size(); ++i) REQUIRE(std::abs(cfl[i]) == Approx(v.data[i].real()).margin(1e-6));
   ISMRMRD::Dataset ds((dir / "img.h5").c_str(), "dataset", false);
@@ -192,7 +192,7 @@ TEST_CASE("cli: repetitions of an ISMRMRD file become the 4th NIfTI dimension, i
   }
   test::TempDir dir("cli");
   REQUIRE(std::system(("cd '" + dir.path().string() +
-                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -r 3 -n 0.2 -o reps.h5 > /dev/null").c_str()) == 0);
+                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -r 3 -n 0.05 -o reps.h5 > /dev/null").c_str()) == 0);
   const Run r = mri_cli(dir, "recon --in reps.h5 --iterations 5 --out reps.nii --report r.json --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
@@ -204,7 +204,7 @@ TEST_CASE("cli: repetitions of an ISMRMRD file become the 4th NIfTI dimension, i
     const std::span<const cfloat> a(v.data.data(), n), b(v.data.data() + t * n, n);
     const double e = test::relative_error(b, a);
     CHECK(e > 0);
-    CHECK(e < 0.5);
+    CHECK(e < 0.3); // measured 0.20 at noise level 0.05
   }
   CHECK_THAT(slurp(dir / "r.json"), test::contains("\"items\": 3"));
 }
@@ -239,4 +239,53 @@ TEST_CASE("cli: recon on BART files equals bart pics -l2 -r L -w 1 (lambda and s
   CHECK(nrmse < 0.02); // measured 0.006 (BART v0.8.00): CG paths differ in rounding and stopping
   CHECK(std::abs(best_scale(ours, theirs) - cfloat(1)) < 0.01f); // same scale, no hidden factor
   CHECK(std::abs(phantom_psnr(ours) - phantom_psnr(theirs)) < 0.1);
+}
+
+TEST_CASE("cli: a batch item that fails is reported, the others are written, exit 1", "[cli]") {
+  test::TempDir dir("cli");
+  // Two repetitions of one radial readout; the second's k lies far beyond the grid (a unit mistake).
+  const Grid g(16, 16);
+  const Trajectory t = traj::radial(g, 1, 16);
+  const KSpaceData d(t, Phantom::shepp_logan_2d().kspace(t, g));
+  IsmrmrdWriteInput in;
+  in.header.encoded_matrix = in.header.recon_matrix = {16, 16, 1};
+  in.header.encoded_fov_mm = in.header.recon_fov_mm = {16, 16, 1};
+  in.header.trajectory = "radial";
+  in.data = &d;
+  write_ismrmrd(dir / "two.h5", in);
+  {
+    ISMRMRD::Dataset ds((dir / "two.h5").c_str(), "dataset", false);
+    ISMRMRD::Acquisition acq;
+    ds.readAcquisition(0, acq);
+    acq.idx().repetition = 1;
+    for (int i = 0; i < 16; ++i) acq.traj(0, static_cast<std::uint16_t>(i)) = 100.0f; // beyond 3n/2 = 24
+    ds.appendAcquisition(acq);
+  }
+  const Run r = mri_cli(dir, "recon --in two.h5 --traj-units cycles --iterations 3 --out two.nii --report r.json --quiet");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, test::contains("repetition 1"));
+  const NiftiVolume v = read_nifti(dir / "two.nii");
+  REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 1, 2});
+  double first = 0, second = 0;
+  for (std::size_t i = 0; i < 256; ++i) first += std::abs(v.data[i]), second += std::abs(v.data[256 + i]);
+  CHECK(first > 0);    // the good item is kept
+  CHECK(second == 0);  // the failed one is zeros, in its place
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("\"failed_items\": 1"));
+}
+
+TEST_CASE("cli: a 3D koosh phantom through ISMRMRD and recon gives a 3D NIfTI of the phantom", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 16,16,16 --traj koosh --spokes 400 --readout 32 --out k3.h5").code == 0);
+  const Run r = mri_cli(dir, "recon --in k3.h5 --iterations 10 --method nufft --out k3.nii --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const NiftiVolume v = read_nifti(dir / "k3.nii");
+  REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 16, 1});
+  const Grid g(16, 16, 16);
+  const Image truth = Phantom::shepp_logan_3d().rasterize(g);
+  Image t(g), m(g, v.data);
+  for (std::size_t i = 0; i < truth.size(); ++i) t[i] = std::abs(truth[i]);
+  const cfloat s = best_scale(m, t);
+  for (auto &x : m.values()) x *= s;
+  CHECK(psnr(m, t) > 23.0); // measured 25.8 dB
 }
