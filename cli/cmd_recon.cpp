@@ -5,7 +5,7 @@
 
 #include "commands.hpp"
 #include "outputs.hpp"
-#include "progress.hpp"
+#include "batch.hpp"
 #include "recon_inputs.hpp"
 #include "report.hpp"
 
@@ -19,6 +19,7 @@ struct ReconArgs {
   ReconOptions options;
   double device_memory_mib = 0;
   bool quiet = false, complex = false;
+  int jobs = 1;
 };
 
 void add_solver_options(CLI::App &cmd, ReconArgs &a) {
@@ -54,55 +55,9 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_flag("!--no-prewhiten", a.input.prewhiten, "ISMRMRD: do not prewhiten with the noise scans' covariance");
   cmd.add_flag("--complex", a.complex, "NIfTI, ISMRMRD: complex values instead of float32 magnitude");
   cmd.add_option("--report", a.report, "write every report field as JSON to this file");
+  cmd.add_option("-j,--jobs", a.jobs, "items (slices, repetitions ...) reconstructed at once on CPU threads")
+      ->check(CLI::Range(1, 256))->capture_default_str();
   cmd.add_flag("-q,--quiet", a.quiet, "no progress line and no notes on stderr (warnings and errors stay)");
-}
-
-// One coil (or single-coil data) through mri::reconstruct, with the progress line.
-ReconResult reconstruct_one(const KSpaceData &data, const Grid &grid, ReconOptions options, Progress &progress,
-                            long &done) {
-  const long base = done;
-  options.on_iteration = [&progress, &done, base](int it, const Image &, double residual) {
-    done = base + it;
-    progress.update(done, "residual " + std::to_string(residual));
-  };
-  ReconResult r = reconstruct(data, grid, options);
-  done = base + options.iterations;
-  return r;
-}
-
-// Coil c of coil-major data as its own single-coil problem.
-KSpaceData coil(const KSpaceData &d, int c) {
-  const std::size_t m = d.samples_per_coil();
-  const auto first = d.samples().begin() + static_cast<std::ptrdiff_t>(c * m);
-  return KSpaceData(d.trajectory(), std::vector<cfloat>(first, first + static_cast<std::ptrdiff_t>(m)), d.weights());
-}
-
-// sqrt(sum_c |x_c|^2) voxel by voxel (a real image).
-void add_squares(Image &sum, const Image &x) {
-  for (std::size_t i = 0; i < x.size(); ++i) sum[i] += std::norm(x[i]);
-}
-
-Image reconstruct_problem(const ReconProblem &p, const ReconInputs &in, const ReconOptions &o, Progress &progress,
-                          long &done, nlohmann::json &reports) {
-  if (p.data.coils() == 1) {
-    ReconResult r = reconstruct_one(p.data, in.grid, o, progress, done);
-    reports.push_back(to_json(r.report));
-    return std::move(r.image);
-  }
-  Image rss(in.grid);
-  for (int c = 0; c < p.data.coils(); ++c) {
-    const ReconResult r = reconstruct_one(coil(p.data, c), in.grid, o, progress, done);
-    reports.push_back(to_json(r.report));
-    add_squares(rss, r.image);
-  }
-  for (cfloat &v : rss.values()) v = std::sqrt(v.real());
-  return rss;
-}
-
-// BART's pics solves with the unitary F / sqrt(N): its image is sqrt(N) times ours.
-void to_bart_units(Image &x) {
-  const auto s = static_cast<float>(1.0 / bart::nufft_scale(x.grid()));
-  for (cfloat &v : x.values()) v *= s;
 }
 
 ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool regularizer_given) {
@@ -123,21 +78,22 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
   if (coils_total > in.problems.size() && !a.quiet)
     say("recon", "multi-coil data: each coil reconstructed separately, combined by root-sum-of-squares (SENSE: issue 11)");
   Progress progress("recon: CG iteration", static_cast<long>(coils_total) * o.iterations, a.quiet);
-  long done = 0;
+  std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.jobs, progress);
   nlohmann::json reports = nlohmann::json::array();
   std::vector<Image> images;
   int failed = 0;
-  for (const ReconProblem &p : in.problems) {
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    images.push_back(std::move(outcomes[i].image));
+    for (auto &r : outcomes[i].reports) reports.push_back(std::move(r));
+    if (!outcomes[i].error) continue;
+    ++failed;
+    // Every item failed (one item, or e.g. --backend cuda without a GPU): the error is the run's.
+    if (failed == static_cast<int>(outcomes.size())) std::rethrow_exception(outcomes[0].error);
     try {
-      Image x = reconstruct_problem(p, in, o, progress, done, reports);
-      if (in.bart) to_bart_units(x);
-      images.push_back(centre_crop(x, in.output));
-    } catch (const Error &e) { // one item failing does not lose the others
-      if (in.problems.size() == 1) throw;
-      say("recon", p.label + ": " + e.what());
-      reports.push_back({{"error", e.what()}, {"item", p.label}});
-      images.emplace_back(in.output); // zeros keep the stack's order
-      ++failed;
+      std::rethrow_exception(outcomes[i].error);
+    } catch (const std::exception &e) {
+      say("recon", in.problems[i].label + ": " + e.what());
+      reports.push_back({{"error", e.what()}, {"item", in.problems[i].label}});
     }
   }
   OutputOptions out{a.complex, in.voxel_mm};

@@ -1,7 +1,9 @@
 #pragma once
 // A progress line on stderr with an estimate of the time left, shown only once the work has
-// taken over a second (short runs stay quiet), rewritten in place with '\r'.
+// taken over a second (short runs stay quiet), rewritten in place with '\r'. Thread-safe: the
+// items of a batch advance it from several threads.
 #include <chrono>
+#include <mutex>
 #include <string>
 
 namespace mri::cli {
@@ -13,14 +15,15 @@ public:
   Progress(const Progress &) = delete;
   Progress &operator=(const Progress &) = delete;
 
-  // `done` of `total` steps finished; `detail` is appended (e.g. the residual).
-  void update(long done, const std::string &detail = {});
+  // `steps` more of `total` finished; `detail` is appended (e.g. the residual).
+  void advance(long steps, const std::string &detail = {});
 
 private:
   std::string label_;
-  long total_;
+  long total_, done_ = 0;
   bool quiet_, shown_ = false;
   std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
 };
 
 } // namespace mri::cli
