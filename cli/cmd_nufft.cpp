@@ -45,9 +45,10 @@ Image scaled(Image x, double s) {
 }
 
 // k-space [1, samples..., coils] -> images [x, y, z, coils], by F^H or CG per coil.
-void to_images(const NufftArgs &a, const Trajectory &t, const bart::CflArray &ksp) {
+void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflArray &ksp) {
   if (a.matrix.empty()) throw UsageError("--matrix is needed for --adjoint and --inverse");
   const Grid grid = parse_matrix(a.matrix, "--matrix");
+  const Trajectory t = bart::to_trajectory(traj, grid.dims());
   const std::int64_t coils = coils_of(ksp.data.size(), t.size(), a.in);
   const double s = bart::nufft_scale(grid);
   std::vector<cfloat> out;
@@ -71,12 +72,14 @@ void to_images(const NufftArgs &a, const Trajectory &t, const bart::CflArray &ks
 }
 
 // images [x, y, z, coils] -> k-space [1, samples..., coils] by F.
-void to_kspace(const NufftArgs &a, const Trajectory &t, const bart::CflArray &img, std::vector<std::int64_t> dims) {
+void to_kspace(const NufftArgs &a, const bart::CflArray &traj, const bart::CflArray &img) {
   std::vector<std::int64_t> d = img.dims;
   d.resize(4, 1);
   const Grid grid(d[0], d[1], d[2]);
-  if (grid.dims() != t.dims()) throw InvalidArgument(a.in + ": a " + std::to_string(grid.dims()) +
-                                                     "-D image for a " + std::to_string(t.dims()) + "-D trajectory");
+  if (!a.matrix.empty() && parse_matrix(a.matrix, "--matrix").extents() != grid.extents())
+    throw UsageError("--matrix = " + a.matrix + " contradicts the image " + a.in + "'s dims");
+  const Trajectory t = bart::to_trajectory(traj, grid.dims()); // a 2D image needs kz = 0
+  std::vector<std::int64_t> dims = sample_dims(traj);
   const std::int64_t coils = coils_of(img.data.size(), static_cast<std::size_t>(grid.voxels()), a.in);
   const Operator op(t, grid, a);
   std::vector<cfloat> out;
@@ -95,14 +98,10 @@ int run_nufft(const NufftArgs &a) {
   if (a.adjoint && a.inverse) throw UsageError("--adjoint and --inverse contradict each other: give one");
   const bart::CflArray traj = bart::read_cfl(cfl_base(a.traj));
   const bart::CflArray in = bart::read_cfl(cfl_base(a.in));
-  std::int64_t third = traj.dims.size() > 0 ? traj.dims[0] : 0;
-  if (third != 3) throw InvalidArgument(a.traj + ": dims[0] = " + std::to_string(third) + ": a trajectory is [3, samples, ...]");
-  int dims = 2;
-  for (std::size_t m = 0; m < traj.data.size(); m += 3) dims = traj.data[m + 2] != cfloat(0) ? 3 : dims;
-  if (!a.matrix.empty()) dims = parse_matrix(a.matrix, "--matrix").dims();
-  const Trajectory t = bart::to_trajectory(traj, dims);
-  if (a.adjoint || a.inverse) to_images(a, t, in);
-  else to_kspace(a, t, in, sample_dims(traj));
+  const std::int64_t rows = traj.dims.empty() ? 0 : traj.dims[0];
+  if (rows != 3) throw InvalidArgument(a.traj + ": dims[0] = " + std::to_string(rows) + ": a trajectory is [3, samples, ...]");
+  if (a.adjoint || a.inverse) to_images(a, traj, in);
+  else to_kspace(a, traj, in);
   return kOk;
 }
 

@@ -48,7 +48,7 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--weights", a.input.weights, "BART density weights [1, samples, ...] (real part used)");
   cmd.add_option("--sens", a.sens, "BART coil maps (SENSE: issue 11, not yet)");
   cmd.add_option("--matrix", a.input.matrix, "image matrix nx,ny[,nz] (voxels; BART inputs)");
-  cmd.add_option("--fov", a.input.fov, "BART inputs: field of view x,y[,z] in whole mm (NIfTI voxel size; default 1 mm voxels)");
+  cmd.add_option("--fov", a.input.fov, "BART inputs: field of view x,y[,z] in mm (output voxel size; default 1 mm voxels)");
   add_enum(cmd, "--traj-units", a.input.units, kTrajUnits, "ISMRMRD trajectory units: cycles/FOV, normalised [-0.5, 0.5], or detect");
   cmd.add_option("--out", a.out, "output(s): .nii/.nii.gz (NIfTI), .h5 (ISMRMRD images), .png (magnitude), no extension: BART .cfl/.hdr")
       ->required()->expected(1, 8);

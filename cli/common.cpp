@@ -1,6 +1,7 @@
 // Shared option parsing and BART file helpers of the `mri` tool.
 #include "common.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <unistd.h>
@@ -22,25 +23,33 @@ const std::map<std::string, Gridding> kGriddings{{"auto", Gridding::Auto}, {"sca
 const std::map<std::string, TrajUnits> kTrajUnits{
     {"auto", TrajUnits::Auto}, {"cycles", TrajUnits::CyclesPerFov}, {"normalized", TrajUnits::Normalized}};
 
-Grid parse_matrix(const std::string &text, const std::string &option) {
-  std::vector<std::int64_t> n;
+std::vector<double> parse_sizes(const std::string &text, const std::string &option) {
+  const std::string expected = option + " = " + text + ": expected 2 or 3 comma-separated positive sizes (e.g. 128,128)";
+  std::vector<double> n;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     std::size_t used = 0;
-    long long v = 0;
+    double v = 0;
     try {
-      v = std::stoll(item, &used);
+      v = std::stod(item, &used);
     } catch (const std::exception &) {
-      used = 0;
+      throw UsageError(expected);
     }
-    if (used != item.size() || v < 1 || v > 65535)
-      throw UsageError(option + " = " + text + ": expected 2 or 3 comma-separated sizes in 1..65535 (e.g. 128,128)");
+    if (used != item.size() || !(v > 0) || !std::isfinite(v)) throw UsageError(expected);
     n.push_back(v);
   }
-  if (n.size() < 2 || n.size() > 3)
-    throw UsageError(option + " = " + text + ": expected 2 or 3 comma-separated sizes (e.g. 128,128)");
-  return Grid(n[0], n[1], n.size() == 3 ? n[2] : 1);
+  if (n.size() < 2 || n.size() > 3) throw UsageError(expected);
+  return n;
+}
+
+Grid parse_matrix(const std::string &text, const std::string &option) {
+  const std::vector<double> n = parse_sizes(text, option);
+  for (const double v : n)
+    if (v != std::floor(v) || v > 65535)
+      throw UsageError(option + " = " + text + ": sizes are whole numbers of voxels in 1..65535");
+  const auto i64 = [](double v) { return static_cast<std::int64_t>(v); };
+  return Grid(i64(n[0]), i64(n[1]), n.size() == 3 ? i64(n[2]) : 1);
 }
 
 std::filesystem::path cfl_base(const std::string &name) {

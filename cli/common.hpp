@@ -27,7 +27,9 @@ public:
 // A subcommand: registered on the app, run after parsing when it was given.
 using Runner = std::function<int()>;
 
-// "128,128" or "64,64,64" -> Grid. Throws UsageError naming `option`.
+// "1.5,2" -> {1.5, 2}: 2 or 3 comma-separated positive numbers. Throws UsageError naming `option`.
+std::vector<double> parse_sizes(const std::string &text, const std::string &option);
+// "128,128" or "64,64,64" -> Grid (whole numbers in 1..65535). Throws UsageError naming `option`.
 Grid parse_matrix(const std::string &text, const std::string &option);
 
 // CLI11 transformers for the SDK's enums: "cpu" -> Backend::Cpu ...

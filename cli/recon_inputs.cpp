@@ -70,8 +70,11 @@ ReconInputs load_cfl(const InputArgs &a) {
   const int coils = static_cast<int>(k.data.size() / t.size());
   r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils)});
   if (!a.fov.empty()) {
-    const Grid fov = parse_matrix(a.fov, "--fov"); // mm per axis, integers
-    for (int ax = 0; ax < 3; ++ax) r.voxel_mm[ax] = static_cast<double>(fov.extent(ax)) / static_cast<double>(r.grid.extent(ax));
+    const std::vector<double> fov = parse_sizes(a.fov, "--fov"); // mm per axis
+    if (static_cast<int>(fov.size()) != r.grid.dims())
+      throw UsageError("--fov = " + a.fov + ": one size per axis of --matrix " + a.matrix);
+    for (std::size_t ax = 0; ax < fov.size(); ++ax)
+      r.voxel_mm[ax] = fov[ax] / static_cast<double>(r.grid.extent(static_cast<int>(ax)));
   }
   r.source = {{"traj", a.traj}, {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils}};
   return r;

@@ -140,6 +140,14 @@ TEST_CASE("cli: nufft --adjoint equals bart nufft -a", "[cli]") {
   const bart::CflArray ours = bart::read_cfl(dir / "ours"), theirs = bart::read_cfl(dir / "theirs");
   REQUIRE(ours.data.size() == theirs.data.size());
   CHECK(test::relative_error(ours.data, theirs.data) < 1e-2);
+  // Forward, on their adjoint image: k-space [1, readout, spokes] as BART's.
+  REQUIRE(mri_cli(dir, "nufft --traj t --tolerance 1e-5 theirs kours").code == 0);
+  REQUIRE(std::system(("cd '" + dir.path().string() + "' && bart nufft t theirs ktheirs > /dev/null 2>&1").c_str()) == 0);
+  const bart::CflArray kours = bart::read_cfl(dir / "kours"), ktheirs = bart::read_cfl(dir / "ktheirs");
+  CHECK(kours.dims[1] == 64);
+  CHECK(kours.dims[2] == 48);
+  REQUIRE(kours.data.size() == ktheirs.data.size());
+  CHECK(test::relative_error(kours.data, ktheirs.data) < 1e-2);
 }
 
 TEST_CASE("cli: recon of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_recon_cartesian_2d", "[cli]") {
@@ -240,7 +248,11 @@ TEST_CASE("cli: recon on BART files equals bart pics -l2 -r L -w 1 (lambda and s
   REQUIRE(mri_cli(dir, "phantom --matrix 64,64 --traj radial --spokes 96 --readout 128 --snr 30 --out k --traj-out t").code == 0);
   REQUIRE(std::system(("cd '" + dir.path().string() +
                        "' && bart ones 2 64 64 s && bart pics -l2 -r 0.01 -w 1 -i 30 -t t k s theirs > /dev/null 2>&1").c_str()) == 0);
-  REQUIRE(mri_cli(dir, "recon --traj t --kspace k --matrix 64,64 --lambda 0.01 --iterations 30 --out ours -q").code == 0);
+  REQUIRE(mri_cli(dir, "recon --traj t --kspace k --matrix 64,64 --fov 96,128 --lambda 0.01 --iterations 30 --out ours "
+                       "--out ours.nii -q").code == 0);
+  const NiftiVolume nii = read_nifti(dir / "ours.nii");
+  CHECK(nii.voxel_mm[0] == Approx(1.5));
+  CHECK(nii.voxel_mm[1] == Approx(2.0));
   const Image ours = bart::to_image(bart::read_cfl(dir / "ours")), theirs = bart::to_image(bart::read_cfl(dir / "theirs"));
   const double nrmse = test::relative_error(ours, theirs);
   INFO("NRMSE between mri recon and bart pics: " << nrmse);
