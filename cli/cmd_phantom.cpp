@@ -4,7 +4,7 @@
 #include <random>
 
 #include "commands.hpp"
-#include "trajectory_options.hpp"
+#include "raw_output.hpp"
 
 namespace mri::cli {
 namespace {
@@ -34,26 +34,6 @@ void add_gaussian(std::vector<cfloat> &samples, double sigma, std::uint64_t seed
   for (cfloat &s : samples) s += cfloat(g(rng), g(rng));
 }
 
-const char *header_trajectory(const PhantomArgs &a) {
-  if (a.traj.name == "radial") return a.traj.golden ? "goldenangle" : "radial";
-  if (a.traj.name == "spiral") return "spiral";
-  return "other"; // stored with its trajectory, whatever its shape
-}
-
-void write_h5(const PhantomArgs &a, const Grid &grid, const GeneratedTrajectory &g, const KSpaceData &data) {
-  IsmrmrdWriteInput in;
-  for (int ax = 0; ax < 3; ++ax) {
-    in.header.encoded_matrix[ax] = in.header.recon_matrix[ax] = static_cast<int>(grid.extent(ax));
-    in.header.encoded_fov_mm[ax] = in.header.recon_fov_mm[ax] = static_cast<double>(grid.extent(ax)) * a.voxel_mm;
-  }
-  in.header.trajectory = header_trajectory(a);
-  in.header.coils = data.coils();
-  in.data = &data;
-  in.readouts = static_cast<int>(static_cast<std::int64_t>(data.samples_per_coil()) / g.dims[1]);
-  in.units = a.units;
-  write_ismrmrd(a.out, in);
-}
-
 int run_phantom(const PhantomArgs &a) {
   if (a.noise > 0 && a.snr > 0) throw UsageError("--noise and --snr contradict each other: give one");
   if (a.coils != 1)
@@ -67,8 +47,8 @@ int run_phantom(const PhantomArgs &a) {
   if (a.noise > 0) add_gaussian(samples, a.noise, a.seed);
   if (!a.traj_out.empty()) write_cfl_atomic(cfl_base(a.traj_out), g.dims, bart::from_trajectory(g.trajectory).data);
   const KSpaceData data(g.trajectory, std::move(samples));
-  if (a.out.size() > 3 && a.out.compare(a.out.size() - 3, 3, ".h5") == 0) {
-    write_h5(a, grid, g, data);
+  if (is_h5(a.out)) {
+    write_raw_h5({a.out, a.voxel_mm, a.units, ismrmrd_trajectory_type(a.traj)}, grid, g, data);
   } else {
     std::vector<std::int64_t> dims = g.dims;
     dims[0] = 1; // BART k-space: [1, readout, lines]

@@ -106,6 +106,15 @@ TEST_CASE("cli: traj writes the SDK's generator in BART's layout", "[cli]") {
   const Trajectory got = bart::to_trajectory(a, 2);
   REQUIRE(got.size() == want.size());
   for (std::size_t m = 0; m < got.size(); ++m) CHECK((got[m].kx == want[m].kx && got[m].ky == want[m].ky));
+  // Into ISMRMRD: one acquisition per interleave, the same points, normalised on request.
+  REQUIRE(mri_cli(dir, "traj --traj spiral --matrix 32,32 --interleaves 4 --samples 100 --traj-units normalized t.h5").code == 0);
+  const IsmrmrdData d = read_ismrmrd(dir / "t.h5");
+  CHECK(d.counts.imaging == 4);
+  CHECK(d.header.trajectory == "spiral");
+  CHECK(d.units == TrajUnits::Normalized);
+  const Trajectory &h5 = d.items.at(0).data.trajectory();
+  REQUIRE(h5.size() == want.size());
+  for (std::size_t m = 0; m < h5.size(); ++m) CHECK(std::abs(h5[m].kx - want[m].kx) < 1e-5f);
 }
 
 TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, with a JSON report", "[cli]") {
