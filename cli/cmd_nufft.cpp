@@ -1,5 +1,7 @@
 // `mri nufft`: as `bart nufft` on BART files: forward (image -> k-space), --adjoint (k-space ->
 // image) or --inverse (CG), with BART's unitary scaling (bart::nufft_scale), per coil.
+#include <optional>
+
 #include "commands.hpp"
 
 namespace mri::cli {
@@ -52,7 +54,8 @@ void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
   const std::int64_t coils = coils_of(ksp.data.size(), t.size(), a.in);
   const double s = bart::nufft_scale(grid);
   std::vector<cfloat> out;
-  const Operator op(t, grid, a);
+  std::optional<Operator> op; // the adjoint's plan, once for all coils (--inverse plans its own)
+  if (!a.inverse) op.emplace(t, grid, a);
   for (std::int64_t c = 0; c < coils; ++c) {
     const std::span<const cfloat> y(ksp.data.data() + c * t.size(), t.size());
     Image x;
@@ -64,7 +67,7 @@ void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
       o.regularizer = a.lambda > 0 ? Regularizer::Tikhonov : Regularizer::None;
       x = scaled(reconstruct(KSpaceData(t, {y.begin(), y.end()}), grid, o).image, 1.0 / s);
     } else {
-      x = scaled(op.adjoint(y), s);
+      x = scaled(op->adjoint(y), s);
     }
     out.insert(out.end(), x.values().begin(), x.values().end());
   }

@@ -43,6 +43,7 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
 
 void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--in", a.input.in, "ISMRMRD raw data (.h5)");
+  cmd.add_option("--dataset", a.input.group, "ISMRMRD: the HDF5 group of the raw data")->capture_default_str();
   cmd.add_option("--traj", a.input.traj, "BART trajectory [3, samples, ...] in cycles/FOV");
   cmd.add_option("--kspace", a.input.kspace, "BART k-space [1, samples, ..., coils]");
   cmd.add_option("--weights", a.input.weights, "BART density weights [1, samples, ...] (real part used)");

@@ -26,6 +26,7 @@ void tell_counts(const std::string &file, const IsmrmrdData &d, bool quiet) {
 ReconInputs load_h5(const InputArgs &a, bool quiet) {
   IsmrmrdReadOptions options;
   options.units = a.units;
+  options.group = a.group;
   IsmrmrdData d = read_ismrmrd(a.in, options);
   tell_counts(a.in, d, quiet);
   ReconInputs r;
@@ -35,10 +36,8 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
   r.output = Grid(std::min(r.grid.nx(), std::int64_t{d.header.recon_matrix[0]}),
                   std::min(r.grid.ny(), std::int64_t{d.header.recon_matrix[1]}),
                   std::min(r.grid.nz(), std::int64_t{d.header.recon_matrix[2]}));
-  for (int ax = 0; ax < 3; ++ax) {
-    const double fov = d.header.recon_fov_mm[ax] > 0 ? d.header.recon_fov_mm[ax] : 0;
-    r.voxel_mm[ax] = fov > 0 ? fov / static_cast<double>(d.header.recon_matrix[ax]) : 1.0;
-  }
+  for (int ax = 0; ax < 3; ++ax) // 1 mm where the header has no FOV
+    if (d.header.recon_fov_mm[ax] > 0) r.voxel_mm[ax] = d.header.recon_fov_mm[ax] / d.header.recon_matrix[ax];
   r.source = to_json(d);
   const std::vector<cdouble> cov = noise_covariance(d.noise, d.header.coils);
   for (std::size_t c = 0; c * c < cov.size(); ++c)

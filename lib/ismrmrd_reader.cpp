@@ -222,8 +222,11 @@ private:
   // Auto: normalised when no |k| exceeds 0.5 (cycles/FOV reach n/2 > 0.5 on any real grid).
   void choose_units() {
     out_.units = options_.units;
-    if (!non_cartesian_) {
-      out_.units = TrajUnits::CyclesPerFov; // built from the counters
+    if (!non_cartesian_) { // built from the counters, in cycles/FOV whatever was asked
+      if (out_.units != TrajUnits::Auto)
+        out_.notes.push_back(std::string("Cartesian acquisitions: trajectory from the encoding counters; units = ") +
+                             to_string(out_.units) + " does not apply");
+      out_.units = TrajUnits::CyclesPerFov;
       return;
     }
     const bool looks_normalized = out_.max_abs_k <= 0.5 + 1e-6;

@@ -302,3 +302,19 @@ TEST_CASE("cli: a 3D koosh phantom through ISMRMRD and recon gives a 3D NIfTI of
   REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 16, 1});
   CHECK(phantom_psnr(Image(Grid(16, 16, 16), v.data)) > 23.0); // measured 25.8 dB
 }
+
+TEST_CASE("cli: every example of docs/cli.md runs, in order, in one directory", "[cli]") {
+  test::TempDir dir("cli");
+  std::ifstream doc(MRI_TEST_CLI_DOC);
+  REQUIRE(doc);
+  std::string line;
+  int examples = 0;
+  while (std::getline(doc, line)) {
+    if (line.rfind("    mri ", 0) != 0) continue;
+    ++examples;
+    const Run r = mri_cli(dir, line.substr(8));
+    INFO(line << "\n" << r.err);
+    CHECK(r.code == 0);
+  }
+  CHECK(examples >= 8);
+}
