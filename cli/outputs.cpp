@@ -21,9 +21,27 @@ void write_cfl_images(const std::string &path, const std::vector<Image> &images)
   write_cfl_atomic(cfl_base(path), dims, data);
 }
 
+// The central slice of a 3D volume across `axis` (0: the y-z plane, 1: x-z, 2: x-y) as a 2D image.
+Image central_slice(const Image &v, int axis) {
+  const Grid &g = v.grid();
+  const int u = axis == 0 ? 1 : 0, w = axis == 2 ? 1 : 2; // the two axes kept
+  Image s(Grid(g.extent(u), g.extent(w)));
+  std::int64_t i[3] = {g.nx() / 2, g.ny() / 2, g.nz() / 2};
+  for (i[w] = 0; i[w] < g.extent(w); ++i[w])
+    for (i[u] = 0; i[u] < g.extent(u); ++i[u]) s.at(i[u], i[w]) = v.at(i[0], i[1], i[2]);
+  return s;
+}
+
+// 2D images side by side; a 3D volume as its three central slices (x-y, x-z, y-z).
 void write_png_images(const std::string &path, const std::vector<Image> &images) {
+  std::vector<Image> slices;
+  for (const Image &im : images) {
+    if (im.grid().dims() == 2) slices.push_back(im);
+    else
+      for (const int axis : {2, 1, 0}) slices.push_back(central_slice(im, axis));
+  }
   std::vector<PngPanel> panels;
-  for (const Image &im : images) panels.push_back({&im, 0.0f}); // central z slice, own maximum
+  for (const Image &im : slices) panels.push_back({&im, 0.0f}); // each its own maximum
   replace_atomically(path, [&](const std::filesystem::path &tmp) { write_png_montage(tmp, panels); });
 }
 

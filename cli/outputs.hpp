@@ -1,7 +1,8 @@
 #pragma once
 // Image outputs chosen by extension: .nii / .nii.gz (NIfTI), .png (magnitude), .h5 (ISMRMRD
 // images), none: a BART .cfl/.hdr pair. A batch of items is one file: NIfTI's 4th
-// dimension, BART's dimension 10 (TIME_DIM), PNG panels side by side.
+// dimension, BART's dimension 10 (TIME_DIM), PNG panels side by side (3D: the three central
+// slices of each volume).
 #include <array>
 #include <string>
 #include <vector>

@@ -295,12 +295,21 @@ TEST_CASE("cli: a batch item that fails is reported, the others are written, exi
 TEST_CASE("cli: a 3D koosh phantom through ISMRMRD and recon gives a 3D NIfTI of the phantom", "[cli]") {
   test::TempDir dir("cli");
   REQUIRE(mri_cli(dir, "phantom --matrix 16,16,16 --traj koosh --spokes 400 --readout 32 --out k3.h5").code == 0);
-  const Run r = mri_cli(dir, "recon --in k3.h5 --iterations 10 --method nufft --out k3.nii --quiet");
+  const Run r = mri_cli(dir, "recon --in k3.h5 --iterations 10 --method nufft --out k3.nii --out k3.png --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
   const NiftiVolume v = read_nifti(dir / "k3.nii");
   REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 16, 1});
   CHECK(phantom_psnr(Image(Grid(16, 16, 16), v.data)) > 23.0); // measured 25.8 dB
+  // The PNG: three central 16 x 16 slices side by side, 4 black columns apart (IHDR: big-endian).
+  const std::string png = slurp(dir / "k3.png");
+  REQUIRE(png.size() > 24);
+  const auto be32 = [&](std::size_t at) {
+    return (std::uint32_t(std::uint8_t(png[at])) << 24) | (std::uint32_t(std::uint8_t(png[at + 1])) << 16) |
+           (std::uint32_t(std::uint8_t(png[at + 2])) << 8) | std::uint32_t(std::uint8_t(png[at + 3]));
+  };
+  CHECK(be32(16) == 3 * 16 + 2 * 4);
+  CHECK(be32(20) == 16);
 }
 
 TEST_CASE("cli: every example of docs/cli.md runs, in order, in one directory", "[cli]") {
