@@ -15,10 +15,11 @@ namespace {
 // CG iteration (and by the iterations left when CG stops early).
 ReconResult reconstruct_one(const KSpaceData &data, const Grid &grid, ReconOptions options, Progress &progress) {
   int seen = 0;
-  options.on_iteration = [&progress, &seen](int, const Image &, double residual) {
-    ++seen;
-    progress.advance(1, "residual " + std::to_string(residual));
-  };
+  if (progress.active())
+    options.on_iteration = [&progress, &seen](int, const Image &, double residual) {
+      ++seen;
+      progress.advance(1, "residual " + std::to_string(residual));
+    };
   ReconResult r = reconstruct(data, grid, options);
   progress.advance(options.iterations - seen);
   return r;

@@ -15,6 +15,9 @@ public:
   Progress(const Progress &) = delete;
   Progress &operator=(const Progress &) = delete;
 
+  // False with --quiet: callers then skip what only feeds the line (on the GPU, a per-iteration
+  // callback downloads the iterate).
+  bool active() const { return !quiet_; }
   // `steps` more of `total` finished; `detail` is appended (e.g. the residual).
   void advance(long steps, const std::string &detail = {});
 
