@@ -22,6 +22,11 @@ void keep_message(const char * /*file*/, int /*line*/, const char * /*function*/
 
 } // namespace
 
+std::unique_lock<std::mutex> lock_hdf5() {
+  static std::mutex mutex;
+  return std::unique_lock<std::mutex>(mutex);
+}
+
 void quiet_ismrmrd() {
   static std::once_flag once;
   std::call_once(once, [] { ISMRMRD::ismrmrd_set_error_handler(keep_message); });
@@ -43,6 +48,7 @@ void ismrmrd_io_error(const std::filesystem::path &path, std::string_view what) 
 
 void write_then_rename(const std::filesystem::path &path,
                        const std::function<void(const std::filesystem::path &)> &write) {
+  const auto lock = lock_hdf5();
   quiet_ismrmrd();
   std::filesystem::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid());

@@ -2,6 +2,7 @@
 // What the ISMRMRD reader and writer share: libismrmrd's error reporting turned into IoError.
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,10 @@ namespace mri::detail {
 void quiet_ismrmrd();
 // The last libismrmrd message on this thread (empty if none), then forgets it.
 std::string ismrmrd_last_error();
+
+// HDF5 as Debian builds it (serial) is not thread-safe: every SDK call into libismrmrd/HDF5
+// holds this lock for its whole run.
+std::unique_lock<std::mutex> lock_hdf5();
 
 // Throws IoError("<path>: <what>[ (<libismrmrd's last message>)]").
 [[noreturn]] void ismrmrd_io_error(const std::filesystem::path &path, std::string_view what);

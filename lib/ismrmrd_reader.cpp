@@ -6,6 +6,8 @@
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/xml.h>
 
+#include <hdf5.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -27,10 +29,25 @@ struct Group {
   std::vector<std::vector<cfloat>> coils;
 };
 
+// Whether `path` is HDF5 with the group, asked of HDF5 itself: libismrmrd's Dataset constructor
+// leaks its file and group names when it throws, so the usual bad files never reach it.
+void check_hdf5_group(const std::filesystem::path &path, const std::string &group) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); // no HDF5 error stack on stderr: ours is the message
+  if (H5Fis_hdf5(path.c_str()) <= 0) detail::ismrmrd_io_error(path, "not an HDF5 file (ISMRMRD raw data is HDF5)");
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) detail::ismrmrd_io_error(path, "HDF5 cannot open it");
+  const htri_t found = H5Lexists(file, group.c_str(), H5P_DEFAULT);
+  H5Fclose(file);
+  if (found <= 0) detail::ismrmrd_io_error(path, "no group '" + group + "' (an ISMRMRD file has one per data set)");
+}
+
 std::unique_ptr<ISMRMRD::Dataset> open_dataset(const std::filesystem::path &path, const std::string &group) {
   detail::quiet_ismrmrd();
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) detail::ismrmrd_io_error(path, "no such file");
+  if (group.empty() || group.find('/') != std::string::npos)
+    detail::invalid_argument("IsmrmrdReadOptions::group", group, "one HDF5 group name, without '/'");
+  check_hdf5_group(path, group);
   try {
     // create_file_if_needed = false: a reader must never create the file it was asked to read.
     return std::make_unique<ISMRMRD::Dataset>(path.c_str(), group.c_str(), false);
@@ -281,6 +298,7 @@ const char *to_string(TrajUnits u) {
 }
 
 IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options) {
+  const auto lock = detail::lock_hdf5();
   return Reader(path, options).read();
 }
 

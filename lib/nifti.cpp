@@ -98,6 +98,9 @@ void write_nifti(const std::filesystem::path &path, const std::vector<Image> &im
   const std::string ext = nifti_extension(path);
   check_images(images, voxel_mm);
   quiet_nifti();
+  std::error_code exists;
+  if (!path.parent_path().empty() && !std::filesystem::is_directory(path.parent_path(), exists))
+    throw IoError(path.string() + ": cannot write: no folder " + path.parent_path().string()); // libnifti would print
   NimPtr nim = make_header(images, voxel_mm, values);
   std::vector<unsigned char> data = payload(images, values);
   // A temporary name with the same extension (libnifti compresses by it), renamed at the end.

@@ -19,9 +19,11 @@
 // - Image acquisitions are grouped by (slice, contrast, repetition, average, phase, set) into one
 //   KSpaceData each, samples coil-major (sample m of coil c at c*M + m), in that counter order.
 //
-// Thread safety: read_ismrmrd and write_ismrmrd may run on any number of threads for different
-// files; libismrmrd's error printing is switched off process-wide on the first call (its messages
-// become the IoError's text instead). Two calls on one file, one of them writing, race.
+// Thread safety: the readers and writers may be called from any number of threads, but run one
+// at a time (HDF5 as Debian builds it is not thread-safe: one process-wide lock); prewhiten and
+// noise_covariance run in parallel freely. The first call switches libismrmrd's and HDF5's error
+// printing off process-wide (their messages become the IoError's text instead). Other code of the
+// process that calls HDF5 itself at the same time is not covered by the lock.
 #include <array>
 #include <cstddef>
 #include <filesystem>
