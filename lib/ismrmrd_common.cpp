@@ -50,6 +50,12 @@ void write_then_rename(const std::filesystem::path &path,
                        const std::function<void(const std::filesystem::path &)> &write) {
   const auto lock = lock_hdf5();
   quiet_ismrmrd();
+  // libismrmrd's Dataset constructor leaks when it throws: a missing or read-only folder is
+  // caught here instead.
+  const std::filesystem::path dir = path.parent_path().empty() ? "." : path.parent_path();
+  std::error_code exists;
+  if (!std::filesystem::is_directory(dir, exists) || ::access(dir.c_str(), W_OK) != 0)
+    throw IoError(path.string() + ": cannot write: the folder " + dir.string() + " is missing or read-only");
   std::filesystem::path tmp = path;
   tmp += ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
