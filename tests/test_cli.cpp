@@ -39,6 +39,16 @@ bool on_path(const char *tool) { return std::system((std::string("command -v ") 
 
 long lines(const std::string &s) { return std::count(s.begin(), s.end(), '\n'); }
 
+// `mri phantom <phantom> --out raw.h5`, then `mri recon --in raw.h5 <recon> --out img.nii`: the
+// NIfTI read back (both must succeed).
+NiftiVolume phantom_then_recon(const test::TempDir &dir, const std::string &phantom, const std::string &recon) {
+  REQUIRE(mri_cli(dir, "phantom " + phantom + " --out raw.h5").code == 0);
+  const Run r = mri_cli(dir, "recon --in raw.h5 " + recon + " --out img.nii --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return read_nifti(dir / "img.nii");
+}
+
 // PSNR of |x| against the (2D or 3D) phantom's magnitude after the best real scale.
 double phantom_psnr(const Image &x) {
   const Grid &g = x.grid();
@@ -119,11 +129,8 @@ TEST_CASE("cli: traj writes the SDK's generator in BART's layout", "[cli]") {
 
 TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, with a JSON report", "[cli]") {
   test::TempDir dir("cli");
-  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 64 --readout 64 --snr 50 --voxel 2 --out raw.h5").code == 0);
-  const Run r = mri_cli(dir, "recon --in raw.h5 --iterations 15 --out img.nii --out img --out img.h5 --report r.json --quiet");
-  INFO(r.err);
-  REQUIRE(r.code == 0);
-  const NiftiVolume v = read_nifti(dir / "img.nii");
+  const NiftiVolume v = phantom_then_recon(dir, "--matrix 32,32 --traj radial --spokes 64 --readout 64 --snr 50 --voxel 2",
+                                          "--iterations 15 --out img --out img.h5 --report r.json");
   CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 1, 1});
   CHECK(v.voxel_mm[0] == Approx(2));
   CHECK(phantom_psnr(Image(Grid(32, 32), v.data)) > 25.0); // measured 26.9 dB
@@ -294,11 +301,8 @@ TEST_CASE("cli: a batch item that fails is reported, the others are written, exi
 
 TEST_CASE("cli: a 3D koosh phantom through ISMRMRD and recon gives a 3D NIfTI of the phantom", "[cli]") {
   test::TempDir dir("cli");
-  REQUIRE(mri_cli(dir, "phantom --matrix 16,16,16 --traj koosh --spokes 400 --readout 32 --out k3.h5").code == 0);
-  const Run r = mri_cli(dir, "recon --in k3.h5 --iterations 10 --method nufft --out k3.nii --out k3.png --quiet");
-  INFO(r.err);
-  REQUIRE(r.code == 0);
-  const NiftiVolume v = read_nifti(dir / "k3.nii");
+  const NiftiVolume v = phantom_then_recon(dir, "--matrix 16,16,16 --traj koosh --spokes 400 --readout 32",
+                                          "--iterations 10 --method nufft --out k3.png");
   REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 16, 1});
   CHECK(phantom_psnr(Image(Grid(16, 16, 16), v.data)) > 23.0); // measured 25.8 dB
   // The PNG: three central 16 x 16 slices side by side, 4 black columns apart (IHDR: big-endian).
