@@ -30,4 +30,6 @@
 #include "mri/metrics.hpp"
 #include "mri/bart.hpp"
 #include "mri/png.hpp"
+#include "mri/ismrmrd.hpp"
+#include "mri/nifti.hpp"
 #include "mri/motion.hpp"

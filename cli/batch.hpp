@@ -1,0 +1,24 @@
+#pragma once
+// The items of `mri recon` (slices, repetitions ... of a file), `jobs` at a time on CPU threads,
+// results in the items' order; an item that fails is kept as its error, the others go on.
+#include <exception>
+#include <nlohmann/json.hpp>
+
+#include "progress.hpp"
+#include "recon_inputs.hpp"
+
+namespace mri::cli {
+
+struct ItemOutcome {
+  Image image;                                               // on the output grid (zeros on failure)
+  nlohmann::json reports = nlohmann::json::array();          // one per coil reconstruction
+  std::exception_ptr error;                                  // set when the item failed
+};
+
+// Each thread runs its own OpenMP team of omp_get_max_threads() / jobs threads (at least 1), so
+// the machine is shared, not oversubscribed. Multi-coil items: every coil alone, combined by
+// root-sum-of-squares (SENSE replaces this with issue 11).
+std::vector<ItemOutcome> reconstruct_batch(const ReconInputs &inputs, const ReconOptions &options, int jobs,
+                                           Progress &progress);
+
+} // namespace mri::cli

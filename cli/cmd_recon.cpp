@@ -1,0 +1,117 @@
+// `mri recon`: mri::reconstruct on ISMRMRD or BART inputs, every ReconOptions field an option,
+// outputs by extension, --report FILE.json. Multi-coil data: each coil reconstructed alone and
+// combined by root-sum-of-squares until SENSE (issue 11) replaces it.
+#include <cmath>
+
+#include "commands.hpp"
+#include "outputs.hpp"
+#include "batch.hpp"
+#include "recon_inputs.hpp"
+#include "report.hpp"
+
+namespace mri::cli {
+namespace {
+
+struct ReconArgs {
+  InputArgs input;
+  std::vector<std::string> out;
+  std::string report, sens;
+  ReconOptions options;
+  double device_memory_mib = 0;
+  bool quiet = false, complex = false;
+  int jobs = 1;
+};
+
+void add_solver_options(CLI::App &cmd, ReconArgs &a) {
+  ReconOptions &o = a.options;
+  cmd.add_option("--iterations", o.iterations, "CG iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--tolerance", o.tolerance, "CG stops at this relative residual")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--lambda", o.lambda, "regularisation weight; with BART inputs BART's (pics -r, unitary F), else ours")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  add_enum(cmd, "--regularizer", o.regularizer, kRegularizers, "none | tikhonov | finite-difference (tikhonov when --lambda > 0 and none given)");
+  add_enum(cmd, "--method", o.method, kMethods, "exact sums or the gridding NUFFT for F^H D and Q");
+  add_enum(cmd, "--normal", o.normal, kNormals, "F^H W F by Toeplitz embedding or two direct sums per iteration");
+  add_enum(cmd, "--backend", o.backend, kBackends, "where it runs (auto: CUDA when a GPU is usable)");
+  add_enum(cmd, "--policy", o.policy, kPolicies, "CUDA F^H D kernel policy (the seeds' stages)");
+  add_enum(cmd, "--precision", o.precision, kPrecisions, "precision of F^H D and Q");
+  cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft: relative error bound (1e-6 .. 1e-2)")->capture_default_str();
+  add_enum(cmd, "--nufft-gridding", o.nufft_gridding, kGriddings, "--method nufft: how the adjoint grids");
+  cmd.add_option("--q-cache", o.q_cache_dir, "directory of the Toeplitz kernel cache (empty: none)");
+  cmd.add_option("--device-memory", a.device_memory_mib, "GPU memory the reconstruction may use, MiB (0: what is free)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+}
+
+void add_io_options(CLI::App &cmd, ReconArgs &a) {
+  cmd.add_option("--in", a.input.in, "ISMRMRD raw data (.h5)");
+  cmd.add_option("--dataset", a.input.group, "ISMRMRD: the HDF5 group of the raw data")->capture_default_str();
+  cmd.add_option("--traj", a.input.traj, "BART trajectory [3, samples, ...] in cycles/FOV");
+  cmd.add_option("--kspace", a.input.kspace, "BART k-space [1, samples, ..., coils]");
+  cmd.add_option("--weights", a.input.weights, "BART density weights [1, samples, ...] (real part used)");
+  cmd.add_option("--sens", a.sens, "BART coil maps (SENSE: issue 11, not yet)");
+  cmd.add_option("--matrix", a.input.matrix, "image matrix nx,ny[,nz] (voxels; BART inputs)");
+  cmd.add_option("--fov", a.input.fov, "BART inputs: field of view x,y[,z] in mm (output voxel size; default 1 mm voxels)");
+  add_enum(cmd, "--traj-units", a.input.units, kTrajUnits, "ISMRMRD trajectory units: cycles/FOV, normalised [-0.5, 0.5], or detect");
+  cmd.add_option("--out", a.out, "output(s): .nii/.nii.gz (NIfTI), .h5 (ISMRMRD images), .png (magnitude), no extension: BART .cfl/.hdr")
+      ->required()->expected(1, 8);
+  cmd.add_flag("!--no-prewhiten", a.input.prewhiten, "ISMRMRD: do not prewhiten with the noise scans' covariance");
+  cmd.add_flag("--complex", a.complex, "NIfTI, ISMRMRD: complex values instead of float32 magnitude");
+  cmd.add_option("--report", a.report, "write every report field as JSON to this file");
+  cmd.add_option("-j,--jobs", a.jobs, "items (slices, repetitions ...) reconstructed at once on CPU threads")
+      ->check(CLI::Range(1, 256))->capture_default_str();
+  cmd.add_flag("-q,--quiet", a.quiet, "no progress line and no notes on stderr (warnings and errors stay)");
+}
+
+ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool regularizer_given) {
+  ReconOptions o = a.options;
+  if (in.bart) o.lambda *= static_cast<double>(in.grid.voxels()); // BART's L = our lambda / voxels
+  if (o.lambda > 0 && !regularizer_given) o.regularizer = Regularizer::Tikhonov;
+  o.device_memory_limit = static_cast<std::size_t>(a.device_memory_mib * 1024.0 * 1024.0);
+  return o;
+}
+
+int run_recon(const ReconArgs &a, bool regularizer_given) {
+  if (!a.sens.empty()) throw Unsupported("--sens: SENSE with coil maps arrives with issue 11; not in this build");
+  for (const std::string &path : a.out) check_output_path(path); // before any work
+  const ReconInputs in = load_inputs(a.input, a.quiet);
+  const ReconOptions o = effective_options(a, in, regularizer_given);
+  std::size_t coils_total = 0;
+  for (const auto &p : in.problems) coils_total += static_cast<std::size_t>(p.data.coils());
+  if (coils_total > in.problems.size() && !a.quiet)
+    say("recon", "multi-coil data: each coil reconstructed separately, combined by root-sum-of-squares (SENSE: issue 11)");
+  Progress progress("recon: CG iteration", static_cast<long>(coils_total) * o.iterations, a.quiet);
+  std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.jobs, progress);
+  nlohmann::json reports = nlohmann::json::array();
+  std::vector<Image> images;
+  int failed = 0;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    images.push_back(std::move(outcomes[i].image));
+    for (auto &r : outcomes[i].reports) reports.push_back(std::move(r));
+    if (!outcomes[i].error) continue;
+    ++failed;
+    // Every item failed (one item, or e.g. --backend cuda without a GPU): the error is the run's.
+    if (failed == static_cast<int>(outcomes.size())) std::rethrow_exception(outcomes[0].error);
+    try {
+      std::rethrow_exception(outcomes[i].error);
+    } catch (const std::exception &e) {
+      say("recon", in.problems[i].label + ": " + e.what());
+      reports.push_back({{"error", e.what()}, {"item", in.problems[i].label}});
+    }
+  }
+  OutputOptions out{a.complex, in.voxel_mm};
+  for (const std::string &path : a.out) write_images(path, images, out);
+  if (!a.report.empty()) write_json(a.report, {{"source", in.source}, {"reconstructions", reports}, {"failed_items", failed}});
+  return failed > 0 ? kDataError : kOk;
+}
+
+} // namespace
+
+Runner add_recon(CLI::App &app) {
+  CLI::App *cmd = app.add_subcommand("recon", "iterative reconstruction (CG) of ISMRMRD or BART raw data");
+  auto a = std::make_shared<ReconArgs>();
+  add_io_options(*cmd, *a);
+  add_solver_options(*cmd, *a);
+  CLI::Option *regularizer = cmd->get_option("--regularizer");
+  return [a, regularizer] { return run_recon(*a, regularizer->count() > 0); };
+}
+
+} // namespace mri::cli

@@ -1,0 +1,13 @@
+#pragma once
+// The subcommands of `mri`, one file each: each registers its options on the app and returns
+// what runs when it was chosen.
+#include "common.hpp"
+
+namespace mri::cli {
+
+Runner add_traj(CLI::App &app);    // cmd_traj.cpp
+Runner add_phantom(CLI::App &app); // cmd_phantom.cpp
+Runner add_nufft(CLI::App &app);   // cmd_nufft.cpp
+Runner add_recon(CLI::App &app);   // cmd_recon.cpp
+
+} // namespace mri::cli

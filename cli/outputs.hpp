@@ -1,0 +1,26 @@
+#pragma once
+// Image outputs chosen by extension: .nii / .nii.gz (NIfTI), .png (magnitude), .h5 (ISMRMRD
+// images), none: a BART .cfl/.hdr pair. A batch of items is one file: NIfTI's 4th
+// dimension, BART's dimension 10 (TIME_DIM), PNG panels side by side (3D: the three central
+// slices of each volume).
+#include <array>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace mri::cli {
+
+struct OutputOptions {
+  bool complex = false;                   // NIfTI, ISMRMRD: complex instead of float32 magnitude
+  std::array<double, 3> voxel_mm{1, 1, 1}; // NIfTI voxel size
+};
+
+// Before any work: throws UsageError for an extension it does not know, IoError when the folder does not exist.
+void check_output_path(const std::string &path);
+
+// Throws UsageError for an extension it does not know, and the SDK's
+// errors of the writers. Every file is written to a temporary name and renamed.
+void write_images(const std::string &path, const std::vector<Image> &images, const OutputOptions &options);
+
+} // namespace mri::cli

@@ -1,0 +1,101 @@
+// Reading `mri recon`'s inputs: ISMRMRD (--in) or BART files (--traj, --kspace [--weights]).
+#include "recon_inputs.hpp"
+
+#include "report.hpp"
+
+namespace mri::cli {
+namespace {
+
+std::string item_label(const IsmrmrdItem &it) {
+  return "slice " + std::to_string(it.slice) + " contrast " + std::to_string(it.contrast) + " repetition " +
+         std::to_string(it.repetition) + " average " + std::to_string(it.average) + " phase " +
+         std::to_string(it.phase) + " set " + std::to_string(it.set);
+}
+
+void tell_counts(const std::string &file, const IsmrmrdData &d, bool quiet) {
+  for (const std::string &note : d.notes)
+    if (!quiet || note.rfind("warning", 0) == 0) say("recon", file + ": " + note);
+  const IsmrmrdCounts &c = d.counts;
+  if (!quiet)
+    say("recon", file + ": " + std::to_string(c.acquisitions) + " acquisitions: " + std::to_string(c.imaging) +
+                     " imaging in " + std::to_string(d.items.size()) + " item(s), skipped " + std::to_string(c.noise) +
+                     " noise, " + std::to_string(c.navigation) + " navigator, " + std::to_string(c.other) +
+                     " other, " + std::to_string(c.other_encoding) + " of other encoding spaces");
+}
+
+ReconInputs load_h5(const InputArgs &a, bool quiet) {
+  IsmrmrdReadOptions options;
+  options.units = a.units;
+  options.group = a.group;
+  IsmrmrdData d = read_ismrmrd(a.in, options);
+  tell_counts(a.in, d, quiet);
+  ReconInputs r;
+  r.grid = d.header.encoded_grid();
+  if (!a.matrix.empty() && parse_matrix(a.matrix, "--matrix").extents() != r.grid.extents())
+    throw UsageError("--matrix = " + a.matrix + " contradicts the file's encoded matrix; leave it out for ISMRMRD input");
+  r.output = Grid(std::min(r.grid.nx(), std::int64_t{d.header.recon_matrix[0]}),
+                  std::min(r.grid.ny(), std::int64_t{d.header.recon_matrix[1]}),
+                  std::min(r.grid.nz(), std::int64_t{d.header.recon_matrix[2]}));
+  for (int ax = 0; ax < 3; ++ax) // 1 mm where the header has no FOV
+    if (d.header.recon_fov_mm[ax] > 0) r.voxel_mm[ax] = d.header.recon_fov_mm[ax] / d.header.recon_matrix[ax];
+  r.source = to_json(d);
+  const std::vector<cdouble> cov = noise_covariance(d.noise, d.header.coils);
+  for (std::size_t c = 0; c * c < cov.size(); ++c)
+    r.source["noise_variance"].push_back(cov[c * static_cast<std::size_t>(d.header.coils) + c].real());
+  const bool whiten = a.prewhiten && !cov.empty();
+  r.source["prewhitened"] = whiten;
+  if (!quiet && !cov.empty())
+    say("recon", a.in + ": noise covariance of " + std::to_string(d.counts.noise) + " noise scan(s): " +
+                     (whiten ? "samples prewhitened" : "not applied (--no-prewhiten)"));
+  for (IsmrmrdItem &it : d.items)
+    r.problems.push_back({item_label(it), whiten ? prewhiten(it.data, cov) : std::move(it.data)});
+  return r;
+}
+
+ReconInputs load_cfl(const InputArgs &a) {
+  if (a.traj.empty() || a.kspace.empty()) throw UsageError("give --in FILE.h5, or --traj T and --kspace K (BART)");
+  if (a.matrix.empty()) throw UsageError("--matrix is needed with BART inputs");
+  ReconInputs r;
+  r.bart = true;
+  r.grid = r.output = parse_matrix(a.matrix, "--matrix");
+  const Trajectory t = bart::to_trajectory(bart::read_cfl(cfl_base(a.traj)), r.grid.dims());
+  bart::CflArray k = bart::read_cfl(cfl_base(a.kspace));
+  if (k.data.size() % t.size() != 0)
+    throw InvalidArgument(a.kspace + ": " + std::to_string(k.data.size()) + " samples are not a whole number of coils of " +
+                          std::to_string(t.size()) + " trajectory points (" + a.traj + ")");
+  std::vector<float> w;
+  if (!a.weights.empty())
+    for (const cfloat v : bart::read_cfl(cfl_base(a.weights)).data) w.push_back(v.real());
+  const int coils = static_cast<int>(k.data.size() / t.size());
+  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils)});
+  if (!a.fov.empty()) {
+    const std::vector<double> fov = parse_sizes(a.fov, "--fov"); // mm per axis
+    if (static_cast<int>(fov.size()) != r.grid.dims())
+      throw UsageError("--fov = " + a.fov + ": one size per axis of --matrix " + a.matrix);
+    for (std::size_t ax = 0; ax < fov.size(); ++ax)
+      r.voxel_mm[ax] = fov[ax] / static_cast<double>(r.grid.extent(static_cast<int>(ax)));
+  }
+  r.source = {{"traj", a.traj}, {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils}};
+  return r;
+}
+
+} // namespace
+
+ReconInputs load_inputs(const InputArgs &a, bool quiet) {
+  if (!a.in.empty() && (!a.traj.empty() || !a.kspace.empty() || !a.weights.empty()))
+    throw UsageError("--in (ISMRMRD) and --traj/--kspace/--weights (BART) contradict each other: give one");
+  return a.in.empty() ? load_cfl(a) : load_h5(a, quiet);
+}
+
+Image centre_crop(const Image &image, const Grid &to) {
+  const Grid &from = image.grid();
+  if (from.extents() == to.extents()) return image;
+  Image out(to);
+  const std::int64_t ox = from.nx() / 2 - to.nx() / 2, oy = from.ny() / 2 - to.ny() / 2, oz = from.nz() / 2 - to.nz() / 2;
+  for (std::int64_t z = 0; z < to.nz(); ++z)
+    for (std::int64_t y = 0; y < to.ny(); ++y)
+      for (std::int64_t x = 0; x < to.nx(); ++x) out.at(x, y, z) = image.at(x + ox, y + oy, z + oz);
+  return out;
+}
+
+} // namespace mri::cli

@@ -1,0 +1,41 @@
+#pragma once
+// What `mri recon` reconstructs: the problems of an ISMRMRD file (one per slice, contrast,
+// repetition, average ...) or of BART files, with the grid, the output crop and voxel size.
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "common.hpp"
+
+namespace mri::cli {
+
+struct ReconProblem {
+  std::string label; // "slice 0 contrast 0 repetition 1 ..." or the k-space file
+  KSpaceData data;
+};
+
+struct ReconInputs {
+  Grid grid;                               // the reconstruction grid
+  Grid output;                             // the written grid: centre crop of grid (ISMRMRD recon matrix)
+  std::array<double, 3> voxel_mm{1, 1, 1}; // of the output
+  bool bart = false;                       // BART inputs: --lambda and the image in BART's unitary units
+  std::vector<ReconProblem> problems;
+  nlohmann::json source;                   // for the report
+};
+
+struct InputArgs {
+  std::string in, traj, kspace, weights, matrix, fov;
+  std::string group = "dataset"; // ISMRMRD: the HDF5 group
+  TrajUnits units = TrajUnits::Auto;
+  bool prewhiten = true; // ISMRMRD: with the noise scans' covariance, when there are noise scans
+};
+
+// Throws UsageError for contradicting or missing inputs; the SDK's errors for bad files.
+ReconInputs load_inputs(const InputArgs &args, bool quiet);
+
+// The centre `to` of `image` (voxel coordinates {-n/2 .. n/2-1} kept on both).
+Image centre_crop(const Image &image, const Grid &to);
+
+} // namespace mri::cli

@@ -1,0 +1,136 @@
+#pragma once
+// ISMRMRD raw data (the field's HDF5 standard, written by Gadgetron, BART, the vendors'
+// converters and ISMRMRD's own tools) read into KSpaceData, and written from it.
+//
+// Conventions of the reader:
+// - The image grid is the first encoding space's *encoded* matrix; trajectories are returned in
+//   our units, cycles per encoded FOV (BART's). A file's trajectory is either in those units or
+//   normalised to [-0.5, 0.5] (Gadgetron): IsmrmrdReadOptions::units picks, Auto decides from the
+//   largest |k| and says so in IsmrmrdData::notes.
+// - Acquisitions without a trajectory (trajectory_dimensions = 0) are Cartesian: sample i of the
+//   readout is at kx = i - center_sample, the line at ky = kspace_encode_step_1 - the encoding
+//   limit's centre (kz likewise from step 2 on a 3D encoding), so files from
+//   ismrmrd_generate_cartesian_shepp_logan reconstruct. Only where the header's trajectory is
+//   cartesian or epi: elsewhere a missing trajectory is an IoError.
+// - discard_pre / discard_post samples are dropped (with their trajectory points).
+// - Noise scans (ISMRMRD_ACQ_IS_NOISE_MEASUREMENT) are not image data: they are kept apart and
+//   give the coil noise covariance. Navigators, phase-correction, dummy-scan, feedback and
+//   phase-stabilisation acquisitions are skipped. Every skipped acquisition is counted.
+// - Image acquisitions are grouped by (slice, contrast, repetition, average, phase, set) into one
+//   KSpaceData each, samples coil-major (sample m of coil c at c*M + m), in that counter order.
+//
+// Thread safety: the readers and writers may be called from any number of threads, but run one
+// at a time (HDF5 as Debian builds it is not thread-safe: one process-wide lock); prewhiten and
+// noise_covariance run in parallel freely. The first call switches libismrmrd's and HDF5's error
+// printing off process-wide (their messages become the IoError's text instead). Other code of the
+// process that calls HDF5 itself at the same time is not covered by the lock.
+#include <array>
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mri/grid.hpp"
+#include "mri/image.hpp"
+#include "mri/kspace.hpp"
+
+namespace mri {
+
+// Units of the trajectory stored in an ISMRMRD file.
+enum class TrajUnits {
+  Auto,         // Normalized when every |k| <= 0.5 (and the grid is larger than 2), else CyclesPerFov
+  CyclesPerFov, // ours and BART's: k in [-n/2, n/2)
+  Normalized    // Gadgetron's: k in [-0.5, 0.5), multiplied by n on reading
+};
+const char *to_string(TrajUnits);
+
+struct IsmrmrdReadOptions {
+  TrajUnits units = TrajUnits::Auto;
+  std::string group = "dataset"; // the HDF5 group holding the header and the acquisitions
+};
+
+// The facts of the XML header the reconstruction needs (first encoding space).
+struct IsmrmrdHeader {
+  std::array<int, 3> encoded_matrix{1, 1, 1};
+  std::array<int, 3> recon_matrix{1, 1, 1};
+  std::array<double, 3> encoded_fov_mm{0, 0, 0};
+  std::array<double, 3> recon_fov_mm{0, 0, 0};
+  std::string trajectory = "cartesian"; // cartesian, epi, radial, goldenangle, spiral, other
+  int coils = 0;                        // receiverChannels, or the acquisitions' active channels
+  int encodings = 1;                    // encoding spaces in the header (the first one is read)
+
+  Grid encoded_grid() const { return Grid(encoded_matrix[0], encoded_matrix[1], encoded_matrix[2]); }
+  Grid recon_grid() const { return Grid(recon_matrix[0], recon_matrix[1], recon_matrix[2]); }
+};
+
+// One reconstruction problem of a file: the acquisitions of one counter combination.
+struct IsmrmrdItem {
+  int slice = 0, contrast = 0, repetition = 0, average = 0, phase = 0, set = 0;
+  KSpaceData data;
+};
+
+// Acquisition counts: every acquisition of the file is in exactly one of these.
+struct IsmrmrdCounts {
+  std::size_t acquisitions = 0; // in the file
+  std::size_t imaging = 0;      // read into items
+  std::size_t noise = 0;        // noise scans (kept for the covariance)
+  std::size_t navigation = 0;   // navigators
+  std::size_t other = 0;        // phase correction, dummy scans, feedback, phase stabilisation
+  std::size_t other_encoding = 0; // encoding_space_ref != 0 (only the first space is read)
+};
+
+struct IsmrmrdData {
+  IsmrmrdHeader header;
+  std::vector<IsmrmrdItem> items;
+  IsmrmrdCounts counts;
+  TrajUnits units = TrajUnits::CyclesPerFov; // the units the trajectory was read in
+  double max_abs_k = 0;                      // largest |k| stored in the file (its own units)
+  // The noise scans' samples, coil-major per scan: coil c of noise scan s at
+  // noise[s][c*S + i] (S samples of that scan); empty without noise scans.
+  std::vector<std::vector<cfloat>> noise;
+  // Notes for the user: the units chosen by Auto, and a warning when the largest |k| suggests
+  // the other unit than the one asked for.
+  std::vector<std::string> notes;
+};
+
+// Throws IoError naming the file for a missing file, one that is not HDF5/ISMRMRD, a missing or
+// malformed XML header, or acquisitions that disagree with it (channels, trajectory dimensions,
+// no trajectory on a non-Cartesian encoding);
+// InvalidArgument for a header with zero coils or an empty matrix, NaN/Inf samples or
+// trajectories (naming the acquisition), or a file without imaging acquisitions.
+IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options = {});
+
+// The coils' noise covariance (C x C, row-major, Hermitian) from the noise scans: sum over
+// samples of n_i conj(n_j) / (S - 1), S the total noise samples per coil. Empty without noise
+// scans or with fewer than 2 samples. Throws InvalidArgument when a scan's size is not a multiple
+// of `coils`.
+std::vector<cdouble> noise_covariance(const std::vector<std::vector<cfloat>> &noise, int coils);
+
+// The samples with the coils' noise decorrelated and normalised: sample vectors y (over coils)
+// become L^{-1} y, covariance = L L^H (Cholesky), so the noise has identity covariance (the image
+// scale changes by about 1/sigma). Throws InvalidArgument when covariance is not coils x coils or
+// not positive definite.
+KSpaceData prewhiten(const KSpaceData &data, const std::vector<cdouble> &covariance);
+
+// What write_ismrmrd puts in a file: the header, the data split into `readouts` acquisitions of
+// equal length (each with its trajectory in cycles per FOV), and optional noise scans.
+struct IsmrmrdWriteInput {
+  IsmrmrdHeader header;           // encoded = recon matrix for a non-Cartesian file
+  const KSpaceData *data = nullptr;
+  int readouts = 1;               // samples_per_coil must be a multiple of it
+  TrajUnits units = TrajUnits::CyclesPerFov; // how the trajectory is stored
+  std::vector<std::vector<cfloat>> noise;    // noise scans, coil-major as IsmrmrdData::noise
+};
+
+// Writes a new file (replacing `path`) through a temporary file renamed at the end, so nothing
+// half-written is left. Throws InvalidArgument for inconsistent input, IoError when writing fails.
+void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &input);
+
+// Images into a new ISMRMRD file (group "dataset", variable "image_0", one image per entry with
+// image_index and repetition = its position; FOV = voxel_mm x matrix): float magnitude, or
+// complex float with `complex`. Written through a temporary file renamed at the end. Throws
+// InvalidArgument for no images or extents above 65535, IoError when writing fails.
+void write_ismrmrd_images(const std::filesystem::path &path, const std::vector<Image> &images,
+                          const std::array<double, 3> &voxel_mm, bool complex = false);
+
+} // namespace mri

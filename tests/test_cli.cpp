@@ -1,0 +1,333 @@
+// The `mri` tool through its command line: help, exit codes and one-line messages, and results
+// compared with references (the SDK, the phantom, `bart nufft`, ISMRMRD's own reconstruction).
+#include "catch.hpp"
+#include "mri/mri.hpp"
+#include "test_support.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include <ismrmrd/dataset.h>
+
+using namespace mri;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::filesystem::path &p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs `mri <args>` in `dir` (a shell command line; arguments are ours, no quoting needed).
+Run mri_cli(const test::TempDir &dir, const std::string &args) {
+  const std::string cmd = "cd '" + dir.path().string() + "' && OMP_WAIT_POLICY=passive '" MRI_TEST_CLI "' " + args +
+                          " > out.txt 2> err.txt";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "out.txt"), slurp(dir / "err.txt")};
+}
+
+bool on_path(const char *tool) { return std::system((std::string("command -v ") + tool + " > /dev/null 2>&1").c_str()) == 0; }
+
+long lines(const std::string &s) { return std::count(s.begin(), s.end(), '\n'); }
+
+// `mri phantom <phantom> --out raw.h5`, then `mri recon --in raw.h5 <recon> --out img.nii`: the
+// NIfTI read back (both must succeed).
+NiftiVolume phantom_then_recon(const test::TempDir &dir, const std::string &phantom, const std::string &recon) {
+  REQUIRE(mri_cli(dir, "phantom " + phantom + " --out raw.h5").code == 0);
+  const Run r = mri_cli(dir, "recon --in raw.h5 " + recon + " --out img.nii --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return read_nifti(dir / "img.nii");
+}
+
+// PSNR of |x| against the (2D or 3D) phantom's magnitude after the best real scale.
+double phantom_psnr(const Image &x) {
+  const Grid &g = x.grid();
+  const Image truth = (g.dims() == 3 ? Phantom::shepp_logan_3d() : Phantom::shepp_logan_2d()).rasterize(g);
+  Image t(g), m(g);
+  for (std::size_t i = 0; i < x.size(); ++i) t[i] = std::abs(truth[i]), m[i] = std::abs(x[i]);
+  const cfloat s = best_scale(m, t);
+  for (auto &v : m.values()) v *= s;
+  return psnr(m, t);
+}
+
+} // namespace
+
+TEST_CASE("cli: --help lists the subcommands and every recon option with its default", "[cli]") {
+  test::TempDir dir("cli");
+  const Run top = mri_cli(dir, "--help");
+  CHECK(top.code == 0);
+  for (const char *cmd : {"phantom", "traj", "nufft", "recon"}) CHECK_THAT(top.out, test::contains(cmd));
+  const Run recon = mri_cli(dir, "recon --help");
+  CHECK(recon.code == 0);
+  for (const char *opt : {"--method", "--normal", "--backend", "--policy", "--precision", "--lambda", "--regularizer",
+                          "--iterations", "--tolerance", "--nufft-tolerance", "--q-cache", "--device-memory",
+                          "--traj-units", "--report", "--quiet"})
+    CHECK_THAT(recon.out, test::contains(opt));
+  CHECK_THAT(recon.out, test::contains("=20")); // the iterations' default
+  CHECK_THAT(recon.out, test::contains("MiB"));
+}
+
+TEST_CASE("cli: usage errors exit 2, data errors 1, unsupported 3, each with one line", "[cli]") {
+  test::TempDir dir("cli");
+  const Run none = mri_cli(dir, "");
+  CHECK(none.code == 2);
+  const Run unknown = mri_cli(dir, "recon --frobnicate 3 --out x");
+  CHECK(unknown.code == 2);
+  CHECK(lines(unknown.err) == 1);
+  const Run both = mri_cli(dir, "recon --in a.h5 --traj t --kspace k --out x");
+  CHECK(both.code == 2);
+  CHECK_THAT(both.err, test::contains("contradict"));
+  const Run missing = mri_cli(dir, "recon --in missing.h5 --out x");
+  CHECK(missing.code == 1);
+  CHECK(lines(missing.err) == 1);
+  CHECK_THAT(missing.err, test::contains("missing.h5"));
+  { std::ofstream(dir / "junk.h5") << "junk"; }
+  const Run junk = mri_cli(dir, "recon --in junk.h5 --out x");
+  CHECK(junk.code == 1);
+  CHECK(lines(junk.err) == 1);
+  const Run coils = mri_cli(dir, "phantom --matrix 16,16 --coils 8 --out k");
+  CHECK(coils.code == 3);
+  const Run matrix = mri_cli(dir, "traj --matrix 16,x t");
+  CHECK(matrix.code == 2);
+  CHECK_THAT(matrix.err, test::contains("--matrix = 16,x"));
+  const Run bad_ext = mri_cli(dir, "phantom --matrix 16,16 --spokes 8 --readout 16 --out k && '" MRI_TEST_CLI
+                                   "' nufft -a -t k -d 16,16 k img.xyz");
+  CHECK(bad_ext.code == 1); // k-space as a trajectory: dims[0] = 1
+}
+
+TEST_CASE("cli: traj writes the SDK's generator in BART's layout", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "traj --traj spiral --matrix 32,32 --interleaves 4 --samples 100 t").code == 0);
+  const bart::CflArray a = bart::read_cfl(dir / "t");
+  CHECK(a.dims[0] == 3);
+  CHECK(a.dims[1] == 100);
+  CHECK(a.dims[2] == 4);
+  const Trajectory want = traj::spiral(Grid(32, 32), 4, 100);
+  const Trajectory got = bart::to_trajectory(a, 2);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t m = 0; m < got.size(); ++m) CHECK((got[m].kx == want[m].kx && got[m].ky == want[m].ky));
+  // Into ISMRMRD: one acquisition per interleave, the same points, normalised on request.
+  REQUIRE(mri_cli(dir, "traj --traj spiral --matrix 32,32 --interleaves 4 --samples 100 --traj-units normalized t.h5").code == 0);
+  const IsmrmrdData d = read_ismrmrd(dir / "t.h5");
+  CHECK(d.counts.imaging == 4);
+  CHECK(d.header.trajectory == "spiral");
+  CHECK(d.units == TrajUnits::Normalized);
+  const Trajectory &h5 = d.items.at(0).data.trajectory();
+  REQUIRE(h5.size() == want.size());
+  for (std::size_t m = 0; m < h5.size(); ++m) CHECK(std::abs(h5[m].kx - want[m].kx) < 1e-5f);
+}
+
+TEST_CASE("cli: phantom -> ISMRMRD -> recon -> NIfTI reproduces the phantom, with a JSON report", "[cli]") {
+  test::TempDir dir("cli");
+  const NiftiVolume v = phantom_then_recon(dir, "--matrix 32,32 --traj radial --spokes 64 --readout 64 --snr 50 --voxel 2",
+                                          "--iterations 15 --out img --out img.h5 --report r.json");
+  CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 1, 1});
+  CHECK(v.voxel_mm[0] == Approx(2));
+  CHECK(phantom_psnr(Image(Grid(32, 32), v.data)) > 25.0); // measured 26.9 dB
+  const Image cfl = bart::to_image(bart::read_cfl(dir / "img"));
+  for (std::size_t i = 0; i < cfl.size(); ++i) REQUIRE(std::abs(cfl[i]) == Approx(v.data[i].real()).margin(1e-6));
+  ISMRMRD::Dataset ds((dir / "img.h5").c_str(), "dataset", false);
+  ISMRMRD::Image<float> h5;
+  ds.readImage("image_0", 0, h5);
+  REQUIRE(h5.getNumberOfDataElements() == 32u * 32u);
+  for (std::size_t i = 0; i < cfl.size(); ++i) REQUIRE(h5.getDataPtr()[i] == v.data[i].real());
+  CHECK(h5.getFieldOfViewX() == Approx(64)); // 32 voxels of 2 mm
+  const std::string json = slurp(dir / "r.json");
+  for (const char *field : {"\"iterations\": 15", "\"cg_seconds\"", "\"residuals\"", "\"q_cache\"", "\"imaging\": 64"})
+    CHECK_THAT(json, test::contains(field));
+}
+
+TEST_CASE("cli: nufft --adjoint equals bart nufft -a", "[cli]") {
+  if (!on_path("bart")) {
+    WARN("bart not installed: not compared");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --out k --traj-out t").code == 0);
+  REQUIRE(mri_cli(dir, "nufft --adjoint --traj t --matrix 32,32 --tolerance 1e-5 k ours").code == 0);
+  REQUIRE(std::system(("cd '" + dir.path().string() + "' && bart nufft -a -d 32:32:1 t k theirs > /dev/null 2>&1").c_str()) == 0);
+  const bart::CflArray ours = bart::read_cfl(dir / "ours"), theirs = bart::read_cfl(dir / "theirs");
+  REQUIRE(ours.data.size() == theirs.data.size());
+  CHECK(test::relative_error(ours.data, theirs.data) < 1e-2);
+  // Forward, on their adjoint image: k-space [1, readout, spokes] as BART's.
+  REQUIRE(mri_cli(dir, "nufft --traj t --tolerance 1e-5 theirs kours").code == 0);
+  REQUIRE(std::system(("cd '" + dir.path().string() + "' && bart nufft t theirs ktheirs > /dev/null 2>&1").c_str()) == 0);
+  const bart::CflArray kours = bart::read_cfl(dir / "kours"), ktheirs = bart::read_cfl(dir / "ktheirs");
+  CHECK(kours.dims[1] == 64);
+  CHECK(kours.dims[2] == 48);
+  REQUIRE(kours.data.size() == ktheirs.data.size());
+  CHECK(test::relative_error(kours.data, ktheirs.data) < 1e-2);
+}
+
+TEST_CASE("cli: recon of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_recon_cartesian_2d", "[cli]") {
+  if (!on_path("ismrmrd_generate_cartesian_shepp_logan") || !on_path("ismrmrd_recon_cartesian_2d")) {
+    WARN("ismrmrd-tools not installed: not compared");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(std::system(("cd '" + dir.path().string() +
+                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -C -o sl.h5 > /dev/null && "
+                       "ismrmrd_recon_cartesian_2d sl.h5 > /dev/null 2>&1").c_str()) == 0);
+  const Run r = mri_cli(dir, "recon --in sl.h5 --iterations 10 --out img --report r.json --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const bart::CflArray ours = bart::read_cfl(dir / "img");
+  REQUIRE(ours.data.size() == 32u * 32u); // cropped to the recon matrix
+  ISMRMRD::Dataset ds((dir / "sl.h5").c_str(), "dataset", false);
+  ISMRMRD::Image<float> theirs;
+  ds.readImage("cpp", 0, theirs);
+  double sab = 0, saa = 0, sbb = 0;
+  for (std::size_t i = 0; i < ours.data.size(); ++i) {
+    const double a = std::abs(ours.data[i]), b = theirs.getDataPtr()[i];
+    sab += a * b, saa += a * a, sbb += b * b;
+  }
+  CHECK(sab / std::sqrt(saa * sbb) > 0.99);
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("\"prewhitened\": true")); // its noise scan was used
+}
+
+TEST_CASE("cli: an unwritable or unknown output fails before any work and leaves nothing", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 16,16 --spokes 8 --readout 16 --out raw.h5").code == 0);
+  const Run folder = mri_cli(dir, "recon --in raw.h5 --out no-dir/x.nii");
+  CHECK(folder.code == 1);
+  CHECK_THAT(folder.err, test::contains("no-dir"));
+  const Run ext = mri_cli(dir, "recon --in raw.h5 --out x.xyz --quiet");
+  CHECK(ext.code == 2);
+  CHECK(lines(ext.err) == 1); // no progress or notes: it stopped before reading
+  const Run sens = mri_cli(dir, "recon --in raw.h5 --sens s --out x.h5 --quiet");
+  CHECK(sens.code == 3);
+  for (const auto &e : std::filesystem::directory_iterator(dir.path())) {
+    const std::string name = e.path().filename().string();
+    CHECK((name == "raw.h5" || name == "out.txt" || name == "err.txt"));
+  }
+}
+
+TEST_CASE("cli: repetitions of an ISMRMRD file become the 4th NIfTI dimension, in order", "[cli]") {
+  if (!on_path("ismrmrd_generate_cartesian_shepp_logan")) {
+    WARN("ismrmrd-tools not installed: not tested");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(std::system(("cd '" + dir.path().string() +
+                       "' && ismrmrd_generate_cartesian_shepp_logan -m 32 -c 2 -r 3 -n 0.05 -o reps.h5 > /dev/null").c_str()) == 0);
+  const Run r = mri_cli(dir, "recon --in reps.h5 --iterations 5 --out reps.nii --report r.json --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const NiftiVolume v = read_nifti(dir / "reps.nii");
+  CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 1, 3});
+  // Same object, different noise: each repetition is close to the others but not equal.
+  const std::size_t n = 32 * 32;
+  for (std::size_t t = 1; t < 3; ++t) {
+    const std::span<const cfloat> a(v.data.data(), n), b(v.data.data() + t * n, n);
+    const double e = test::relative_error(b, a);
+    CHECK(e > 0);
+    CHECK(e < 0.3); // measured 0.20 at noise level 0.05
+  }
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("\"items\": 3"));
+  // Two items at a time on threads: the same volumes in the same order.
+  REQUIRE(mri_cli(dir, "recon --in reps.h5 --iterations 5 --jobs 2 --out reps2.nii --quiet").code == 0);
+  const NiftiVolume v2 = read_nifti(dir / "reps2.nii");
+  REQUIRE(v2.data.size() == v.data.size());
+  for (std::size_t t = 0; t < 3; ++t) {
+    const std::span<const cfloat> a(v.data.data() + t * n, n), b(v2.data.data() + t * n, n);
+    CHECK(test::relative_error(b, a) < 1e-5);
+  }
+}
+
+
+TEST_CASE("cli: recon on BART files equals bart pics -l2 -r L -w 1 (lambda and scale in BART's units)", "[cli]") {
+  if (!on_path("bart")) {
+    WARN("bart not installed: not compared");
+    return;
+  }
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 64,64 --traj radial --spokes 96 --readout 128 --snr 30 --out k --traj-out t").code == 0);
+  REQUIRE(std::system(("cd '" + dir.path().string() +
+                       "' && bart ones 2 64 64 s && bart pics -l2 -r 0.01 -w 1 -i 30 -t t k s theirs > /dev/null 2>&1").c_str()) == 0);
+  REQUIRE(mri_cli(dir, "recon --traj t --kspace k --matrix 64,64 --fov 96,128 --lambda 0.01 --iterations 30 --out ours "
+                       "--out ours.nii -q").code == 0);
+  const NiftiVolume nii = read_nifti(dir / "ours.nii");
+  CHECK(nii.voxel_mm[0] == Approx(1.5));
+  CHECK(nii.voxel_mm[1] == Approx(2.0));
+  const Image ours = bart::to_image(bart::read_cfl(dir / "ours")), theirs = bart::to_image(bart::read_cfl(dir / "theirs"));
+  const double nrmse = test::relative_error(ours, theirs);
+  INFO("NRMSE between mri recon and bart pics: " << nrmse);
+  CHECK(nrmse < 0.02); // measured 0.006 (BART v0.8.00): CG paths differ in rounding and stopping
+  CHECK(std::abs(best_scale(ours, theirs) - cfloat(1)) < 0.01f); // same scale, no hidden factor
+  CHECK(std::abs(phantom_psnr(ours) - phantom_psnr(theirs)) < 0.1);
+}
+
+TEST_CASE("cli: a batch item that fails is reported, the others are written, exit 1", "[cli]") {
+  test::TempDir dir("cli");
+  // Two repetitions of one radial readout; the second's k lies far beyond the grid (a unit mistake).
+  const Grid g(16, 16);
+  const Trajectory t = traj::radial(g, 1, 16);
+  const KSpaceData d(t, Phantom::shepp_logan_2d().kspace(t, g));
+  IsmrmrdWriteInput in;
+  in.header.encoded_matrix = in.header.recon_matrix = {16, 16, 1};
+  in.header.encoded_fov_mm = in.header.recon_fov_mm = {16, 16, 1};
+  in.header.trajectory = "radial";
+  in.data = &d;
+  write_ismrmrd(dir / "two.h5", in);
+  {
+    ISMRMRD::Dataset ds((dir / "two.h5").c_str(), "dataset", false);
+    ISMRMRD::Acquisition acq;
+    ds.readAcquisition(0, acq);
+    acq.idx().repetition = 1;
+    for (int i = 0; i < 16; ++i) acq.traj(0, static_cast<std::uint16_t>(i)) = 100.0f; // beyond 3n/2 = 24
+    ds.appendAcquisition(acq);
+  }
+  const Run r = mri_cli(dir, "recon --in two.h5 --traj-units cycles --iterations 3 --out two.nii --report r.json --quiet");
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, test::contains("repetition 1"));
+  const NiftiVolume v = read_nifti(dir / "two.nii");
+  REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 1, 2});
+  double first = 0, second = 0;
+  for (std::size_t i = 0; i < 256; ++i) first += std::abs(v.data[i]), second += std::abs(v.data[256 + i]);
+  CHECK(first > 0);    // the good item is kept
+  CHECK(second == 0);  // the failed one is zeros, in its place
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("\"failed_items\": 1"));
+}
+
+TEST_CASE("cli: a 3D koosh phantom through ISMRMRD and recon gives a 3D NIfTI of the phantom", "[cli]") {
+  test::TempDir dir("cli");
+  const NiftiVolume v = phantom_then_recon(dir, "--matrix 16,16,16 --traj koosh --spokes 400 --readout 32",
+                                          "--iterations 10 --method nufft --out k3.png");
+  REQUIRE(v.dims == std::array<std::int64_t, 4>{16, 16, 16, 1});
+  CHECK(phantom_psnr(Image(Grid(16, 16, 16), v.data)) > 23.0); // measured 25.8 dB
+  // The PNG: three central 16 x 16 slices side by side, 4 black columns apart (IHDR: big-endian).
+  const std::string png = slurp(dir / "k3.png");
+  REQUIRE(png.size() > 24);
+  const auto be32 = [&](std::size_t at) {
+    return (std::uint32_t(std::uint8_t(png[at])) << 24) | (std::uint32_t(std::uint8_t(png[at + 1])) << 16) |
+           (std::uint32_t(std::uint8_t(png[at + 2])) << 8) | std::uint32_t(std::uint8_t(png[at + 3]));
+  };
+  CHECK(be32(16) == 3 * 16 + 2 * 4);
+  CHECK(be32(20) == 16);
+}
+
+TEST_CASE("cli: every example of docs/cli.md runs, in order, in one directory", "[cli]") {
+  test::TempDir dir("cli");
+  std::ifstream doc(MRI_TEST_CLI_DOC);
+  REQUIRE(doc);
+  std::string line;
+  int examples = 0;
+  while (std::getline(doc, line)) {
+    if (line.rfind("    mri ", 0) != 0) continue;
+    ++examples;
+    const Run r = mri_cli(dir, line.substr(8));
+    INFO(line << "\n" << r.err);
+    CHECK(r.code == 0);
+  }
+  CHECK(examples >= 8);
+}

@@ -1,0 +1,284 @@
+// ISMRMRD raw data: our writer and reader round trip, units detection, noise covariance, a file
+// made by ISMRMRD's own tools against that package's own reconstruction, and bad files.
+#include "catch.hpp"
+#include "mri/error.hpp"
+#include "mri/fourier.hpp"
+#include "mri/ismrmrd.hpp"
+#include "mri/phantom.hpp"
+#include "test_support.hpp"
+
+#include <ismrmrd/dataset.h>
+#include <ismrmrd/xml.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace mri;
+
+namespace {
+
+// Two coils of radial phantom data (coil 1 = coil 0 times 0.5i) and two noise scans with
+// standard deviations 0.1 (coil 0) and 0.3 (coil 1), independent.
+struct Fixture {
+  Grid grid{32, 32};
+  KSpaceData data;
+  std::vector<std::vector<cfloat>> noise;
+  Fixture() {
+    Trajectory t = traj::radial(grid, 16, 40);
+    std::vector<cfloat> s = Phantom::shepp_logan_2d().kspace(t, grid);
+    const std::size_t m = s.size();
+    for (std::size_t i = 0; i < m; ++i) s.push_back(s[i] * cfloat(0, 0.5f));
+    data = KSpaceData(std::move(t), std::move(s), {}, 2);
+    std::mt19937_64 rng(5);
+    std::normal_distribution<float> g(0, 1);
+    for (int scan = 0; scan < 2; ++scan) {
+      std::vector<cfloat> n;
+      for (int c = 0; c < 2; ++c)
+        for (int i = 0; i < 4000; ++i) {
+          const float sd = (c == 0 ? 0.1f : 0.3f) / std::sqrt(2.0f);
+          n.emplace_back(sd * g(rng), sd * g(rng));
+        }
+      noise.push_back(std::move(n));
+    }
+  }
+  IsmrmrdWriteInput input(TrajUnits units) const {
+    IsmrmrdWriteInput in;
+    in.header.encoded_matrix = in.header.recon_matrix = {32, 32, 1};
+    in.header.encoded_fov_mm = in.header.recon_fov_mm = {64, 64, 5};
+    in.header.trajectory = "radial";
+    in.header.coils = 2;
+    in.data = &data;
+    in.readouts = 16;
+    in.units = units;
+    in.noise = noise;
+    return in;
+  }
+};
+
+// A Cartesian 32x32 header without receiverChannels and one 8-sample acquisition.
+void write_header_and(const std::filesystem::path &path, int channels, bool noise) {
+  ISMRMRD::Dataset ds(path.c_str(), "dataset", true);
+  ISMRMRD::IsmrmrdHeader h;
+  ISMRMRD::Encoding e;
+  e.encodedSpace.matrixSize = ISMRMRD::MatrixSize(32, 32, 1);
+  e.reconSpace = e.encodedSpace;
+  e.trajectory = ISMRMRD::TrajectoryType::CARTESIAN;
+  h.encoding.push_back(e);
+  std::ostringstream os;
+  ISMRMRD::serialize(h, os);
+  ds.writeHeader(os.str());
+  ISMRMRD::Acquisition a(8, static_cast<std::uint16_t>(channels), 0);
+  if (noise) a.setFlag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT);
+  ds.appendAcquisition(a);
+}
+
+bool tool_on_path(const char *tool) { return std::system((std::string("command -v ") + tool + " > /dev/null 2>&1").c_str()) == 0; }
+
+} // namespace
+
+TEST_CASE("ismrmrd: write then read returns the samples, trajectory, counts and header", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Fixture f;
+  write_ismrmrd(dir / "raw.h5", f.input(TrajUnits::CyclesPerFov));
+  const IsmrmrdData d = read_ismrmrd(dir / "raw.h5");
+  CHECK(d.header.encoded_matrix == std::array<int, 3>{32, 32, 1});
+  CHECK(d.header.recon_fov_mm[0] == Approx(64));
+  CHECK(d.header.trajectory == "radial");
+  CHECK(d.header.coils == 2);
+  CHECK(d.counts.acquisitions == 18);
+  CHECK(d.counts.imaging == 16);
+  CHECK(d.counts.noise == 2);
+  REQUIRE(d.items.size() == 1);
+  const KSpaceData &back = d.items[0].data;
+  CHECK(back.coils() == 2);
+  REQUIRE(back.samples_per_coil() == f.data.samples_per_coil());
+  CHECK(back.samples() == f.data.samples()); // coil-major, bit for bit
+  for (std::size_t m = 0; m < back.samples_per_coil(); ++m) {
+    CHECK(back.trajectory()[m].kx == f.data.trajectory()[m].kx);
+    CHECK(back.trajectory()[m].ky == f.data.trajectory()[m].ky);
+  }
+  CHECK(d.units == TrajUnits::CyclesPerFov); // auto: |k| up to 16 > 0.5
+}
+
+TEST_CASE("ismrmrd: normalised trajectories are detected, and a unit that contradicts |k| warns", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Fixture f;
+  write_ismrmrd(dir / "norm.h5", f.input(TrajUnits::Normalized));
+  const IsmrmrdData d = read_ismrmrd(dir / "norm.h5");
+  CHECK(d.units == TrajUnits::Normalized);
+  CHECK(d.max_abs_k <= 0.5);
+  const auto &t = d.items[0].data.trajectory();
+  for (std::size_t m = 0; m < t.size(); ++m) CHECK(t[m].kx == Approx(f.data.trajectory()[m].kx).margin(1e-5));
+  IsmrmrdReadOptions cycles;
+  cycles.units = TrajUnits::CyclesPerFov;
+  const IsmrmrdData wrong = read_ismrmrd(dir / "norm.h5", cycles);
+  REQUIRE(!wrong.notes.empty());
+  CHECK_THAT(wrong.notes[0], test::contains("warning") && test::contains("normalized"));
+}
+
+TEST_CASE("ismrmrd: the noise covariance of the noise scans", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Fixture f;
+  write_ismrmrd(dir / "raw.h5", f.input(TrajUnits::CyclesPerFov));
+  const IsmrmrdData d = read_ismrmrd(dir / "raw.h5");
+  const std::vector<cdouble> cov = noise_covariance(d.noise, 2);
+  REQUIRE(cov.size() == 4);
+  CHECK(cov[0].real() == Approx(0.01).epsilon(0.05)); // 8000 samples: 1.6 % standard error
+  CHECK(cov[3].real() == Approx(0.09).epsilon(0.05));
+  CHECK(std::abs(cov[1]) < 0.004);                     // independent coils
+  CHECK(std::abs(cov[1] - std::conj(cov[2])) < 1e-12); // Hermitian
+}
+
+TEST_CASE("ismrmrd: a file of ismrmrd_generate_cartesian_shepp_logan matches ismrmrd_recon_cartesian_2d", "[ismrmrd]") {
+  if (!tool_on_path("ismrmrd_generate_cartesian_shepp_logan") || !tool_on_path("ismrmrd_recon_cartesian_2d")) {
+    WARN("ismrmrd-tools not installed (scripts/install-deps.sh): not compared");
+    return;
+  }
+  test::TempDir dir("ismrmrd");
+  const std::string file = (dir / "sl.h5").string();
+  REQUIRE(std::system(("ismrmrd_generate_cartesian_shepp_logan -m 48 -c 3 -C -o '" + file + "' > /dev/null").c_str()) == 0);
+  const IsmrmrdData d = read_ismrmrd(file);
+  CHECK(d.header.encoded_matrix == std::array<int, 3>{96, 48, 1}); // readout oversampled 2x
+  CHECK(d.header.recon_matrix == std::array<int, 3>{48, 48, 1});
+  CHECK(d.header.coils == 3);
+  CHECK(d.counts.noise == 1);
+  CHECK(d.counts.imaging == 48);
+  REQUIRE(d.items.size() == 1);
+  const KSpaceData &k = d.items[0].data;
+  CHECK(k.coils() == 3);
+  CHECK(k.samples_per_coil() == 96u * 48u);
+  // Root-sum-of-squares of the per-coil adjoints, cropped to the recon matrix, as theirs.
+  const Grid g = d.header.encoded_grid();
+  const FourierOperator F(k.trajectory(), g);
+  std::vector<double> rss(48 * 48, 0.0);
+  for (int c = 0; c < 3; ++c) {
+    const Image x = F.adjoint(std::span<const cfloat>(k.samples().data() + c * k.samples_per_coil(), k.samples_per_coil()));
+    for (int y = 0; y < 48; ++y)
+      for (int xi = 0; xi < 48; ++xi) rss[y * 48 + xi] += std::norm(x.at(xi + 24, y));
+  }
+  REQUIRE(std::system(("ismrmrd_recon_cartesian_2d '" + file + "' > /dev/null 2>&1").c_str()) == 0);
+  ISMRMRD::Dataset ds(file.c_str(), "dataset", false);
+  ISMRMRD::Image<float> theirs;
+  ds.readImage("cpp", 0, theirs);
+  REQUIRE(theirs.getNumberOfDataElements() == 48u * 48u);
+  // Equal up to scale: the correlation of the two magnitude images.
+  double sab = 0, saa = 0, sbb = 0;
+  for (std::size_t i = 0; i < rss.size(); ++i) {
+    const double a = std::sqrt(rss[i]), b = theirs.getDataPtr()[i];
+    sab += a * b, saa += a * a, sbb += b * b;
+  }
+  CHECK(sab / std::sqrt(saa * sbb) > 0.999);
+}
+
+TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const std::string missing = (dir / "missing.h5").string();
+  CHECK_THROWS_MATCHES(read_ismrmrd(missing), IoError, Catch::Matchers::Predicate<IoError>([&](const IoError &e) {
+                         return std::string(e.what()).find(missing) != std::string::npos;
+                       }));
+  CHECK(!std::filesystem::exists(missing)); // the reader created nothing
+  { std::ofstream(dir / "text.h5") << "not hdf5\n"; }
+  CHECK_THROWS_AS(read_ismrmrd(dir / "text.h5"), IoError);
+  SECTION("no header") {
+    ISMRMRD::Dataset ds((dir / "nohdr.h5").c_str(), "dataset", true);
+    ds.appendAcquisition(ISMRMRD::Acquisition(8, 1, 0));
+  }
+  SECTION("channels disagree with the header") {
+    const Fixture f;
+    IsmrmrdWriteInput in = f.input(TrajUnits::CyclesPerFov);
+    write_ismrmrd(dir / "ch.h5", in);
+    ISMRMRD::Dataset ds((dir / "ch.h5").c_str(), "dataset", false);
+    ds.appendAcquisition(ISMRMRD::Acquisition(40, 3, 2)); // 3 channels, header says 2
+  }
+  SECTION("a NaN sample") {
+    const Fixture f;
+    write_ismrmrd(dir / "nan.h5", f.input(TrajUnits::CyclesPerFov));
+    ISMRMRD::Dataset ds((dir / "nan.h5").c_str(), "dataset", false);
+    ISMRMRD::Acquisition acq(40, 2, 2);
+    acq.data(3, 1) = std::complex<float>(std::nanf(""), 0);
+    ds.appendAcquisition(acq);
+  }
+  SECTION("a radial header, an acquisition without trajectory") {
+    const Fixture f;
+    write_ismrmrd(dir / "notraj.h5", f.input(TrajUnits::CyclesPerFov));
+    ISMRMRD::Dataset ds((dir / "notraj.h5").c_str(), "dataset", false);
+    ds.appendAcquisition(ISMRMRD::Acquisition(40, 2, 0));
+  }
+  SECTION("only noise scans") { write_header_and(dir / "noise.h5", 1, true); }
+  SECTION("zero coils") { write_header_and(dir / "zero.h5", 0, false); }
+  if (std::filesystem::exists(dir / "nohdr.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "nohdr.h5"), test::contains("no XML header"));
+  if (std::filesystem::exists(dir / "nan.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "nan.h5"), test::contains("acquisition 18 coil 1 sample 3"));
+  if (std::filesystem::exists(dir / "notraj.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "notraj.h5"), test::contains("acquisition 18 has no trajectory"));
+  if (std::filesystem::exists(dir / "noise.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "noise.h5"), test::contains("imaging acquisitions = 0"));
+  if (std::filesystem::exists(dir / "zero.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "zero.h5"), test::contains("no coil data"));
+  if (std::filesystem::exists(dir / "ch.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "ch.h5"), test::contains("3 active channels, the header 2"));
+}
+
+TEST_CASE("ismrmrd: write_ismrmrd refuses inconsistent input and leaves nothing behind", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Fixture f;
+  IsmrmrdWriteInput in = f.input(TrajUnits::CyclesPerFov);
+  in.readouts = 7; // 640 samples are not 7 equal readouts
+  CHECK_THROWS_AS(write_ismrmrd(dir / "bad.h5", in), InvalidArgument);
+  in.readouts = 16;
+  CHECK_THROWS_AS(write_ismrmrd(dir / "no-such-dir" / "x.h5", in), IoError);
+  CHECK(std::filesystem::is_empty(dir.path()));
+}
+
+TEST_CASE("ismrmrd: prewhitening turns correlated coil noise into white noise", "[ismrmrd]") {
+  // Noise n = A z (z white, unit variance), A mixing 3 coils: covariance A A^H.
+  const cfloat a[3][3] = {{{1, 0}, {0, 0}, {0, 0}}, {{0.5f, 0.3f}, {0.8f, 0}, {0, 0}}, {{0.2f, -0.1f}, {0.4f, 0.2f}, {2, 0}}};
+  const auto mixed = [&](std::size_t n, std::uint64_t seed) {
+    const std::vector<cfloat> z = test::random_complex(3 * n, seed); // E|z|^2 = 2 per sample
+    std::vector<cfloat> out(3 * n);
+    for (std::size_t s = 0; s < n; ++s)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) out[i * n + s] += a[i][j] * z[j * n + s] / std::sqrt(2.0f);
+    return out;
+  };
+  const std::size_t n = 20000;
+  const std::vector<cdouble> cov = noise_covariance({mixed(n, 1)}, 3);
+  const Grid g(8, 8);
+  const KSpaceData noise_only(test::random_trajectory(g, n, 3), mixed(n, 2), {}, 3);
+  const KSpaceData white = prewhiten(noise_only, cov);
+  const std::vector<cdouble> after = noise_covariance({white.samples()}, 3);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) CHECK(std::abs(after[i * 3 + j] - cdouble(i == j ? 1 : 0)) < 0.04);
+  CHECK(std::abs(cov[8] - cdouble(4.0 + 0.16 + 0.05 + 0.2)) < 0.2); // the control: |a_2|^2 = 4.41
+  std::vector<cdouble> singular(9, cdouble(1));
+  CHECK_THROWS_AS(prewhiten(noise_only, singular), InvalidArgument);
+  CHECK_THROWS_AS(prewhiten(noise_only, {}), InvalidArgument);
+}
+
+TEST_CASE("ismrmrd: images written into a new file are read back by libismrmrd", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Grid g(6, 4, 3);
+  const std::vector<Image> images{test::random_image(g, 1), test::random_image(g, 2)};
+  write_ismrmrd_images(dir / "m.h5", images, {1.5, 2, 3});
+  write_ismrmrd_images(dir / "c.h5", images, {1, 1, 1}, true);
+  ISMRMRD::Dataset m((dir / "m.h5").c_str(), "dataset", false);
+  ISMRMRD::Dataset c((dir / "c.h5").c_str(), "dataset", false);
+  REQUIRE(m.getNumberOfImages("image_0") == 2);
+  for (std::uint32_t t = 0; t < 2; ++t) {
+    ISMRMRD::Image<float> mag;
+    ISMRMRD::Image<std::complex<float>> cpx;
+    m.readImage("image_0", t, mag);
+    c.readImage("image_0", t, cpx);
+    CHECK(mag.getMatrixSizeX() == 6);
+    CHECK(mag.getMatrixSizeZ() == 3);
+    CHECK(mag.getFieldOfViewY() == Approx(8));
+    for (std::size_t i = 0; i < images[t].size(); ++i) {
+      REQUIRE(mag.getDataPtr()[i] == std::abs(images[t][i]));
+      REQUIRE(cpx.getDataPtr()[i] == images[t][i]);
+    }
+  }
+  CHECK_THROWS_AS(write_ismrmrd_images(dir / "none.h5", {}, {1, 1, 1}), InvalidArgument);
+  CHECK_THROWS_AS(write_ismrmrd_images(dir / "no-dir" / "x.h5", images, {1, 1, 1}), IoError);
+}
