@@ -11,7 +11,7 @@
 namespace mri::cli {
 namespace {
 
-// One coil (or single-coil data) through mri::reconstruct, advancing the progress line per
+// One item through mri::reconstruct (SENSE for multi-coil data), advancing the progress line per
 // CG iteration (and by the iterations left when CG stops early).
 ReconResult reconstruct_one(const KSpaceData &data, const Grid &grid, ReconOptions options, Progress &progress) {
   int seen = 0;
@@ -25,13 +25,6 @@ ReconResult reconstruct_one(const KSpaceData &data, const Grid &grid, ReconOptio
   return r;
 }
 
-// Coil c of coil-major data as its own single-coil problem.
-KSpaceData coil(const KSpaceData &d, int c) {
-  const std::size_t m = d.samples_per_coil();
-  const auto first = d.samples().begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * m);
-  return KSpaceData(d.trajectory(), std::vector<cfloat>(first, first + static_cast<std::ptrdiff_t>(m)), d.weights());
-}
-
 // BART's pics solves with the unitary F / sqrt(N): its image is sqrt(N) times ours.
 void to_bart_units(Image &x) {
   const auto s = static_cast<float>(1.0 / bart::nufft_scale(x.grid()));
@@ -40,19 +33,9 @@ void to_bart_units(Image &x) {
 
 Image reconstruct_item(const ReconProblem &p, const ReconInputs &in, const ReconOptions &o, Progress &progress,
                        nlohmann::json &reports) {
-  Image x(in.grid);
-  if (p.data.coils() == 1) {
-    ReconResult r = reconstruct_one(p.data, in.grid, o, progress);
-    reports.push_back(to_json(r.report));
-    x = std::move(r.image);
-  } else {
-    for (int c = 0; c < p.data.coils(); ++c) { // sqrt(sum_c |x_c|^2), a real image
-      const ReconResult r = reconstruct_one(coil(p.data, c), in.grid, o, progress);
-      reports.push_back(to_json(r.report));
-      for (std::size_t i = 0; i < x.size(); ++i) x[i] += std::norm(r.image[i]);
-    }
-    for (cfloat &v : x.values()) v = std::sqrt(v.real());
-  }
+  ReconResult r = reconstruct_one(p.data, in.grid, o, progress);
+  reports.push_back(to_json(r.report));
+  Image x = std::move(r.image);
   if (in.bart) to_bart_units(x);
   return centre_crop(x, in.output);
 }

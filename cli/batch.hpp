@@ -11,13 +11,13 @@ namespace mri::cli {
 
 struct ItemOutcome {
   Image image;                                               // on the output grid (zeros on failure)
-  nlohmann::json reports = nlohmann::json::array();          // one per coil reconstruction
+  nlohmann::json reports = nlohmann::json::array();          // the item's reconstruction report
   std::exception_ptr error;                                  // set when the item failed
 };
 
 // Each thread runs its own OpenMP team of omp_get_max_threads() / jobs threads (at least 1), so
-// the machine is shared, not oversubscribed. Multi-coil items: every coil alone, combined by
-// root-sum-of-squares (SENSE replaces this with issue 11).
+// the machine is shared, not oversubscribed. Multi-coil items: SENSE, with the maps of
+// options.sensitivities or estimated per item.
 std::vector<ItemOutcome> reconstruct_batch(const ReconInputs &inputs, const ReconOptions &options, int jobs,
                                            Progress &progress);
 

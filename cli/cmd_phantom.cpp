@@ -1,5 +1,8 @@
 // `mri phantom`: raw data of the analytic Shepp-Logan phantom on a trajectory, with noise, as a
-// BART k-space [1, readout, lines] or an ISMRMRD file (trajectory stored in cycles/FOV).
+// BART k-space [1, readout, lines, coils] or an ISMRMRD file (trajectory stored in cycles/FOV).
+// Several coils: the SDK's SimulatedCoils (maps as finite Fourier series: exact k-space), whose
+// maps --sens-out writes as BART [x, y, z, coils].
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -11,7 +14,7 @@ namespace {
 
 struct PhantomArgs {
   TrajectorySpec traj;
-  std::string out, traj_out;
+  std::string out, traj_out, sens_out;
   double noise = 0, snr = 0, voxel_mm = 1;
   std::uint64_t seed = 1;
   int coils = 1;
@@ -36,22 +39,24 @@ void add_gaussian(std::vector<cfloat> &samples, double sigma, std::uint64_t seed
 
 int run_phantom(const PhantomArgs &a) {
   if (a.noise > 0 && a.snr > 0) throw UsageError("--noise and --snr contradict each other: give one");
-  if (a.coils != 1)
-    throw Unsupported("--coils = " + std::to_string(a.coils) +
-                      ": multi-coil simulation needs the SDK's coil simulator (issue 11); only 1 for now");
   const Grid grid = parse_matrix(a.traj.matrix, "--matrix");
   const GeneratedTrajectory g = phantom_trajectory(a, grid);
   const Phantom phantom = grid.dims() == 3 ? Phantom::shepp_logan_3d() : Phantom::shepp_logan_2d();
-  std::vector<cfloat> samples = phantom.kspace(g.trajectory, grid);
+  const SimulatedCoils array(grid.dims(), a.coils);
+  std::vector<cfloat> samples = a.coils == 1 ? phantom.kspace(g.trajectory, grid) : array.kspace(phantom, g.trajectory, grid);
+  if (!a.sens_out.empty())
+    write_cfl_atomic(cfl_base(a.sens_out), {grid.nx(), grid.ny(), grid.nz(), a.coils}, array.maps(grid).values());
   if (a.snr > 0) add_noise(samples, a.snr, a.seed);
   if (a.noise > 0) add_gaussian(samples, a.noise, a.seed);
   if (!a.traj_out.empty()) write_cfl_atomic(cfl_base(a.traj_out), g.dims, bart::from_trajectory(g.trajectory).data);
-  const KSpaceData data(g.trajectory, std::move(samples));
+  const KSpaceData data(g.trajectory, std::move(samples), {}, a.coils);
   if (is_h5(a.out)) {
     write_raw_h5({a.out, a.voxel_mm, a.units, ismrmrd_trajectory_type(a.traj)}, grid, g, data);
   } else {
     std::vector<std::int64_t> dims = g.dims;
-    dims[0] = 1; // BART k-space: [1, readout, lines]
+    dims[0] = 1; // BART k-space: [1, readout, lines, coils]
+    dims.resize(std::max<std::size_t>(dims.size(), 4), 1);
+    dims[3] = a.coils;
     write_cfl_atomic(cfl_base(a.out), dims, data.samples());
   }
   return kOk;
@@ -73,8 +78,9 @@ Runner add_phantom(CLI::App &app) {
   cmd->add_option("--snr", a->snr, "noise by signal-to-noise ratio: RMS signal / noise sigma (linear; 0 = none)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--seed", a->seed, "noise seed")->capture_default_str();
-  cmd->add_option("--coils", a->coils, "receive coils (only 1 for now: the coil simulator arrives with issue 11)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--coils", a->coils, "receive coils (SimulatedCoils: a ring of surface coils, 1 to 64)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  cmd->add_option("--sens-out", a->sens_out, "also write the simulated coil maps as a BART file [x, y, z, coils]");
   cmd->add_option("--voxel", a->voxel_mm, "ISMRMRD output: voxel size in mm (FOV = matrix x voxel)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   add_enum(*cmd, "--traj-units", a->units, {{"cycles", TrajUnits::CyclesPerFov}, {"normalized", TrajUnits::Normalized}},

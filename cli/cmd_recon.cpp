@@ -1,6 +1,6 @@
 // `mri recon`: mri::reconstruct on ISMRMRD or BART inputs, every ReconOptions field an option,
-// outputs by extension, --report FILE.json. Multi-coil data: each coil reconstructed alone and
-// combined by root-sum-of-squares until SENSE (issue 11) replaces it.
+// outputs by extension, --report FILE.json. Multi-coil data: SENSE, with --sens maps or maps
+// estimated per item (--coil-maps, --maps), optionally compressed (--virtual-coils).
 #include <cmath>
 
 #include "commands.hpp"
@@ -37,6 +37,14 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft: relative error bound (1e-6 .. 1e-2)")->capture_default_str();
   add_enum(cmd, "--nufft-gridding", o.nufft_gridding, kGriddings, "--method nufft: how the adjoint grids");
   cmd.add_option("--q-cache", o.q_cache_dir, "directory of the Toeplitz kernel cache (empty: none)");
+  add_enum(cmd, "--coil-maps", o.coil_maps, {{"estimate", CoilMaps::Estimate}, {"require", CoilMaps::Require}},
+           "multi-coil data without --sens: estimate the maps, or refuse");
+  add_enum(cmd, "--maps", o.sensitivity.method, {{"direct", MapEstimate::Direct}, {"espirit", MapEstimate::Espirit}},
+           "how maps are estimated: direct (BART caldir's method) or ESPIRiT");
+  cmd.add_option("--calibration", o.sensitivity.calibration, "map estimate: width of the k-space centre used, cycles/FOV")
+      ->capture_default_str();
+  cmd.add_option("--virtual-coils", o.virtual_coils, "compress the coils to this many virtual coils first (0: all)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_option("--device-memory", a.device_memory_mib, "GPU memory the reconstruction may use, MiB (0: what is free)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
 }
@@ -47,7 +55,7 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--traj", a.input.traj, "BART trajectory [3, samples, ...] in cycles/FOV");
   cmd.add_option("--kspace", a.input.kspace, "BART k-space [1, samples, ..., coils]");
   cmd.add_option("--weights", a.input.weights, "BART density weights [1, samples, ...] (real part used)");
-  cmd.add_option("--sens", a.sens, "BART coil maps (SENSE: issue 11, not yet)");
+  cmd.add_option("--sens", a.sens, "BART coil maps [x, y, z, coils] on the reconstruction matrix (default: estimated)");
   cmd.add_option("--matrix", a.input.matrix, "image matrix nx,ny[,nz] (voxels; BART inputs)");
   cmd.add_option("--fov", a.input.fov, "BART inputs: field of view x,y[,z] in mm (output voxel size; default 1 mm voxels)");
   add_enum(cmd, "--traj-units", a.input.units, kTrajUnits, "ISMRMRD trajectory units: cycles/FOV, normalised [-0.5, 0.5], or detect");
@@ -63,6 +71,15 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
 
 ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool regularizer_given) {
   ReconOptions o = a.options;
+  if (!a.sens.empty()) {
+    bart::CflArray maps = bart::read_cfl(cfl_base(a.sens));
+    const std::size_t n = static_cast<std::size_t>(in.grid.voxels());
+    if (maps.data.size() % n != 0)
+      throw UsageError("--sens " + a.sens + ": " + std::to_string(maps.data.size()) +
+                       " values are not whole maps of the reconstruction matrix (" + std::to_string(n) + " voxels)");
+    o.sensitivities = std::make_shared<const CoilSensitivities>(in.grid, static_cast<int>(maps.data.size() / n),
+                                                                std::move(maps.data));
+  }
   if (in.bart) o.lambda *= static_cast<double>(in.grid.voxels()); // BART's L = our lambda / voxels
   if (o.lambda > 0 && !regularizer_given) o.regularizer = Regularizer::Tikhonov;
   o.device_memory_limit = static_cast<std::size_t>(a.device_memory_mib * 1024.0 * 1024.0);
@@ -70,15 +87,10 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
 }
 
 int run_recon(const ReconArgs &a, bool regularizer_given) {
-  if (!a.sens.empty()) throw Unsupported("--sens: SENSE with coil maps arrives with issue 11; not in this build");
   for (const std::string &path : a.out) check_output_path(path); // before any work
   const ReconInputs in = load_inputs(a.input, a.quiet);
   const ReconOptions o = effective_options(a, in, regularizer_given);
-  std::size_t coils_total = 0;
-  for (const auto &p : in.problems) coils_total += static_cast<std::size_t>(p.data.coils());
-  if (coils_total > in.problems.size() && !a.quiet)
-    say("recon", "multi-coil data: each coil reconstructed separately, combined by root-sum-of-squares (SENSE: issue 11)");
-  Progress progress("recon: CG iteration", static_cast<long>(coils_total) * o.iterations, a.quiet);
+  Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
   std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.jobs, progress);
   nlohmann::json reports = nlohmann::json::array();
   std::vector<Image> images;

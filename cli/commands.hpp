@@ -9,5 +9,6 @@ Runner add_traj(CLI::App &app);    // cmd_traj.cpp
 Runner add_phantom(CLI::App &app); // cmd_phantom.cpp
 Runner add_nufft(CLI::App &app);   // cmd_nufft.cpp
 Runner add_recon(CLI::App &app);   // cmd_recon.cpp
+Runner add_sens(CLI::App &app);    // cmd_sens.cpp
 
 } // namespace mri::cli
