@@ -255,10 +255,10 @@ TEST_CASE("motion: the volume term lowers std(log det) on the incompressible swi
   // field are not exactly volume-preserving).
   CHECK(s1.std_log_det < 0.6 * s0.std_log_det);
   CHECK(s1.fraction_nonpositive == 0.0);
-  // Here the term helps accuracy too (measured 0.14 -> 0.11); gamma = 1 would over-constrain
-  // (0.15 -> 0.21): docs/motion.md's table.
-  CHECK(average_endpoint_error(w1, p.truth, kBorder) <
-        average_endpoint_error(w0, p.truth, kBorder));
+  // The term usually helps accuracy here too (measured 0.14 -> 0.11), but not on every random
+  // texture (seed 2115543432: 0.218 -> 0.225); what holds on all: it costs at most 10 %. gamma = 1
+  // would over-constrain (0.15 -> 0.21): docs/motion.md's table.
+  CHECK(average_endpoint_error(w1, p.truth, kBorder) < 1.1 * average_endpoint_error(w0, p.truth, kBorder));
 }
 
 TEST_CASE("motion: float32 fields match the float64 reference", "[motion]") {
