@@ -42,16 +42,12 @@ template <> struct Fftw<double> {
   static std::complex<double> *alloc(std::size_t n) { return reinterpret_cast<std::complex<double> *>(fftw_alloc_complex(n)); }
   static void free(std::complex<double> *p) { fftw_free(p); }
   static plan make(int rank, const int *d, std::complex<double> *b, int sign, int threads) {
-    static const bool initialised = fftw_init_threads() != 0; // under the planner lock
-    (void)initialised;
-    fftw_plan_with_nthreads(threads);
+    with_threads(threads);
     auto *f = reinterpret_cast<fftw_complex *>(b);
     return fftw_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
   }
   static plan make_lines(int n, int howmany, std::complex<double> *b, int sign) {
-    static const bool initialised = fftw_init_threads() != 0; // under the planner lock
-    (void)initialised;
-    fftw_plan_with_nthreads(1);
+    with_threads(1);
     auto *f = reinterpret_cast<fftw_complex *>(b);
     return fftw_plan_many_dft(1, &n, howmany, f, nullptr, 1, n, f, nullptr, 1, n, sign, FFTW_ESTIMATE);
   }
@@ -61,6 +57,15 @@ template <> struct Fftw<double> {
     fftw_execute_dft(p, f, f);
   }
   static void destroy(plan p) { fftw_destroy_plan(p); }
+
+private:
+  // The next plan's threads; FFTW's double threads are initialised on first use (under the
+  // planner lock, as every plan is made).
+  static void with_threads(int threads) {
+    static const bool initialised = fftw_init_threads() != 0;
+    (void)initialised;
+    fftw_plan_with_nthreads(threads);
+  }
 };
 
 // FFTW's row-major extents of a grid of `rank` axes: ours reversed (x fastest). dims() points

@@ -26,9 +26,9 @@
 #include <string>
 
 #include "../grid_fft.hpp"
+#include "calibration.hpp"
 #include "espirit.hpp"
 #include "mri/coils.hpp"
-#include "mri/density.hpp"
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
 
@@ -37,32 +37,13 @@ namespace mri {
 namespace {
 
 using i64 = std::int64_t;
+constexpr double kCalibrationTolerance = 1e-4; // the NUFFTs that make the calibration data
 
 // The calibration^d Cartesian k-space of every coil: kappa_a in [-cal/2, cal/2) on the grid's
-// axes of extent > 1 (0 on the others), coil-major, kappa_x fastest.
-// low_res: the coils' low-resolution images on the grid, coil-major.
-std::vector<cfloat> calibration_kspace(const KSpaceData &data, const Trajectory &trajectory, const Grid &grid,
-                                       int cal, std::array<i64, 3> &shape, std::vector<cfloat> &low_res) {
-  std::vector<std::size_t> index;
-  std::vector<KPoint> points;
-  const double half = cal / 2.0;
-  for (std::size_t m = 0; m < trajectory.size(); ++m) {
-    const KPoint &k = trajectory[m];
-    if (std::abs(k.kx) < half && std::abs(k.ky) < half && std::abs(k.kz) < half) {
-      index.push_back(m);
-      points.push_back(k);
-    }
-  }
-  if (index.size() < 8)
-    detail::invalid_argument("calibration samples", index.size(),
-                             "too few samples with |k| < sensitivity.calibration / 2 for ESPIRiT (need >= 8)");
-  Trajectory cal_traj(trajectory.dims(), points);
-  std::vector<float> w(index.size());
-  if (data.has_weights())
-    for (std::size_t i = 0; i < index.size(); ++i) w[i] = data.weights()[index[i]];
-  else
-    w = density::pipe_menon(cal_traj, grid).weights;
-
+// axes of extent > 1 (0 on the others), coil-major, kappa_x fastest, by a forward NUFFT of the
+// low-resolution coil images (`low_res`, untapered) at those integer k.
+std::vector<cfloat> calibration_kspace(const std::vector<cfloat> &low_res, int coils, const Grid &grid, int cal,
+                                       std::array<i64, 3> &shape) {
   std::vector<KPoint> cart;
   for (int a = 0; a < 3; ++a) shape[static_cast<std::size_t>(a)] = grid.extent(a) > 1 ? cal : 1;
   for (i64 z = 0; z < shape[2]; ++z)
@@ -72,21 +53,12 @@ std::vector<cfloat> calibration_kspace(const KSpaceData &data, const Trajectory 
         cart.push_back({coord(x, 0), coord(y, 1), coord(z, 2)});
       }
   NufftOptions o;
-  o.tolerance = 1e-4;
-  const NufftOperator adjoint(std::move(cal_traj), grid, o);
-  const NufftOperator forward(Trajectory(trajectory.dims(), cart), grid, o);
-  const int coils = data.coils();
-  const std::size_t m = data.samples_per_coil();
-  std::vector<cfloat> out(cart.size() * static_cast<std::size_t>(coils)), y(index.size());
-  const std::size_t n = static_cast<std::size_t>(grid.voxels());
-  low_res.assign(n * static_cast<std::size_t>(coils), cfloat(0));
-  for (int c = 0; c < coils; ++c) {
-    const cfloat *coil = data.samples().data() + static_cast<std::size_t>(c) * m;
-    for (std::size_t i = 0; i < index.size(); ++i) y[i] = coil[index[i]] * w[i];
-    cfloat *image = low_res.data() + static_cast<std::size_t>(c) * n;
-    adjoint.adjoint(y.data(), image);
-    forward.apply(image, out.data() + static_cast<std::size_t>(c) * cart.size());
-  }
+  o.tolerance = kCalibrationTolerance;
+  const std::size_t points = cart.size(), n = static_cast<std::size_t>(grid.voxels());
+  const NufftOperator forward(Trajectory(grid.dims(), std::move(cart)), grid, o);
+  std::vector<cfloat> out(points * static_cast<std::size_t>(coils));
+  for (int c = 0; c < coils; ++c)
+    forward.apply(low_res.data() + static_cast<std::size_t>(c) * n, out.data() + static_cast<std::size_t>(c) * points);
   return out;
 }
 
@@ -122,11 +94,11 @@ Eigen::MatrixXcd signal_subspace(const std::vector<cfloat> &y, int coils, const 
 } // namespace
 
 CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &o) {
-  const Trajectory trajectory = data.trajectory().wrapped(grid);
   const int coils = data.coils();
   std::array<i64, 3> shape{}, kernel{};
-  std::vector<cfloat> low_res;
-  const std::vector<cfloat> y = calibration_kspace(data, trajectory, grid, o.calibration, shape, low_res);
+  const std::vector<cfloat> low_res =
+      detail::low_resolution_images(data, grid, o.calibration, false, kCalibrationTolerance);
+  const std::vector<cfloat> y = calibration_kspace(low_res, coils, grid, o.calibration, shape);
   const int width = o.espirit_kernel != 0 ? o.espirit_kernel : grid.dims() == 3 ? 4 : 6;
   for (int a = 0; a < 3; ++a) kernel[static_cast<std::size_t>(a)] = shape[static_cast<std::size_t>(a)] > 1 ? width : 1;
   const Eigen::MatrixXcd v = signal_subspace(y, coils, shape, kernel, o.espirit_threshold);

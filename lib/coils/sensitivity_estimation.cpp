@@ -2,15 +2,13 @@
 // resolution coil images by an adjoint NUFFT of the tapered calibration samples, divided by their
 // root-sum-of-squares.
 #include <algorithm>
-#include <cmath>
-#include <numbers>
 #include <string>
 
+#include "calibration.hpp"
+#include "espirit.hpp"
 #include "mri/coils.hpp"
-#include "mri/density.hpp"
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
-#include "espirit.hpp"
 
 namespace mri {
 
@@ -36,27 +34,6 @@ void check_options(const SensitivityOptions &o, const Grid &grid) {
   }
 }
 
-// The calibration samples: indices of the samples with |k_a| < calibration / 2 on every axis, and
-// each one's Hann taper 0.5 (1 + cos(pi |k| / (calibration / 2))), zero at the region's edge.
-struct Calibration {
-  std::vector<std::size_t> index;
-  std::vector<KPoint> points;
-  std::vector<float> taper;
-};
-
-Calibration calibration_samples(const Trajectory &t, double half) {
-  Calibration cal;
-  for (std::size_t m = 0; m < t.size(); ++m) {
-    const KPoint &k = t[m];
-    if (std::abs(k.kx) >= half || std::abs(k.ky) >= half || std::abs(k.kz) >= half) continue;
-    const double r = std::min(1.0, std::sqrt(double(k.kx) * k.kx + double(k.ky) * k.ky + double(k.kz) * k.kz) / half);
-    cal.index.push_back(m);
-    cal.points.push_back(k);
-    cal.taper.push_back(static_cast<float>(0.5 * (1.0 + std::cos(std::numbers::pi * r))));
-  }
-  return cal;
-}
-
 } // namespace
 
 const char *to_string(MapEstimate m) { return m == MapEstimate::Direct ? "direct" : "espirit"; }
@@ -65,30 +42,10 @@ CoilSensitivities estimate_sensitivities(const KSpaceData &data, const Grid &gri
   check_options(options, grid);
   data.trajectory().check_range(grid);
   if (options.method == MapEstimate::Espirit) return espirit_sensitivities(data, grid, options);
-  const Trajectory trajectory = data.trajectory().wrapped(grid);
-  const Calibration cal = calibration_samples(trajectory, options.calibration / 2.0);
-  if (cal.index.size() < 8)
-    detail::invalid_argument("calibration samples", cal.index.size(),
-                             "too few samples with |k| < sensitivity.calibration / 2 = " +
-                                 std::to_string(options.calibration / 2.0) + " to estimate coil maps (need >= 8)");
-  Trajectory cal_traj(trajectory.dims(), cal.points);
-  // Density compensation: the data's own weights, else Pipe-Menon's on the calibration samples.
-  std::vector<float> weights(cal.index.size());
-  if (data.has_weights())
-    for (std::size_t i = 0; i < cal.index.size(); ++i) weights[i] = data.weights()[cal.index[i]];
-  else
-    weights = density::pipe_menon(cal_traj, grid).weights;
-
-  const NufftOperator adjoint(std::move(cal_traj), grid);
   const int coils = data.coils();
-  const std::size_t m = data.samples_per_coil(), n = static_cast<std::size_t>(grid.voxels());
-  std::vector<cfloat> maps(n * static_cast<std::size_t>(coils));
-  std::vector<cfloat> y(cal.index.size());
-  for (int c = 0; c < coils; ++c) {
-    const cfloat *coil = data.samples().data() + static_cast<std::size_t>(c) * m;
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = coil[cal.index[i]] * (weights[i] * cal.taper[i]);
-    adjoint.adjoint(y.data(), maps.data() + static_cast<std::size_t>(c) * n);
-  }
+  const std::size_t n = static_cast<std::size_t>(grid.voxels());
+  std::vector<cfloat> maps =
+      detail::low_resolution_images(data, grid, options.calibration, true, NufftOptions{}.tolerance);
 
   // S_c = I_c / sqrt(sum_c |I_c|^2), zero where that sum is below the mask threshold.
   const Image rss = CoilSensitivities(grid, coils, maps).root_sum_of_squares();

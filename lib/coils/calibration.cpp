@@ -1,0 +1,55 @@
+// Low-resolution coil images from the k-space centre (calibration.hpp).
+#include "calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+
+#include "mri/density.hpp"
+#include "mri/error.hpp"
+#include "mri/nufft.hpp"
+
+namespace mri::detail {
+
+std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &grid, int calibration, bool taper,
+                                          double tolerance) {
+  const Trajectory trajectory = data.trajectory().wrapped(grid);
+  const double half = calibration / 2.0;
+  std::vector<std::size_t> index;
+  std::vector<KPoint> points;
+  std::vector<float> factor; // Hann taper (1 without)
+  for (std::size_t m = 0; m < trajectory.size(); ++m) {
+    const KPoint &k = trajectory[m];
+    if (std::abs(k.kx) >= half || std::abs(k.ky) >= half || std::abs(k.kz) >= half) continue;
+    const double r = std::min(1.0, std::sqrt(double(k.kx) * k.kx + double(k.ky) * k.ky + double(k.kz) * k.kz) / half);
+    index.push_back(m);
+    points.push_back(k);
+    factor.push_back(taper ? static_cast<float>(0.5 * (1.0 + std::cos(std::numbers::pi * r))) : 1.0f);
+  }
+  if (index.size() < 8)
+    invalid_argument("calibration samples", index.size(),
+                     "too few samples with |k| < sensitivity.calibration / 2 = " + std::to_string(half) +
+                         " to estimate coil maps (need >= 8)");
+  Trajectory cal(trajectory.dims(), std::move(points));
+  if (data.has_weights())
+    for (std::size_t i = 0; i < index.size(); ++i) factor[i] *= data.weights()[index[i]];
+  else {
+    const std::vector<float> w = density::pipe_menon(cal, grid).weights;
+    for (std::size_t i = 0; i < index.size(); ++i) factor[i] *= w[i];
+  }
+
+  NufftOptions o;
+  o.tolerance = tolerance;
+  const NufftOperator adjoint(std::move(cal), grid, o);
+  const std::size_t m = data.samples_per_coil(), n = static_cast<std::size_t>(grid.voxels());
+  std::vector<cfloat> images(n * static_cast<std::size_t>(data.coils())), y(index.size());
+  for (int c = 0; c < data.coils(); ++c) {
+    const cfloat *coil = data.samples().data() + static_cast<std::size_t>(c) * m;
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = coil[index[i]] * factor[i];
+    adjoint.adjoint(y.data(), images.data() + static_cast<std::size_t>(c) * n);
+  }
+  return images;
+}
+
+} // namespace mri::detail

@@ -1,0 +1,18 @@
+#pragma once
+// The k-space centre both map estimates start from (sensitivity_estimation.cpp: the direct
+// estimate; espirit.cpp: ESPIRiT's calibration data).
+#include <vector>
+
+#include "mri/kspace.hpp"
+
+namespace mri::detail {
+
+// Low-resolution coil images on `grid`, coil-major: one adjoint NUFFT (at `tolerance`) per coil
+// of the samples with |k_a| < calibration / 2 on every axis (their periodic images, as the
+// operators use them), density-compensated by the data's weights or else Pipe-Menon's on those
+// samples, and with `taper` a Hann window 0.5 (1 + cos(pi |k| / (calibration / 2))), zero at the
+// region's edge. Throws InvalidArgument when fewer than 8 samples lie there.
+std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &grid, int calibration, bool taper,
+                                          double tolerance);
+
+} // namespace mri::detail
