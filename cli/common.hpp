@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include <mri/io.hpp>
 #include <mri/mri.hpp>
 
 namespace mri::cli {

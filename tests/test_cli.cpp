@@ -1,6 +1,7 @@
 // The `mri` tool through its command line: help, exit codes and one-line messages, and results
 // compared with references (the SDK, the phantom, `bart nufft`, ISMRMRD's own reconstruction).
 #include "catch.hpp"
+#include "mri/io.hpp"
 #include "mri/mri.hpp"
 #include "test_support.hpp"
 

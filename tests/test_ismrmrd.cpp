@@ -3,7 +3,7 @@
 #include "catch.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
-#include "mri/ismrmrd.hpp"
+#include "mri/io/ismrmrd.hpp"
 #include "mri/phantom.hpp"
 #include "test_support.hpp"
 

@@ -1,7 +1,7 @@
 // NIfTI output read back by libnifti itself (nifti_image_read): shape, voxel sizes, values.
 #include "catch.hpp"
 #include "mri/error.hpp"
-#include "mri/nifti.hpp"
+#include "mri/io/nifti.hpp"
 #include "test_support.hpp"
 
 #include <nifti2_io.h>

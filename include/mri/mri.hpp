@@ -3,6 +3,7 @@
 // Read top-down: grids and images, trajectories and k-space data, the phantom, the exact
 // Fourier operators (F, F^H D, Q/Toeplitz), the gridding NUFFT, density compensation and the
 // gridding baseline, the CG solver, and reconstruct(); then motion estimation of 3D sequences.
+// The ISMRMRD and NIfTI readers and writers are in libmri_io (target mri::io): mri/io.hpp.
 //
 // Thread safety: every public header states the contract of its types and functions;
 // tests/concurrency tests them with 16 threads, and scripts/sanitize.sh runs that test under
@@ -30,6 +31,4 @@
 #include "mri/metrics.hpp"
 #include "mri/bart.hpp"
 #include "mri/png.hpp"
-#include "mri/ismrmrd.hpp"
-#include "mri/nifti.hpp"
 #include "mri/motion.hpp"

@@ -1,6 +1,6 @@
 // Reconstructed images into a new ISMRMRD file (`mri recon --out image.h5`), the way Gadgetron
 // stores them: group "dataset", one image per item in the variable "image_0".
-#include "mri/ismrmrd.hpp"
+#include "mri/io/ismrmrd.hpp"
 
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>

@@ -2,7 +2,7 @@
 #include <Eigen/Dense>
 
 #include "mri/error.hpp"
-#include "mri/ismrmrd.hpp"
+#include "mri/io/ismrmrd.hpp"
 
 namespace mri {
 

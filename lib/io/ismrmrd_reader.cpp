@@ -1,6 +1,6 @@
 // ISMRMRD raw data -> KSpaceData per (slice, contrast, repetition, average, phase, set); the
-// conventions are in include/mri/ismrmrd.hpp.
-#include "mri/ismrmrd.hpp"
+// conventions are in include/mri/io/ismrmrd.hpp.
+#include "mri/io/ismrmrd.hpp"
 
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>

@@ -1,6 +1,6 @@
 // KSpaceData -> a new ISMRMRD file (what `mri phantom --out raw.h5` writes), through a temporary
 // file renamed at the end so a failure leaves nothing half-written.
-#include "mri/ismrmrd.hpp"
+#include "mri/io/ismrmrd.hpp"
 
 #include <ismrmrd/dataset.h>
 #include <ismrmrd/ismrmrd.h>

@@ -1,5 +1,5 @@
-// NIfTI-1 output and input through libnifti's nifti2_io (mri/nifti.hpp).
-#include "mri/nifti.hpp"
+// NIfTI-1 output and input through libnifti's nifti2_io (mri/io/nifti.hpp).
+#include "mri/io/nifti.hpp"
 
 #include <nifti2_io.h>
 
