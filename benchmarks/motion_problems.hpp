@@ -43,16 +43,6 @@ inline MotionPair motion3d_pair(std::int64_t n = 128) {
   return p;
 }
 
-inline std::vector<RealVolume> motion_sequence(int frames, std::int64_t n = 128) {
-  const Grid g(n, n, n);
-  std::vector<RealVolume> seq{shepp_logan_volume(g)};
-  const DisplacementField squeeze = synthetic_field(g, SyntheticMotion::Compressive, 1.0);
-  const DisplacementField relax = synthetic_field(g, SyntheticMotion::Compressive, -1.0);
-  for (int k = 1; k < frames; ++k)
-    seq.push_back(apply_motion(seq.back(), k % 2 ? squeeze : relax));
-  return seq;
-}
-
 // Per-stage times of the last estimate as benchmark counters (both backends' tables).
 inline void report_stages(benchmark::State &state, const MotionReport &r) {
   state.counters["transfer_ms"] = r.transfer_ms;

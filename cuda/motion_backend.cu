@@ -117,18 +117,34 @@ private:
   std::array<double, static_cast<int>(dm::Stage::Count)> ms_{};
 };
 
+// Values in [0.5, 1.5) from a hash of the index and a seed: the timed sweep must not see zeros
+// (a zero field makes every product and the update trivially zero).
+__global__ void fill_pseudo_random(float *f, long long n, unsigned seed) {
+  const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (v >= n)
+    return;
+  unsigned h = unsigned(v) * 2654435761u ^ seed * 2246822519u;
+  h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+  f[v] = 0.5f + float(h >> 8) * (1.0f / 16777216.0f);
+}
+
 } // namespace
 
 double time_solver_sweep_ms(const Grid &grid, MotionMemory memory, int repeats) {
-  // Zero tensor and field: the sweep reads and writes the same bytes whatever the values.
   DeviceTensor j;
   DeviceField a, b;
+  unsigned seed = 1;
+  const auto random_volume = [&](DeviceVolume &c) {
+    c = DeviceVolume(grid);
+    const long long n = grid.voxels();
+    fill_pseudo_random<<<unsigned((n + 255) / 256), 256>>>(c.data(), n, seed++);
+    MRI_CUDA_CHECK(cudaGetLastError());
+  };
   for (auto &c : j)
-    c = DeviceVolume(grid), MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
+    random_volume(c);
   for (auto *f : {&a, &b})
     for (auto &c : *f)
-      c = DeviceVolume(grid),
-      MRI_CUDA_CHECK(cudaMemset(c.data(), 0, grid.voxels() * sizeof(float)));
+      random_volume(c);
   cudaEvent_t start, stop;
   MRI_CUDA_CHECK(cudaEventCreate(&start));
   MRI_CUDA_CHECK(cudaEventCreate(&stop));

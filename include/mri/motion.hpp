@@ -156,6 +156,15 @@ RealVolume shepp_logan_volume(const Grid &grid);
 // built by trilinear warping of fixed with the inverse field (fixed-point iteration, exact while
 // |grad field| < 1). Clamp-to-edge outside the volume.
 RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field);
+// A beating sequence (the seed's cardiac case in miniature): frames[0] = first,
+// frames[k + 1] = apply_motion(frames[k], truth[k]), truth[k] the Compressive field of amplitude
+// +amplitude for even k (contraction) and -amplitude for odd k (relaxation). Throws
+// InvalidArgument for fewer than 2 frames or a non-finite amplitude.
+struct SyntheticSequence {
+  std::vector<RealVolume> frames;
+  std::vector<DisplacementField> truth; // frames.size() - 1 fields, frame k to frame k + 1
+};
+SyntheticSequence beating_sequence(const RealVolume &first, int frames, double amplitude);
 // Adds N(0, std^2) noise; reproducible from seed. Throws InvalidArgument if std < 0 or not finite.
 void add_noise(RealVolume &volume, double std, std::uint64_t seed);
 // Trilinear sample of `volume` at x + field(x) for every voxel x (clamp-to-edge): what the

@@ -190,4 +190,20 @@ void add_noise(RealVolume &volume, double std, std::uint64_t seed) {
     x += float(g(rng));
 }
 
+SyntheticSequence beating_sequence(const RealVolume &first, int frames, double amplitude) {
+  if (frames < 2)
+    detail::invalid_argument("frames", frames, "must be at least 2");
+  if (!std::isfinite(amplitude))
+    detail::invalid_argument("amplitude", amplitude, "must be finite");
+  const Grid &grid = first.grid();
+  const DisplacementField squeeze = synthetic_field(grid, SyntheticMotion::Compressive, amplitude);
+  const DisplacementField relax = synthetic_field(grid, SyntheticMotion::Compressive, -amplitude);
+  SyntheticSequence s{{first}, {}};
+  for (int k = 0; k + 1 < frames; ++k) {
+    s.truth.push_back(k % 2 ? relax : squeeze);
+    s.frames.push_back(apply_motion(s.frames.back(), s.truth.back()));
+  }
+  return s;
+}
+
 } // namespace mri

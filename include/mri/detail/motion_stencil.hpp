@@ -113,14 +113,15 @@ inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
 //           checkerboard modes of grad div grow (eigenvalue 12 gamma against a block eigenvalue of
 //           4 gamma).
 // load(c, dx, dy, dz): component c at q + (dx, dy, dz); only called for offsets inside the volume.
-// j: channels kXX..kZT of the folded tensor at q.
-template <class T, class Index, class Load>
+// j: channels kXX..kZT of the folded tensor at q. Interior: the caller knows q has all 26
+// neighbours, so the border tests fold away at compile time (the GPU sweep's interior blocks).
+template <bool Interior = false, class T, class Index, class Load>
 MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition<Index> &q,
                                        T alpha, T gamma, T omega, bool jacobi, T (&out)[3]) {
   bool lo[3], hi[3];
   for (int a = 0; a < 3; ++a) {
-    lo[a] = q.pos[a] > 0;
-    hi[a] = q.pos[a] + 1 < q.extent[a];
+    lo[a] = Interior || q.pos[a] > 0;
+    hi[a] = Interior || q.pos[a] + 1 < q.extent[a];
   }
   const T w0[3] = {load(0, 0, 0, 0), load(1, 0, 0, 0), load(2, 0, 0, 0)};
   const auto nb = [&](int c, int a, int s) { // component c at q + s e_a
