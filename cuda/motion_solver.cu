@@ -35,13 +35,16 @@ constexpr int kTileX = 32, kTileY = 8, kChunk = 16;
 // volume's faces) take the border-free update (clg_update<true>). Measured on the H200, 128^3,
 // random data (2026-12-01): 48.6 us one slice per thread, 41.0 us two slices with 4 blocks per
 // SM (62 registers); 5 or 6 blocks per SM (fewer registers per thread) and 4 slices per thread
-// were slower (43.9 - 47.1 us).
+// were slower (43.9 - 47.1 us). SharedTiles keeps the general update: the interior variant's
+// registers made it spill at 6 blocks per SM (58.9 -> 68.5 us).
 constexpr int kCachedSlices = 2;
 
-template <bool Interior>
+// Jacobi (colour < 0) and Interior are template parameters: the SOR-only terms and the border
+// tests fold away where they do not apply (H200, 128^3 Jacobi sweep: 44.5 -> 42.1 us).
+template <bool Jacobi, bool Interior>
 __device__ inline void update_voxel(const SweepArgs &a, int v, int x, int y, int z,
                                     const auto &load) {
-  if (a.colour >= 0 && mri::detail::motion::voxel_colour(x, y, z, a.colours) != a.colour)
+  if (!Jacobi && mri::detail::motion::voxel_colour(x, y, z, a.colours) != a.colour)
     return;
   float jv[9];
 #pragma unroll
@@ -49,7 +52,7 @@ __device__ inline void update_voxel(const SweepArgs &a, int v, int x, int y, int
     jv[c] = __ldg(a.j[c] + v);
   float out[3];
   clg_update<Interior>(jv, load, VoxelPosition<int>{{x, y, z}, {a.d.nx, a.d.ny, a.d.nz}}, a.alpha,
-                       a.gamma, a.omega, a.colour < 0, out);
+                       a.gamma, a.omega, Jacobi, out);
   for (int c = 0; c < 3; ++c)
     a.dst[c][v] = out[c];
 }
@@ -60,14 +63,7 @@ __device__ inline bool interior_tile(const Dims &d) {
          (blockIdx.y + 1) * kTileY < d.ny;
 }
 
-__device__ inline void update_at(const SweepArgs &a, int v, int x, int y, int z, bool interior_tile,
-                                 const auto &load) {
-  if (interior_tile && z > 0 && z + 1 < a.d.nz)
-    update_voxel<true>(a, v, x, y, z, load);
-  else
-    update_voxel<false>(a, v, x, y, z, load);
-}
-
+template <bool Jacobi>
 __global__ void __launch_bounds__(kTileX *kTileY, 4) sweep_cached(SweepArgs a) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
   if (x >= a.d.nx || y >= a.d.ny)
@@ -83,19 +79,22 @@ __global__ void __launch_bounds__(kTileX *kTileY, 4) sweep_cached(SweepArgs a) {
     const auto load = [&](int c, int dx, int dy, int dz) {
       return __ldg(a.src[c] + v + dx + sy * dy + sz * dz);
     };
-    update_at(a, v, x, y, z, interior, load);
+    if (interior && z > 0 && z + 1 < a.d.nz)
+      update_voxel<Jacobi, true>(a, v, x, y, z, load);
+    else
+      update_voxel<Jacobi, false>(a, v, x, y, z, load);
   }
 }
 
 constexpr int kHaloX = kTileX + 2, kHaloY = kTileY + 2;
 
+template <bool Jacobi>
 __global__ void __launch_bounds__(kTileX *kTileY, 6) sweep_shared(SweepArgs a) {
   __shared__ float tile[3][3][kHaloY][kHaloX]; // [slot = z mod 3][component][y][x]
   const int tx = threadIdx.x, ty = threadIdx.y, tid = tx + kTileX * ty;
   const int x0 = blockIdx.x * kTileX, y0 = blockIdx.y * kTileY, x = x0 + tx, y = y0 + ty;
   const int z0 = blockIdx.z * kChunk, z1 = min(z0 + kChunk, a.d.nz);
   const int sy = a.d.nx, sz = a.d.nx * a.d.ny;
-  const bool interior = interior_tile(a.d);
   const auto load_slice = [&](int z) {
     if (z < 0 || z >= a.d.nz)
       return;
@@ -116,7 +115,7 @@ __global__ void __launch_bounds__(kTileX *kTileY, 6) sweep_shared(SweepArgs a) {
       const auto load = [&](int c, int dx, int dy, int dz) {
         return tile[slot[dz + 1]][c][ty + 1 + dy][tx + 1 + dx];
       };
-      update_at(a, x + sy * y + sz * z, x, y, z, interior, load);
+      update_voxel<Jacobi, false>(a, x + sy * y + sz * z, x, y, z, load);
     }
     __syncthreads(); // slot (z - 1) % 3 is overwritten by the next iteration's load
   }
@@ -135,10 +134,13 @@ void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int 
     a.src[c] = src[c].data(), a.dst[c] = dst[c].data();
   const dim3 block(kTileX, kTileY);
   const unsigned bx = (a.d.nx + kTileX - 1) / kTileX, by = (a.d.ny + kTileY - 1) / kTileY;
+  const dim3 shared_grid(bx, by, (a.d.nz + kChunk - 1) / kChunk),
+      cached_grid(bx, by, (a.d.nz + kCachedSlices - 1) / kCachedSlices);
+  const bool jacobi = colour < 0;
   if (memory == MotionMemory::SharedTiles)
-    sweep_shared<<<dim3(bx, by, (a.d.nz + kChunk - 1) / kChunk), block, 0, s>>>(a);
+    (jacobi ? sweep_shared<true> : sweep_shared<false>)<<<shared_grid, block, 0, s>>>(a);
   else
-    sweep_cached<<<dim3(bx, by, (a.d.nz + kCachedSlices - 1) / kCachedSlices), block, 0, s>>>(a);
+    (jacobi ? sweep_cached<true> : sweep_cached<false>)<<<cached_grid, block, 0, s>>>(a);
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 
