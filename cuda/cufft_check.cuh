@@ -1,10 +1,11 @@
 #pragma once
 // Every cuFFT call goes through MRI_CUFFT_CHECK: a failure becomes mri::CudaError naming the call,
-// file, line and the cufftResult.
+// file, line and the cufftResult (fault injection as in cuda_check.cuh).
 #include <cufft.h>
 
 #include <string>
 
+#include "cuda_check.cuh"
 #include "mri/error.hpp"
 
 namespace mri::cuda::detail {
@@ -35,10 +36,13 @@ inline const char *cufft_result_name(cufftResult r) {
 
 inline void check_cufft(cufftResult status, const char *call, const char *file, int line) {
   if (status == CUFFT_SUCCESS) return;
-  throw CudaError(std::string(call) + " failed at " + file + ":" + std::to_string(line) + ": " +
-                  cufft_result_name(status) + " (" + std::to_string(static_cast<int>(status)) + ")");
+  throw CudaError(failure_text(call, file, line) + cufft_result_name(status) + " (" +
+                  std::to_string(static_cast<int>(status)) + ")");
 }
 
 } // namespace mri::cuda::detail
 
-#define MRI_CUFFT_CHECK(call) ::mri::cuda::detail::check_cufft((call), #call, __FILE__, __LINE__)
+#define MRI_CUFFT_CHECK(call)                                                                      \
+  ::mri::cuda::detail::check_cufft(                                                                \
+      ::mri::cuda::detail::inject_fault_now() ? CUFFT_ALLOC_FAILED : (call), #call, __FILE__,      \
+      __LINE__)

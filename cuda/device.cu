@@ -29,4 +29,13 @@ std::size_t device_memory_in_use() {
   return total - free;
 }
 
+FaultInjection &fault_injection() {
+  static FaultInjection f;
+  return f;
+}
+
+void inject_fault_at(std::int64_t n) { fault_injection().countdown.store(n > 0 ? n : 0); }
+
+std::int64_t checked_calls() { return fault_injection().calls.load(); }
+
 } // namespace mri::cuda::detail

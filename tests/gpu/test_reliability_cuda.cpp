@@ -1,8 +1,9 @@
 // Reliability on the GPU (issue 14, parts 3 and 5): reconstructions from 16 host threads at once
-// against their serial runs (a deadlock fails after 120 s), and the device memory in use over
-// 1000 reconstructions.
+// against their serial runs (a deadlock fails after 120 s), the device memory in use over
+// 1000 reconstructions, and a CUDA failure injected at every checked call of a reconstruction.
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "../catch.hpp"
@@ -23,7 +24,7 @@ struct Problem {
   ReconOptions options;
 };
 
-Problem problem(const Grid &grid, Method method, std::uint64_t seed) {
+Problem problem(const Grid &grid, Method method, std::uint64_t seed, int coils = 1) {
   const Trajectory t = gpu_test::random_trajectory(grid, 4000, seed);
   ReconOptions o;
   o.backend = Backend::Cuda;
@@ -31,7 +32,7 @@ Problem problem(const Grid &grid, Method method, std::uint64_t seed) {
   o.iterations = 6;
   o.lambda = 0.5;
   o.regularizer = Regularizer::FiniteDifference;
-  return {grid, KSpaceData(t, test::random_complex(t.size(), seed + 1)), o};
+  return {grid, KSpaceData(t, test::random_complex(coils * t.size(), seed + 1), {}, coils), o};
 }
 
 } // namespace
@@ -83,4 +84,52 @@ TEST_CASE("cuda reliability: no device memory is leaked over 1000 reconstruction
   std::printf("device memory in use before / after 1000 reconstructions: %zu / %zu bytes (%+lld)\n", before, after,
               static_cast<long long>(after) - static_cast<long long>(before));
   CHECK(after <= before);
+}
+
+TEST_CASE("cuda reliability: a failure injected at each checked CUDA call of a reconstruction", "[gpu][reliability]") {
+  // Every checked CUDA runtime, cuBLAS and cuFFT call of one reconstruction is failed in turn
+  // (cuda_check.cuh's injection: the call is not made, an allocation failure is reported). Each
+  // run must either throw CudaError naming the injected call, or (where the backend has a fallback,
+  // e.g. cuFFT callbacks -> unfused) finish with the right image; afterwards the next call must
+  // give the reference image and the device memory in use must be back where it was.
+  const std::uint64_t seed = gpu_test::fresh_seed();
+  INFO("seed " << seed);
+  const std::vector<Problem> problems = {problem(Grid(24, 24), Method::Exact, seed),
+                                         problem(Grid(12, 10, 8), Method::Nufft, seed + 10),
+                                         problem(Grid(32, 28), Method::Nufft, seed + 20, 3)}; // SENSE
+  for (const Problem &p : problems) {
+    const Image reference = reconstruct(p.data, p.grid, p.options).image;
+    const std::size_t memory_before = cuda::detail::device_memory_in_use();
+    const std::int64_t calls_before = cuda::detail::checked_calls();
+    reconstruct(p.data, p.grid, p.options);
+    const std::int64_t calls = cuda::detail::checked_calls() - calls_before;
+    INFO(p.grid.nx() << "x" << p.grid.ny() << "x" << p.grid.nz() << ", " << p.data.coils() << " coil(s), "
+                     << calls << " checked calls");
+    REQUIRE(calls > 10);
+    int thrown = 0, finished = 0;
+    for (std::int64_t n = 1; n <= calls; ++n) {
+      cuda::detail::inject_fault_at(n);
+      try {
+        const Image x = reconstruct(p.data, p.grid, p.options).image;
+        ++finished; // the injection was absorbed by a fallback, or not reached
+        INFO("fault at call " << n << " absorbed");
+        CHECK(test::relative_error(x, reference) < 1e-5);
+      } catch (const CudaError &e) {
+        ++thrown;
+        INFO("fault at call " << n << ": " << e.what());
+        CHECK(std::string(e.what()).find("[injected]") != std::string::npos);
+      }
+      cuda::detail::inject_fault_at(0);
+    }
+    const Image after = reconstruct(p.data, p.grid, p.options).image;
+    CHECK(test::relative_error(after, reference) < 1e-5); // float reduction order (as above)
+    const std::size_t memory_after = cuda::detail::device_memory_in_use();
+    std::printf("injected faults, %lldx%lldx%lld %d coil(s): %lld calls, %d thrown, %d absorbed; device memory "
+                "in use %zu -> %zu bytes\n",
+                static_cast<long long>(p.grid.nx()), static_cast<long long>(p.grid.ny()),
+                static_cast<long long>(p.grid.nz()), p.data.coils(), static_cast<long long>(calls), thrown,
+                finished, memory_before, memory_after);
+    CHECK(thrown > 0);
+    CHECK(memory_after <= memory_before);
+  }
 }
