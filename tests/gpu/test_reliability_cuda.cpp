@@ -1,15 +1,18 @@
 // Reliability on the GPU (issue 14, parts 3 and 5): reconstructions from 16 host threads at once
 // against their serial runs (a deadlock fails after 120 s), the device memory in use over
 // 1000 reconstructions, and a CUDA failure injected at every checked call of a reconstruction.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../catch.hpp"
 #include "../run_threads.hpp"
 #include "../test_support.hpp"
 #include "device.cuh"
+#include "gridding_cuda.hpp"
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
 #include "sampled_reference.hpp"
@@ -131,5 +134,47 @@ TEST_CASE("cuda reliability: a failure injected at each checked CUDA call of a r
                 finished, memory_before, memory_after);
     CHECK(thrown > 0);
     CHECK(memory_after <= memory_before);
+  }
+}
+
+TEST_CASE("cuda reliability: device_memory_limit holds: the polled peak stays under the report's estimate",
+          "[gpu][reliability]") {
+  // The limit is checked against the estimate (report.device_bytes) before anything is allocated;
+  // this measures whether the estimate bounds what the reconstruction really takes. A thread
+  // polls cudaMemGetInfo (device-wide; nothing else runs meanwhile) during a reconstruction with
+  // the limit set to the estimate; the cached gridding resources are released first, so plans
+  // and pools are counted as a first call in a process would count them.
+  const std::uint64_t seed = gpu_test::fresh_seed();
+  INFO("seed " << seed);
+  for (Problem p : {problem(Grid(64, 64, 48), Method::Nufft, seed), problem(Grid(128, 112), Method::Exact, seed + 1),
+                    problem(Grid(128, 128), Method::Nufft, seed + 2, 4)}) {
+    const std::size_t estimate = reconstruct(p.data, p.grid, p.options).report.device_bytes;
+    REQUIRE(estimate > 0);
+    p.options.device_memory_limit = estimate;
+    cuda::detail::release_gridding_cache();
+    const std::size_t baseline = cuda::detail::device_memory_in_use();
+    std::atomic<bool> done{false};
+    std::size_t peak = baseline;
+    std::thread poll([&] {
+      while (!done.load()) peak = std::max(peak, cuda::detail::device_memory_in_use());
+    });
+    ReconResult r;
+    try {
+      r = reconstruct(p.data, p.grid, p.options);
+    } catch (...) {
+      done = true;
+      poll.join();
+      throw;
+    }
+    done = true;
+    poll.join();
+    const std::size_t used = peak - baseline;
+    std::printf("device_memory_limit: %lldx%lldx%lld %d coil(s) %s: estimate %zu bytes, polled peak above the "
+                "baseline %zu bytes (%.2f of the estimate)\n",
+                static_cast<long long>(p.grid.nx()), static_cast<long long>(p.grid.ny()),
+                static_cast<long long>(p.grid.nz()), p.data.coils(), to_string(p.options.method), estimate, used,
+                double(used) / double(estimate));
+    CHECK(r.report.device_bytes == estimate);
+    CHECK(used <= estimate);
   }
 }
