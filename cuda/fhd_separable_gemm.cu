@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "fhd_plan.cuh"
+#include "random_fill.cuh"
 #include "mri/error.hpp"
 
 namespace mri::cuda::detail {
@@ -339,19 +340,6 @@ template <class T, class Tr> void separable_forward(const PlanState &plan, const
   }
 }
 
-// Operands on the device with random values, for measure_zgemm_throughput (never zeros).
-__global__ void fill_random_kernel(double2 *p, std::size_t n, unsigned long long seed) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    unsigned long long h = (i + 1) * 0x9E3779B97F4A7C15ULL ^ seed;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ULL;
-    h ^= h >> 29;
-    p[i] = make_double2(static_cast<double>(h & 0xFFFFF) / 1048576.0 - 0.5,
-                        static_cast<double>((h >> 20) & 0xFFFFF) / 1048576.0 - 0.5);
-  }
-}
-
 } // namespace
 
 template <> void run_adjoint<KernelPolicy::SeparableGemm>(const PlanState &plan, const float2 *c, float2 *out) {
@@ -450,9 +438,8 @@ GemmThroughput measure_zgemm_throughput(int m, int n, int k, int repeats, bool g
   DeviceBuffer<double2> a(na), b(nb), c(nc);
   Stream stream;
   Event start(true), stop(true);
-  fill_random_kernel<<<1024, 256, 0, stream.get()>>>(a.get(), na, 1);
-  fill_random_kernel<<<1024, 256, 0, stream.get()>>>(b.get(), nb, 2);
-  MRI_CUDA_CHECK_LAUNCH("fill_random_kernel");
+  fill_uniform(reinterpret_cast<double *>(a.get()), 2 * na, 1, -0.5, 0.5, stream.get());
+  fill_uniform(reinterpret_cast<double *>(b.get()), 2 * nb, 2, -0.5, 0.5, stream.get());
   cublasHandle_t h = nullptr;
   MRI_CUBLAS_CHECK(cublasCreate(&h));
   std::unique_ptr<cublasContext, cublasStatus_t (*)(cublasHandle_t)> guard(h, cublasDestroy);

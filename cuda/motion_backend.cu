@@ -6,6 +6,7 @@
 #include "mri_backend/motion_driver.hpp" // and gaussian_taps: one definition of the truncated Gaussian
 #include "motion_bench.hpp"
 #include "motion_ops.cuh"
+#include "random_fill.cuh"
 
 namespace mri {
 namespace cuda::detail::motion {
@@ -117,28 +118,15 @@ private:
   std::array<double, static_cast<int>(dm::Stage::Count)> ms_{};
 };
 
-// Values in [0.5, 1.5) from a hash of the index and a seed: the timed sweep must not see zeros
-// (a zero field makes every product and the update trivially zero).
-__global__ void fill_pseudo_random(float *f, long long n, unsigned seed) {
-  const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (v >= n)
-    return;
-  unsigned h = unsigned(v) * 2654435761u ^ seed * 2246822519u;
-  h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-  f[v] = 0.5f + float(h >> 8) * (1.0f / 16777216.0f);
-}
-
 } // namespace
 
 double time_solver_sweep_ms(const Grid &grid, MotionMemory memory, int repeats) {
   DeviceTensor j;
   DeviceField a, b;
-  unsigned seed = 1;
+  unsigned seed = 1; // values in [0.5, 1.5): the sweep must not run on zeros
   const auto random_volume = [&](DeviceVolume &c) {
     c = DeviceVolume(grid);
-    const long long n = grid.voxels();
-    fill_pseudo_random<<<unsigned((n + 255) / 256), 256>>>(c.data(), n, seed++);
-    MRI_CUDA_CHECK(cudaGetLastError());
+    fill_uniform(c.data(), static_cast<std::size_t>(grid.voxels()), seed++, 0.5f, 1.5f, nullptr);
   };
   for (auto &c : j)
     random_volume(c);

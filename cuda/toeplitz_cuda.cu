@@ -38,6 +38,7 @@
 #include "mri/error.hpp"
 #include "mri/kspace.hpp"
 #include "toeplitz_callback_params.h"
+#include "random_fill.cuh"
 #include "toeplitz_cuda.hpp"
 #ifdef MRI_TOEPLITZ_LTO
 #include <nvJitLink.h>
@@ -902,20 +903,6 @@ void DirectNormalOperator::apply(const DeviceImage &in, DeviceImage &out) const 
   join(ps, as_stream(out.stream()), im.event);
 }
 
-// Pseudo-random values in [-1, 1) (benchmarks never time on zeros).
-__global__ void fill_random_kernel(float2 *__restrict__ v, long long n, unsigned seed) {
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    unsigned h = static_cast<unsigned>(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    const unsigned g = h * 3266489917u ^ (h >> 16);
-    v[i] = make_float2(static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f,
-                       static_cast<float>(g >> 8) * (2.0f / 16777216.0f) - 1.0f);
-  }
-}
-
 double time_cufft_pair_ms(const Grid &grid, int repeats) {
   const FftShape shape = fft_shape(grid);
   cufftHandle plan = 0;
@@ -932,8 +919,8 @@ double time_cufft_pair_ms(const Grid &grid, int repeats) {
     StreamTimer timer;
     auto *buf = reinterpret_cast<cufftComplex *>(data.get());
     for (int r = 0; r <= repeats; ++r) {
-      fill_random_kernel<<<detail::multiprocessor_count() * 8, kThreads, 0, s>>>(data.get(), n, 12345u + static_cast<unsigned>(r));
-      MRI_CUDA_CHECK(cudaGetLastError());
+      detail::fill_uniform(reinterpret_cast<float *>(data.get()), 2 * static_cast<std::size_t>(n),
+                           12345u + static_cast<unsigned>(r), -1.0f, 1.0f, s);
       timer.start();
       MRI_CUFFT_CHECK(cufftExecC2C(plan, buf, buf, CUFFT_FORWARD));
       MRI_CUFFT_CHECK(cufftExecC2C(plan, buf, buf, CUFFT_INVERSE));
