@@ -1,0 +1,431 @@
+#pragma once
+// The CUDA gridding kernels (included by gridding_cuda.cu only): per-sample setup and sort
+// support, reverse gridding (RGA, gather; coil-batched), scatter (GA, atomics), the
+// shared-memory tiled scatter (SM), interpolation, and the crop/pad with deapodization; the
+// dispatch table of their (dims, width) instantiations. The algorithm: gridding_cuda.hpp.
+#include <cuda_runtime.h>
+
+#include "cuda_check.cuh"
+#include "gridding_cuda.hpp"
+
+namespace mri::cuda::detail {
+namespace {
+
+constexpr int kMaxCoef = 25 * kMaxDeviceWidth; // degree <= 24
+
+struct Dev {
+  int gx, gy, gz;
+  int nx, ny, nz;
+  int degree;
+};
+
+// Kernel value of window index i at s: sum_d c[d][i] s^d (Horner).
+template <int W> __device__ __forceinline__ float poly(const float *c, int degree, int i, float s) {
+  float v = c[degree * W + i];
+  for (int d = degree - 1; d >= 0; --d) v = fmaf(v, s, c[d * W + i]);
+  return v;
+}
+
+template <int W> __device__ __forceinline__ void load_coef(const float *coef, int degree, float *sh) {
+  for (int i = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); i < (degree + 1) * W;
+       i += blockDim.x * blockDim.y * blockDim.z)
+    sh[i] = coef[i];
+  __syncthreads();
+}
+
+__device__ __forceinline__ int wrap(int v, int n) { return v < 0 ? v + n : (v >= n ? v - n : v); }
+
+// Per sample: cell key (z, y, x of j0), the record (sx, sy, sz, j0x) and its index; `outside`
+// set where a coordinate lies outside [-n/2, n/2) (Trajectory::check_within's test).
+// k scaled per axis (exact for the powers of two the callers use: 1, or 2 for Q's doubled grid).
+__global__ void setup_points_kernel(const KPoint *k, float3 scale, int m, int width, int dims, Dev d, unsigned *keys,
+                                    unsigned *idx, float4 *rec, unsigned *outside) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const KPoint p = k[i];
+  const double kc[3] = {p.kx * scale.x, p.ky * scale.y, p.kz * scale.z};
+  const int g[3] = {d.gx, d.gy, d.gz}, n[3] = {d.nx, d.ny, d.nz};
+  int j[3] = {0, 0, 0};
+  float s[3] = {0, 0, 0};
+  bool out = false;
+  for (int a = 0; a < dims; ++a) {
+    const double half = n[a] / 2.0;
+    out |= !(kc[a] >= -half && kc[a] < half);
+    const double t = kc[a] * g[a] / n[a];
+    const double left = t - 0.5 * width;
+    const double first = ceil(left);
+    double z = first - left;
+    if (z >= 1.0) z = 0.0;
+    long long jj = static_cast<long long>(first) % g[a];
+    if (jj < 0) jj += g[a];
+    j[a] = static_cast<int>(jj);
+    s[a] = static_cast<float>(2.0 * z - 1.0);
+  }
+  if (out) atomicOr(outside, 1u);
+  keys[i] = (static_cast<unsigned>(j[2]) * d.gy + j[1]) * d.gx + j[0];
+  idx[i] = i;
+  rec[i] = make_float4(s[0], s[1], s[2], __int_as_float(j[0]));
+}
+
+// Sorted order: the record, the window's first x, and the W kernel weights per axis
+// (wts[i * D * W + a * W + k], axis a, window point k) that gather and SM read; the weights go
+// out through shared memory so that the block's stores are contiguous.
+template <int D, int W>
+__global__ void __launch_bounds__(256) prep_kernel(const float4 *__restrict__ rec_in, const unsigned *__restrict__ perm,
+                                                   int m, Dev d, const float *__restrict__ coef, float4 *__restrict__ rec,
+                                                   int *__restrict__ jxs, float *__restrict__ wts) {
+  constexpr int DW = D * W;
+  __shared__ float c[kMaxCoef];
+  __shared__ float out[256 * DW];
+  load_coef<W>(coef, d.degree, c);
+  const int first = blockIdx.x * 256;
+  const int i = first + static_cast<int>(threadIdx.x);
+  if (i < m) {
+    const float4 r = rec_in[perm[i]];
+    rec[i] = r;
+    jxs[i] = __float_as_int(r.w);
+    const float sv[3] = {r.x, r.y, r.z};
+#pragma unroll
+    for (int a = 0; a < D; ++a)
+#pragma unroll
+      for (int k = 0; k < W; ++k) out[threadIdx.x * DW + a * W + k] = poly<W>(c, d.degree, k, sv[a]);
+  }
+  __syncthreads();
+  const int n = min(256, m - first) * DW;
+  float *dst = wts + static_cast<std::size_t>(first) * DW;
+  for (int j = threadIdx.x; j < n; j += 256) dst[j] = out[j];
+}
+
+__global__ void count_kernel(const unsigned *keys, int m, unsigned *counts) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m) atomicAdd(&counts[keys[i]], 1u); // integer counts: order-independent
+}
+
+__global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, float2 *out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < m) out[i] = in[perm[i]];
+}
+
+// RGA: thread per grid point (x, y, z); the samples whose window covers it have j0 in
+// (x - W, x] on every axis: for each (dz, dy) the cells x - W + 1 .. x of row (z - dz, y - dy)
+// are one contiguous run of the sorted samples (two when the run wraps around x = 0). The W
+// rows of one dz have their run bounds loaded together (independent loads in flight), then are
+// summed in a fixed order with the precomputed weights: bitwise deterministic.
+// Coils (CB > 1): `coils` <= CB coils at once, coil c's sorted samples at val + c * m and its grid
+// at grid + c * points; the runs, cells and weights are read once for all of them (SENSE's F^H D).
+template <int D, int W, int CB = 1>
+__global__ void __launch_bounds__(256) gather_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
+                                                     const float2 *__restrict__ val, const unsigned *__restrict__ offsets,
+                                                     Dev d, float2 *__restrict__ grid, int coils = 1,
+                                                     unsigned m = 0, std::size_t points = 0) {
+  constexpr int DW = D * W;
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  const int y = blockIdx.y * blockDim.y + threadIdx.y;
+  const int z = blockIdx.z;
+  if (x >= d.gx || y >= d.gy) return;
+  float ar[CB], ai[CB];
+#pragma unroll
+  for (int c = 0; c < CB; ++c) ar[c] = ai[c] = 0.f;
+  const int lo = x - W + 1;
+#pragma unroll 1
+  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
+    const int cz = D == 3 ? wrap(z - dz, d.gz) : 0;
+    unsigned b[W], e[W], b2[W], e2[W];
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) {
+      const unsigned row = (static_cast<unsigned>(cz) * d.gy + wrap(y - dy, d.gy)) * d.gx;
+      if (lo >= 0) {
+        b[dy] = offsets[row + lo];
+        e[dy] = offsets[row + x + 1];
+        b2[dy] = e2[dy] = 0;
+      } else {
+        b[dy] = offsets[row + lo + d.gx];
+        e[dy] = offsets[row + d.gx];
+        b2[dy] = offsets[row];
+        e2[dy] = offsets[row + x + 1];
+      }
+    }
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) {
+      auto run = [&](unsigned from, unsigned to) {
+        for (unsigned i = from; i < to; ++i) {
+          int dx = x - jxs[i];
+          if (dx < 0) dx += d.gx;
+          const float *w = wts + static_cast<std::size_t>(i) * DW;
+          float wt = w[dx] * w[W + dy];
+          if constexpr (D == 3) wt *= w[2 * W + dz];
+#pragma unroll
+          for (int c = 0; c < CB; ++c)
+            if (c < coils) {
+              const float2 v = val[i + static_cast<std::size_t>(c) * m];
+              ar[c] = fmaf(wt, v.x, ar[c]);
+              ai[c] = fmaf(wt, v.y, ai[c]);
+            }
+        }
+      };
+      run(b[dy], e[dy]);
+      run(b2[dy], e2[dy]);
+    }
+  }
+  const std::size_t at = (static_cast<std::size_t>(z) * d.gy + y) * d.gx + x;
+#pragma unroll
+  for (int c = 0; c < CB; ++c)
+    if (c < coils) grid[at + static_cast<std::size_t>(c) * points] = make_float2(ar[c], ai[c]);
+}
+
+// The window of sorted sample i (record r, cell key) for the thread-per-sample kernels: calls
+// row(first, jx, wx, wyz) for each of its W (2D) or W^2 (3D) rows on the periodic grid, where
+// grid point x of the row is first + wrap(jx + dx, gx) with weight wx[dx] * wyz (wz = 1 in 2D).
+template <int D, int W, class Row>
+__device__ __forceinline__ void for_each_window_row(const float *c, const Dev &d, float4 r, unsigned key, Row &&row) {
+  const int jx = __float_as_int(r.w), jy = static_cast<int>((key / d.gx) % d.gy), jz = static_cast<int>(key / (static_cast<unsigned>(d.gx) * d.gy));
+  float wx[W], wy[W], wz[W];
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    wx[k] = poly<W>(c, d.degree, k, r.x);
+    wy[k] = poly<W>(c, d.degree, k, r.y);
+    wz[k] = D == 3 ? poly<W>(c, d.degree, k, r.z) : 1.f;
+  }
+#pragma unroll
+  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
+    const int zz = D == 3 ? wrap(jz + dz, d.gz) : 0;
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) {
+      const int yy = wrap(jy + dy, d.gy);
+      row((static_cast<unsigned>(zz) * d.gy + yy) * d.gx, jx, wx, wy[dy] * wz[dz]);
+    }
+  }
+}
+
+// GA: thread per sample (cell order, for locality), atomicAdd into its window.
+template <int D, int W>
+__global__ void __launch_bounds__(256) scatter_kernel(const float4 *__restrict__ rec, const unsigned *__restrict__ keys,
+                                                      const float2 *__restrict__ val, int m, Dev d,
+                                                      const float *__restrict__ coef, float2 *grid) {
+  __shared__ float c[kMaxCoef];
+  load_coef<W>(coef, d.degree, c);
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  for_each_window_row<D, W>(c, d, rec[i], keys[i], [&](unsigned first, int jx, const float(&wx)[W], float wyz) {
+    // Read here, not ahead of the window's weights, where it cost registers in 3D; one load remains.
+    const float2 v = val[i];
+    float2 *row = grid + first;
+#pragma unroll
+    for (int dx = 0; dx < W; ++dx) {
+      const float w = wyz * wx[dx];
+      atomicAdd(&row[wrap(jx + dx, d.gx)], make_float2(w * v.x, w * v.y));
+    }
+  });
+}
+
+// SM: the grid in tiles of TX x TY x TZ cells; a block per tile. The tile's samples (j0 in the
+// tile) are the runs [offsets[row + x0], offsets[row + x1]) of its TY x TZ rows; the block takes
+// them in chunks of S, stages their weights, values and padded-tile positions in shared memory,
+// spreads them into the padded tile (TX + W - 1) x (TY + W - 1) x (TZ + W - 1) with shared
+// atomics (work item = one window row of one sample: W points along x, so a dense tile keeps
+// every thread busy; real and imaginary parts in separate arrays with an odd row pitch, against
+// bank conflicts), and finally adds the padded tile's nonzero points into the grid (global
+// float2 atomics, coordinates wrapped: the halo belongs to the neighbouring tiles).
+template <int D, int W> struct SmTile {
+  static constexpr int TX = D == 3 ? 16 : 32;
+  static constexpr int TY = D == 3 ? 8 : 16;
+  static constexpr int TZ = D == 3 ? (W <= 6 ? 8 : 4) : 1;
+  static constexpr int S = D == 3 ? 128 : 256; // samples staged per chunk
+  static constexpr int PX = TX + W - 1, PY = TY + W - 1, PZ = D == 3 ? TZ + W - 1 : 1;
+  static constexpr int SX = PX | 1;          // shared row pitch (odd)
+  static constexpr int P = PX * PY * PZ;      // padded points
+  static constexpr int SP = SX * PY * PZ;     // shared floats per part
+  static constexpr int R = TY * TZ;           // rows of cells per tile
+  static constexpr int ROWS = D == 3 ? W * W : W; // window rows per sample
+  static_assert(R <= 256, "one run per thread");
+  static_assert(2 * SP * 4 + S * (D * W * 4 + 8 + 4) + R * 8 + 1024 <= 48 * 1024, "static shared memory");
+};
+
+template <int D, int W>
+__global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
+                                                         const float2 *__restrict__ val,
+                                                         const unsigned *__restrict__ offsets, Dev d, int tiles_x,
+                                                         int tiles_y, float2 *grid) {
+  using T = SmTile<D, W>;
+  constexpr int DW = D * W;
+  using Scan = cub::BlockScan<unsigned, 256>;
+  __shared__ float re[T::SP], im[T::SP];
+  __shared__ float sw[T::S * DW];
+  __shared__ float2 sv[T::S];
+  __shared__ int sbase[T::S];
+  __shared__ unsigned run_begin[T::R], run_prefix[T::R];
+  __shared__ typename Scan::TempStorage scan;
+
+  const int t = threadIdx.x;
+  const int tile_index = blockIdx.x;
+  const int x0 = (tile_index % tiles_x) * T::TX;
+  const int y0 = (tile_index / tiles_x % tiles_y) * T::TY;
+  const int z0 = D == 3 ? tile_index / (tiles_x * tiles_y) * T::TZ : 0;
+  const int x1 = min(x0 + T::TX, d.gx);
+  unsigned len = 0;
+  if (t < T::R) {
+    const int y = y0 + t % T::TY, z = z0 + t / T::TY;
+    unsigned b = 0;
+    if (y < d.gy && z < d.gz) {
+      const unsigned row = (static_cast<unsigned>(z) * d.gy + y) * d.gx;
+      b = offsets[row + x0];
+      len = offsets[row + x1] - b;
+    }
+    run_begin[t] = b;
+  }
+  unsigned prefix = 0, total = 0;
+  Scan(scan).ExclusiveSum(len, prefix, total);
+  if (total == 0) return; // every thread has the block's total: uniform
+  if (t < T::R) run_prefix[t] = prefix;
+  for (int p = t; p < T::SP; p += 256) {
+    re[p] = 0.f;
+    im[p] = 0.f;
+  }
+  __syncthreads();
+
+  for (unsigned c0 = 0; c0 < total; c0 += T::S) {
+    const int count = static_cast<int>(min(static_cast<unsigned>(T::S), total - c0));
+    for (int k = t; k < count; k += 256) {
+      const unsigned f = c0 + k;
+      int lo = 0, hi = T::R - 1; // the last run starting at or before f (it holds f)
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (run_prefix[mid] <= f)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      const unsigned i = run_begin[lo] + (f - run_prefix[lo]);
+      const int lx = jxs[i] - x0, ly = lo % T::TY, lz = lo / T::TY;
+      sbase[k] = (lz * T::PY + ly) * T::SX + lx;
+      sv[k] = val[i];
+      const float *w = wts + static_cast<std::size_t>(i) * DW;
+#pragma unroll
+      for (int a = 0; a < DW; ++a) sw[k * DW + a] = w[a];
+    }
+    __syncthreads();
+    for (int item = t; item < count * T::ROWS; item += 256) {
+      const int k = item / T::ROWS, r = item - k * T::ROWS;
+      const int dy = r % W, dz = D == 3 ? r / W : 0;
+      const float *w = sw + k * DW;
+      float wyz = w[W + dy];
+      if constexpr (D == 3) wyz *= w[2 * W + dz];
+      const float2 v = sv[k];
+      const float vr = wyz * v.x, vi = wyz * v.y;
+      const int at = sbase[k] + (dz * T::PY + dy) * T::SX;
+#pragma unroll
+      for (int dx = 0; dx < W; ++dx) {
+        const float wx = w[dx];
+        atomicAdd(&re[at + dx], wx * vr);
+        atomicAdd(&im[at + dx], wx * vi);
+      }
+    }
+    __syncthreads();
+  }
+  for (int p = t; p < T::P; p += 256) {
+    const int lx = p % T::PX, ly = p / T::PX % T::PY, lz = p / (T::PX * T::PY);
+    const int q = (lz * T::PY + ly) * T::SX + lx;
+    const float vr = re[q], vi = im[q];
+    if (vr == 0.f && vi == 0.f) continue;
+    const int gx = (x0 + lx) % d.gx, gy = (y0 + ly) % d.gy, gz = D == 3 ? (z0 + lz) % d.gz : 0;
+    atomicAdd(&grid[(static_cast<unsigned>(gz) * d.gy + gy) * d.gx + gx], make_float2(vr, vi));
+  }
+}
+
+// Interpolation: thread per sample, writes out[perm[i]] (sample order).
+template <int D, int W>
+__global__ void __launch_bounds__(256) interp_kernel(const float4 *__restrict__ rec, const unsigned *__restrict__ keys,
+                                                     const unsigned *__restrict__ perm, int m, Dev d,
+                                                     const float *__restrict__ coef, const float2 *__restrict__ grid,
+                                                     float2 *__restrict__ out) {
+  __shared__ float c[kMaxCoef];
+  load_coef<W>(coef, d.degree, c);
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  float ar = 0.f, ai = 0.f;
+  for_each_window_row<D, W>(c, d, rec[i], keys[i], [&](unsigned first, int jx, const float(&wx)[W], float wyz) {
+    const float2 *row = grid + first;
+    float rr = 0.f, ri = 0.f;
+#pragma unroll
+    for (int dx = 0; dx < W; ++dx) {
+      const float2 g = row[wrap(jx + dx, d.gx)];
+      rr = fmaf(wx[dx], g.x, rr);
+      ri = fmaf(wx[dx], g.y, ri);
+    }
+    ar = fmaf(wyz, rr, ar);
+    ai = fmaf(wyz, ri, ai);
+  });
+  out[perm[i]] = make_float2(ar, ai);
+}
+
+// Voxel v <-> oversampled index of its coordinate mod G, with the deapodization factor.
+__device__ __forceinline__ void voxel_map(int v, const Dev &d, const float *deapod, unsigned &j, float &w) {
+  const int ix = v % d.nx, iy = (v / d.nx) % d.ny, iz = v / (d.nx * d.ny);
+  const int cx = ix - d.nx / 2, cy = iy - d.ny / 2, cz = iz - d.nz / 2;
+  const int jx = cx < 0 ? cx + d.gx : cx, jy = cy < 0 ? cy + d.gy : cy, jz = cz < 0 ? cz + d.gz : cz;
+  j = (static_cast<unsigned>(jz) * d.gy + jy) * d.gx + jx;
+  w = deapod[ix] * deapod[d.nx + iy] * deapod[d.nx + d.ny + iz];
+}
+
+__global__ void crop_kernel(const float2 *grid, Dev d, const float *deapod, float2 *image) {
+  const int v = blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= d.nx * d.ny * d.nz) return;
+  unsigned j;
+  float w;
+  voxel_map(v, d, deapod, j, w);
+  const float2 g = grid[j];
+  image[v] = make_float2(g.x * w, g.y * w);
+}
+
+__global__ void pad_kernel(const float2 *image, Dev d, const float *deapod, float2 *grid) {
+  const int v = blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= d.nx * d.ny * d.nz) return;
+  unsigned j;
+  float w;
+  voxel_map(v, d, deapod, j, w);
+  const float2 x = image[v];
+  grid[j] = make_float2(x.x * w, x.y * w);
+}
+
+// Coils gridded together by the coil-batched gather (adjoint_coils_device).
+constexpr int kCoilBlock = NufftDevicePlan::kCoilBlock;
+
+struct Kernels {
+  decltype(&prep_kernel<2, 4>) prep;
+  decltype(&gather_kernel<2, 4>) gather;
+  decltype(&gather_kernel<2, 4, kCoilBlock>) gather_coils;
+  decltype(&scatter_kernel<2, 4>) scatter;
+  decltype(&sm_scatter_kernel<2, 4>) sm;
+  decltype(&interp_kernel<2, 4>) interp;
+  int tx, ty, tz; // SM tile
+};
+
+template <int D, int W> Kernels kernels_of() {
+  using T = SmTile<D, W>;
+  return {&prep_kernel<D, W>,         &gather_kernel<D, W>, &gather_kernel<D, W, kCoilBlock>,
+          &scatter_kernel<D, W>,      &sm_scatter_kernel<D, W>,
+          &interp_kernel<D, W>,       T::TX,
+          T::TY,                      T::TZ};
+}
+
+template <int D, int W = 2> Kernels pick(int width) {
+  if constexpr (W > kMaxDeviceWidth) {
+    throw Unsupported("NufftOperator on cuda: kernel width " + std::to_string(width) + " above " +
+                      std::to_string(kMaxDeviceWidth));
+  } else {
+    if (width == W) return kernels_of<D, W>();
+    return pick<D, W + 1>(width);
+  }
+}
+
+unsigned blocks(std::int64_t n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
+
+// Auto: SM in 3D; GA in 2D, where the samples per cell are many and global atomics in L2 were
+// measured faster than SM's tiles (H200: 2D 256^2 M = 2^20 and PROPELLER).
+ScatterMethod resolved_scatter(ScatterMethod method, int dims) {
+  if (method != ScatterMethod::Auto) return method;
+  return dims == 3 ? ScatterMethod::Shared : ScatterMethod::Global;
+}
+
+} // namespace
+} // namespace mri::cuda::detail
