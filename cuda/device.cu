@@ -1,6 +1,9 @@
 // Device discovery and CUDA error checking shared by every kernel file.
 #include <cuda_runtime.h>
 
+#include <array>
+#include <atomic>
+
 #include "cuda_check.cuh"
 #include "device.cuh"
 
@@ -17,9 +20,15 @@ bool device_present() {
 }
 
 int multiprocessor_count() {
-  int device = 0, sms = 1;
+  // Asked once per device: launch shapes call this per launch.
+  static std::array<std::atomic<int>, 64> known{};
+  int device = 0;
   MRI_CUDA_CHECK(cudaGetDevice(&device));
+  std::atomic<int> *slot = device < static_cast<int>(known.size()) ? &known[static_cast<std::size_t>(device)] : nullptr;
+  if (slot && slot->load(std::memory_order_relaxed) > 0) return slot->load(std::memory_order_relaxed);
+  int sms = 1;
   MRI_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  if (slot) slot->store(sms, std::memory_order_relaxed);
   return sms;
 }
 

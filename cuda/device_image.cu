@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "device.cuh"
 #include "device_image.hpp"
 #include "mri/error.hpp"
 
@@ -70,7 +71,8 @@ void require_same(const DeviceImage &a, const DeviceImage &b, const char *op) {
 }
 
 int elementwise_blocks(long long n) {
-  return static_cast<int>(std::clamp<long long>((n + kThreads - 1) / kThreads, 1, 132LL * 32));
+  return static_cast<int>(
+      std::clamp<long long>((n + kThreads - 1) / kThreads, 1, 32LL * detail::multiprocessor_count()));
 }
 int reduce_blocks(long long n) {
   return static_cast<int>(std::clamp<long long>((n + kThreads * kPerThread - 1) / (kThreads * kPerThread), 1,

@@ -238,7 +238,7 @@ struct ToeplitzOperator::Impl {
         MRI_CUFFT_CHECK(cufftExecC2C(plans->last_cb, ac, wc, CUFFT_FORWARD)); // multiplied on store
       } else {
         MRI_CUFFT_CHECK(cufftExecC2C(plans->last, ac, wc, CUFFT_FORWARD));
-        multiply_kernel<<<static_cast<int>(std::min<long long>(blocks_for(l), 132LL * 16)), kThreads, 0, stream>>>(
+        multiply_kernel<<<static_cast<int>(std::min<long long>(blocks_for(l), 16LL * detail::multiprocessor_count())), kThreads, 0, stream>>>(
             w.get(), kernel.get(), l);
         MRI_CUDA_CHECK(cudaGetLastError());
       }
@@ -251,7 +251,7 @@ struct ToeplitzOperator::Impl {
       MRI_CUDA_CHECK(cudaGetLastError());
       MRI_CUFFT_CHECK(cufftExecC2C(plans->fwd, reinterpret_cast<cufftComplex *>(z.get()),
                                    reinterpret_cast<cufftComplex *>(w.get()), CUFFT_FORWARD));
-      multiply_kernel<<<static_cast<int>(std::min<long long>(blocks_for(l), 132LL * 16)), kThreads, 0, stream>>>(
+      multiply_kernel<<<static_cast<int>(std::min<long long>(blocks_for(l), 16LL * detail::multiprocessor_count())), kThreads, 0, stream>>>(
           w.get(), kernel.get(), l);
       MRI_CUDA_CHECK(cudaGetLastError());
       MRI_CUFFT_CHECK(cufftExecC2C(plans->inv, reinterpret_cast<cufftComplex *>(w.get()),
