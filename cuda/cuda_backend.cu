@@ -1,5 +1,6 @@
 // The plugin's side of the seam (lib/interface/mri_backend/cuda_backend.hpp): the CudaBackend
 // that libmri loads, made of the plans in this folder, and the two exported C entry points.
+#include "mri_backend/nufft_access.hpp"
 #include "device.cuh"
 #include "fhd_backend.hpp"
 #include "gridding_cuda.hpp"
@@ -31,7 +32,7 @@ std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, 
 }
 
 NufftDevicePlan &device_plan_of(const NufftOperator &op) {
-  auto *plan = dynamic_cast<NufftDevicePlan *>(op.device_plan().get());
+  auto *plan = dynamic_cast<NufftDevicePlan *>(mri::detail::NufftAccess::device_plan(op).get());
   if (!plan) mri::detail::invalid_argument("op.options().backend", to_string(op.options().backend), "has no CUDA plan");
   return *plan;
 }

@@ -1,4 +1,5 @@
 // Density compensation: analytic radial and spiral weights, Pipe-Menon iteration.
+#include "mri_backend/nufft_access.hpp"
 #include "mri/density.hpp"
 
 #include <algorithm>
@@ -100,7 +101,7 @@ PipeMenonResult pipe_menon(const Trajectory &trajectory, const Grid &grid, const
   o.width = options.width;
   o.oversampling = options.oversampling;
   const NufftOperator op(trajectory, grid, o); // validates the trajectory against the grid
-  detail::NufftPlan &plan = *op.plan();
+  detail::NufftPlan &plan = *detail::NufftAccess::plan(op);
   const std::size_t m = trajectory.size();
 
   std::vector<cfloat> w(m, cfloat(1.0f)), cw(m);

@@ -122,6 +122,7 @@ struct NufftOptions {
 namespace detail {
 class NufftPlan;   // the CPU plan (lib/nufft_plan.hpp)
 class DeviceNufft; // the CUDA plan, behind the plugin interface
+struct NufftAccess; // the backends' access to the plans (lib/interface/mri_backend/nufft_access.hpp)
 } // namespace detail
 
 // Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
@@ -155,11 +156,8 @@ public:
   void apply(const cfloat *image, cfloat *samples) const;
   void adjoint(const cfloat *samples, cfloat *image) const;
 
-  // The plan that runs: plan() on the CPU backend, device_plan() on Cuda (the other is null).
-  const std::shared_ptr<detail::NufftPlan> &plan() const { return plan_; }
-  const std::shared_ptr<detail::DeviceNufft> &device_plan() const { return device_plan_; }
-
 private:
+  friend struct detail::NufftAccess;
   Trajectory trajectory_;
   Grid grid_;
   NufftOptions options_;

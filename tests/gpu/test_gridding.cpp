@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "mri_backend/nufft_access.hpp"
 #include "../../cuda/device_image.hpp"
 #include "../../cuda/gridding_cuda.hpp"
 #include "../catch.hpp"
@@ -321,12 +322,12 @@ TEST_CASE("cuda nufft: a plan from device points (scaled) equals the plan from t
       return out;
     };
     CHECK(bitwise_equal(run(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {1, 1, 1}), g),
-                        run(NufftOperator(t, g, o).device_plan(), g)));
+                        run(mri::detail::NufftAccess::device_plan(NufftOperator(t, g, o)), g)));
     const auto two = [&](int a) { return g.extent(a) > 1 ? 2.0f : 0.0f; };
     CHECK(bitwise_equal(
         run(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g.doubled(), o, {two(0), two(1), two(2)}),
             g.doubled()),
-        run(NufftOperator(mri::detail::q_trajectory(t, g), g.doubled(), o).device_plan(), g.doubled())));
+        run(mri::detail::NufftAccess::device_plan(NufftOperator(mri::detail::q_trajectory(t, g), g.doubled(), o)), g.doubled())));
     // Scaled out of the grid: refused on the device check.
     CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(points.data(), t.size(), g, o, {3, 3, 3}), InvalidArgument);
   }

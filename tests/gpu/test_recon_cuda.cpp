@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "mri_backend/nufft_access.hpp"
 #include "../../cuda/device_image.hpp"
 #include "../../cuda/gridding_cuda.hpp"
 #include "../../cuda/toeplitz_cuda.hpp"
@@ -485,7 +486,7 @@ TEST_CASE("gpu toeplitz and direct normal by NUFFT: equal the explicit float64 s
 
   const NufftOperator pair(t, grid, o);
   for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {
-    DirectNormalOperator direct(std::dynamic_pointer_cast<cuda::detail::NufftDevicePlan>(pair.device_plan()), g, w,
+    DirectNormalOperator direct(std::dynamic_pointer_cast<cuda::detail::NufftDevicePlan>(mri::detail::NufftAccess::device_plan(pair)), g, w,
                                 grid, t.size());
     direct.set_regularizer(Regularizer::FiniteDifference, 0.8);
     DeviceImage out_d = poisoned(grid);
