@@ -73,7 +73,8 @@ void write_images(const std::string &path, const std::vector<Image> &images, con
   if (images.empty()) throw UsageError(path + ": no image to write");
   switch (format_of(path)) {
   case Format::Nifti:
-    write_nifti(path, images, options.voxel_mm, options.complex ? NiftiValues::Complex : NiftiValues::Magnitude);
+    write_nifti(path, images, options.voxel_mm, options.complex ? NiftiValues::Complex : NiftiValues::Magnitude,
+                options.geometry);
     return;
   case Format::Png: write_png_images(path, images); return;
   case Format::Ismrmrd: write_ismrmrd_images(path, images, options.voxel_mm, options.complex); return;

@@ -50,7 +50,7 @@ struct Fixture {
     in.header.encoded_fov_mm = in.header.recon_fov_mm = {64, 64, 5};
     in.header.trajectory = "radial";
     in.header.coils = 2;
-    in.data = &data;
+    in.slices = {{&data}};
     in.readouts = 16;
     in.units = units;
     in.noise = noise;

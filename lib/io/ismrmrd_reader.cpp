@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
@@ -27,7 +28,20 @@ using Key = std::tuple<int, int, int, int, int, int>; // slice, contrast, repeti
 struct Group {
   std::vector<KPoint> points;
   std::vector<std::vector<cfloat>> coils;
+  std::optional<ScannerGeometry> geometry; // of the group's first acquisition
 };
+
+// The acquisition's directions and position; none when a direction is zero (the file does not say).
+std::optional<ScannerGeometry> geometry_of(ISMRMRD::Acquisition &acq) {
+  ScannerGeometry g;
+  for (int a = 0; a < 3; ++a) {
+    g.read_dir[a] = acq.read_dir()[a], g.phase_dir[a] = acq.phase_dir()[a];
+    g.slice_dir[a] = acq.slice_dir()[a], g.position[a] = acq.position()[a];
+  }
+  const auto zero = [](const std::array<double, 3> &v) { return v[0] == 0 && v[1] == 0 && v[2] == 0; };
+  if (zero(g.read_dir) || zero(g.phase_dir) || zero(g.slice_dir)) return std::nullopt;
+  return g;
+}
 
 // Whether `path` is HDF5 with the group, asked of HDF5 itself: libismrmrd's Dataset constructor
 // leaks its file and group names when it throws, so the usual bad files never reach it.
@@ -188,6 +202,7 @@ private:
                                           std::to_string(pre + post) + " of " + std::to_string(ns) + " samples");
     const ISMRMRD::EncodingCounters &idx = acq.idx();
     Group &g = groups_[Key{idx.slice, idx.contrast, idx.repetition, idx.average, idx.phase, idx.set}];
+    if (g.coils.empty()) g.geometry = geometry_of(acq);
     g.coils.resize(static_cast<std::size_t>(out_.header.coils));
     for (int i = pre; i < ns - post; ++i) g.points.push_back(point(acq, index, i));
     for (int c = 0; c < out_.header.coils; ++c)
@@ -272,6 +287,7 @@ private:
       std::tie(item.slice, item.contrast, item.repetition, item.average, item.phase, item.set) = key;
       item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(samples), {},
                              out_.header.coils);
+      item.geometry = g.geometry;
       out_.items.push_back(std::move(item));
     }
   }
