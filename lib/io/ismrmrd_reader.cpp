@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "ismrmrd_blocks.hpp"
 #include "ismrmrd_common.hpp"
 #include "mri/error.hpp"
 
@@ -140,13 +141,13 @@ class Reader {
 public:
   Reader(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
       : path_(path), options_(options), dataset_(open_dataset(path, options.group)),
-        xml_(read_xml(*dataset_, path)) {
+        xml_(read_xml(*dataset_, path)), acquisitions_(path, options.group) {
     out_.header = header_facts(xml_, path);
     grid_ = out_.header.encoded_grid();
   }
 
   IsmrmrdData read() {
-    const std::uint32_t n = dataset_->getNumberOfAcquisitions();
+    const auto n = static_cast<std::uint32_t>(acquisitions_.size());
     out_.counts.acquisitions = n;
     for (std::uint32_t i = 0; i < n; ++i) read_one(i);
     if (groups_.empty())
@@ -160,11 +161,7 @@ public:
 private:
   void read_one(std::uint32_t index) {
     ISMRMRD::Acquisition acq;
-    try {
-      dataset_->readAcquisition(index, acq);
-    } catch (const std::exception &) {
-      detail::ismrmrd_io_error(path_, "cannot read acquisition " + std::to_string(index));
-    }
+    acquisitions_.read(index, acq);
     switch (classify(acq)) {
     case Kind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
     case Kind::Navigation: ++out_.counts.navigation; return;
@@ -205,15 +202,17 @@ private:
     if (g.coils.empty()) g.geometry = geometry_of(acq);
     g.coils.resize(static_cast<std::size_t>(out_.header.coils));
     for (int i = pre; i < ns - post; ++i) g.points.push_back(point(acq, index, i));
-    for (int c = 0; c < out_.header.coils; ++c)
-      for (int i = pre; i < ns - post; ++i) {
-        const cfloat v = acq.data(static_cast<std::uint16_t>(i), static_cast<std::uint16_t>(c));
-        if (!std::isfinite(v.real()) || !std::isfinite(v.imag()))
-          detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
-                                       std::to_string(c) + " sample " + std::to_string(i),
-                                   v, "not finite");
-        g.coils[static_cast<std::size_t>(c)].push_back(v);
-      }
+    for (int c = 0; c < out_.header.coils; ++c) { // libismrmrd stores coil c's samples at c * ns
+      const cfloat *first = acq.getDataPtr() + static_cast<std::ptrdiff_t>(c) * ns + pre;
+      const cfloat *last = first + (ns - pre - post);
+      const cfloat *bad =
+          std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
+      if (bad != last)
+        detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
+                                     std::to_string(c) + " sample " + std::to_string(pre + (bad - first)),
+                                 *bad, "not finite");
+      g.coils[static_cast<std::size_t>(c)].insert(g.coils[static_cast<std::size_t>(c)].end(), first, last);
+    }
   }
 
   // Sample i's position in the file's units (Cartesian: from the counters, in cycles/FOV).
@@ -296,6 +295,7 @@ private:
   IsmrmrdReadOptions options_;
   std::unique_ptr<ISMRMRD::Dataset> dataset_;
   ISMRMRD::IsmrmrdHeader xml_;
+  detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each
   IsmrmrdData out_;
   Grid grid_;
   bool non_cartesian_ = false;
