@@ -70,7 +70,7 @@ TEST_CASE("cli: --help lists the subcommands and every recon option with its def
   test::TempDir dir("cli");
   const Run top = mri_cli(dir, "--help");
   CHECK(top.code == 0);
-  for (const char *cmd : {"phantom", "traj", "nufft", "recon"}) CHECK_THAT(top.out, test::contains(cmd));
+  for (const char *cmd : {"phantom", "traj", "nufft", "recon", "sens", "motion"}) CHECK_THAT(top.out, test::contains(cmd));
   const Run recon = mri_cli(dir, "recon --help");
   CHECK(recon.code == 0);
   for (const char *opt : {"--method", "--normal", "--backend", "--policy", "--precision", "--lambda", "--regularizer",
@@ -79,6 +79,12 @@ TEST_CASE("cli: --help lists the subcommands and every recon option with its def
     CHECK_THAT(recon.out, test::contains(opt));
   CHECK_THAT(recon.out, test::contains("=20")); // the iterations' default
   CHECK_THAT(recon.out, test::contains("MiB"));
+  const Run motion = mri_cli(dir, "motion --help");
+  CHECK(motion.code == 0);
+  for (const char *opt : {"--alpha", "--gamma", "--rho", "--sigma", "--iterations", "--warps", "--levels", "--omega",
+                          "--solver", "--memory", "--derivative", "--backend", "--precision", "--reference", "--units",
+                          "--report", "=0.03", "voxels"})
+    CHECK_THAT(motion.out, test::contains(opt));
 }
 
 TEST_CASE("cli: usage errors exit 2, data errors 1, unsupported 3, each with one line", "[cli]") {
