@@ -1,7 +1,8 @@
 // `mri phantom`: raw data of the analytic Shepp-Logan phantom on a trajectory, with noise, as a
 // BART k-space [1, readout, lines, coils] or an ISMRMRD file (trajectory stored in cycles/FOV).
 // Several coils: the SDK's SimulatedCoils (maps as finite Fourier series: exact k-space), whose
-// maps --sens-out writes as BART [x, y, z, coils].
+// maps --sens-out writes as BART [x, y, z, coils]. ISMRMRD output: the slice geometry
+// (--read-dir, --phase-dir, --position) in every acquisition, and --slices parallel 2D slices.
 #include <algorithm>
 #include <cmath>
 #include <random>
