@@ -69,6 +69,15 @@ hid_t record_type() {
   return t;
 }
 
+// A record of the header alone: HDF5 skips the file's "traj" and "data" members.
+hid_t header_record_type() {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader));
+  const hid_t head = header_type();
+  H5Tinsert(t, "head", 0, head);
+  H5Tclose(head);
+  return t;
+}
+
 } // namespace
 
 AcquisitionBlocks::AcquisitionBlocks(const std::filesystem::path &path, const std::string &group) : path_(path) {
@@ -93,6 +102,16 @@ AcquisitionBlocks::~AcquisitionBlocks() {
   if (type_ >= 0) H5Tclose(type_);
   if (dataset_ >= 0) H5Dclose(dataset_);
   if (file_ >= 0) H5Fclose(file_);
+}
+
+std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> AcquisitionBlocks::headers() {
+  std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> heads(size_, ISMRMRD::AcquisitionHeader());
+  if (heads.empty()) return heads;
+  const hid_t type = header_record_type();
+  const herr_t status = H5Dread(dataset_, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, heads.data());
+  H5Tclose(type);
+  if (status < 0) ismrmrd_io_error(path_, "cannot read the acquisitions' headers");
+  return heads;
 }
 
 void AcquisitionBlocks::reclaim() {

@@ -23,6 +23,9 @@ public:
   AcquisitionBlocks &operator=(const AcquisitionBlocks &) = delete;
 
   std::size_t size() const { return size_; }
+  // Every acquisition's header (the fields read() fills), in one H5Dread that leaves the samples
+  // and trajectories on disk: what the reader sizes its items from.
+  std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> headers();
   // Acquisition `index` as libismrmrd's readAcquisition gives it (the header fields the reader
   // uses, the samples and the trajectory). Fastest in ascending order. Throws IoError for a read
   // that fails or data whose length disagrees with its header.

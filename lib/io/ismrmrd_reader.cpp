@@ -25,10 +25,20 @@ namespace {
 
 using Key = std::tuple<int, int, int, int, int, int>; // slice, contrast, repetition, average, phase, set
 
-// One item while reading: points in the file's units, samples per coil.
+Key key_of(const ISMRMRD::ISMRMRD_EncodingCounters &idx) {
+  return {idx.slice, idx.contrast, idx.repetition, idx.average, idx.phase, idx.set};
+}
+
+// Samples an acquisition contributes per coil, after the discarded ones.
+int kept_samples(int samples, int pre, int post) { return std::max(0, samples - pre - post); }
+
+// One item while reading: points in the file's units, samples coil-major in place (sized from
+// the headers first, so each sample is written once: no growing and concatenating).
 struct Group {
-  std::vector<KPoint> points;
-  std::vector<std::vector<cfloat>> coils;
+  std::size_t per_coil = 0;         // samples per coil, from the headers
+  std::vector<KPoint> points;       // the samples per coil read so far
+  std::vector<cfloat> samples;      // coil c's sample m at c * per_coil + m
+  bool seen = false;
   std::optional<ScannerGeometry> geometry; // of the group's first acquisition
 };
 
@@ -125,14 +135,15 @@ int limit_centre(const ISMRMRD::Optional<ISMRMRD::Limit> &limit, int matrix) {
 
 enum class Kind { Imaging, Noise, Navigation, Other };
 
-Kind classify(ISMRMRD::Acquisition &acq) {
-  if (acq.isFlagSet(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return Kind::Noise;
-  if (acq.isFlagSet(ISMRMRD::ISMRMRD_ACQ_IS_NAVIGATION_DATA)) return Kind::Navigation;
+Kind classify(std::uint64_t flags) {
+  const auto set = [flags](std::uint64_t flag) { return ISMRMRD::ismrmrd_is_flag_set(flags, flag); };
+  if (set(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return Kind::Noise;
+  if (set(ISMRMRD::ISMRMRD_ACQ_IS_NAVIGATION_DATA)) return Kind::Navigation;
   for (const auto flag : {ISMRMRD::ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD::ISMRMRD_ACQ_IS_DUMMYSCAN_DATA,
                           ISMRMRD::ISMRMRD_ACQ_IS_HPFEEDBACK_DATA, ISMRMRD::ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
                           ISMRMRD::ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE,
                           ISMRMRD::ISMRMRD_ACQ_IS_PHASE_STABILIZATION})
-    if (acq.isFlagSet(flag)) return Kind::Other;
+    if (set(flag)) return Kind::Other;
   return Kind::Imaging;
 }
 
@@ -149,6 +160,7 @@ public:
   IsmrmrdData read() {
     const auto n = static_cast<std::uint32_t>(acquisitions_.size());
     out_.counts.acquisitions = n;
+    size_groups(acquisitions_.headers());
     for (std::uint32_t i = 0; i < n; ++i) read_one(i);
     if (groups_.empty())
       detail::invalid_argument(path_.string() + ": imaging acquisitions", 0,
@@ -159,10 +171,18 @@ public:
   }
 
 private:
+  // Every item and its samples per coil, from the headers alone.
+  void size_groups(const std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> &heads) {
+    for (const auto &h : heads)
+      if (classify(h.flags) == Kind::Imaging && h.encoding_space_ref == 0)
+        groups_[key_of(h.idx)].per_coil +=
+            static_cast<std::size_t>(kept_samples(h.number_of_samples, h.discard_pre, h.discard_post));
+  }
+
   void read_one(std::uint32_t index) {
     ISMRMRD::Acquisition acq;
     acquisitions_.read(index, acq);
-    switch (classify(acq)) {
+    switch (classify(acq.flags())) {
     case Kind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
     case Kind::Navigation: ++out_.counts.navigation; return;
     case Kind::Other: ++out_.counts.other; return;
@@ -197,21 +217,28 @@ private:
     if (pre + post >= ns && ns > 0)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +
                                           std::to_string(pre + post) + " of " + std::to_string(ns) + " samples");
-    const ISMRMRD::EncodingCounters &idx = acq.idx();
-    Group &g = groups_[Key{idx.slice, idx.contrast, idx.repetition, idx.average, idx.phase, idx.set}];
-    if (g.coils.empty()) g.geometry = geometry_of(acq);
-    g.coils.resize(static_cast<std::size_t>(out_.header.coils));
-    for (int i = pre; i < ns - post; ++i) g.points.push_back(point(acq, index, i));
-    for (int c = 0; c < out_.header.coils; ++c) { // libismrmrd stores coil c's samples at c * ns
-      const cfloat *first = acq.getDataPtr() + static_cast<std::ptrdiff_t>(c) * ns + pre;
-      const cfloat *last = first + (ns - pre - post);
+    Group &g = groups_[key_of(acq.idx())];
+    const auto coils = static_cast<std::size_t>(out_.header.coils);
+    if (!g.seen) {
+      g.seen = true;
+      g.geometry = geometry_of(acq);
+      g.points.reserve(g.per_coil);
+      g.samples.resize(g.per_coil * coils);
+    }
+    const std::size_t at = g.points.size(); // samples per coil so far
+    const int kept = kept_samples(ns, pre, post);
+    if (at + static_cast<std::size_t>(kept) > g.per_coil)
+      detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": more samples than its header said");
+    for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
+    for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
+      const cfloat *first = acq.getDataPtr() + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
       const cfloat *bad =
           std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
       if (bad != last)
         detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
                                      std::to_string(c) + " sample " + std::to_string(pre + (bad - first)),
                                  *bad, "not finite");
-      g.coils[static_cast<std::size_t>(c)].insert(g.coils[static_cast<std::size_t>(c)].end(), first, last);
+      std::copy(first, last, g.samples.begin() + static_cast<std::ptrdiff_t>(c * g.per_coil + at));
     }
   }
 
@@ -279,12 +306,9 @@ private:
         for (KPoint &p : g.points)
           p = {p.kx * static_cast<float>(grid_.nx()), p.ky * static_cast<float>(grid_.ny()),
                p.kz * static_cast<float>(grid_.nz())};
-      std::vector<cfloat> samples;
-      samples.reserve(g.points.size() * g.coils.size());
-      for (const auto &coil : g.coils) samples.insert(samples.end(), coil.begin(), coil.end());
       IsmrmrdItem item;
       std::tie(item.slice, item.contrast, item.repetition, item.average, item.phase, item.set) = key;
-      item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(samples), {},
+      item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {},
                              out_.header.coils);
       item.geometry = g.geometry;
       out_.items.push_back(std::move(item));
