@@ -9,7 +9,9 @@
 # slices of 256^2 (FOV 256 mm, 1 mm voxels, 3 mm apart), 8 receive coils, 256 spokes of 512
 # samples (2x oversampled readout; 256 of the ~402 Nyquist spokes, as radial scans undersample),
 # SNR 30, SENSE with maps estimated per slice, 20 CG iterations, the NUFFT (--method nufft).
-#   SLICES MATRIX SPOKES READOUT COILS ITERATIONS METHOD BACKEND JOBS RUNS
+#   SLICES MATRIX SPOKES READOUT COILS ITERATIONS METHOD BACKEND JOBS RUNS EXT
+# EXT=nii writes uncompressed NIfTI: gzip of the 16 MB of float32 magnitudes (they hardly
+# compress: 15.0 MB) costs ~0.6 s on one core of the development VM.
 # A quick CPU check: SLICES=8 MATRIX=64 SPOKES=64 READOUT=128 COILS=4 ITERATIONS=5 JOBS="1 2"
 #
 #   scripts/bench-multislice.sh BUILD_DIR
@@ -28,6 +30,7 @@ export LD_LIBRARY_PATH="$build/lib:$build/runtime-libs${LD_LIBRARY_PATH:+:$LD_LI
 
 slices=${SLICES:-64} matrix=${MATRIX:-256} spokes=${SPOKES:-256} readout=${READOUT:-512} coils=${COILS:-8}
 iterations=${ITERATIONS:-20} method=${METHOD:-nufft} backend=${BACKEND:-auto} jobs=${JOBS:-1 2 4 8} runs=${RUNS:-3}
+ext=${EXT:-nii.gz}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -43,14 +46,14 @@ echo "mri ${phantom[*]}: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { prin
 
 # One run: wall seconds and peak RSS (MB) from GNU time's verbose report.
 run_once() {
-  /usr/bin/time -v -o "$work/time.txt" "$mri" recon --in "$work/ms.h5" --out "$work/ms.nii.gz" --quiet \
+  /usr/bin/time -v -o "$work/time.txt" "$mri" recon --in "$work/ms.h5" --out "$work/ms.$ext" --quiet \
     --iterations "$iterations" --method "$method" --backend "$backend" --jobs "$1" --report "$work/r.json" >/dev/null
   awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; ++i) s = s * 60 + t[i] }
               /Maximum resident set size/ { kb = $2 }
               END { printf "%.3f %.0f\n", s, kb / 1024 }' "$work/time.txt"
 }
 
-echo "mri recon --in ms.h5 --out ms.nii.gz --quiet --iterations $iterations --method $method --backend $backend --jobs J"
+echo "mri recon --in ms.h5 --out ms.$ext --quiet --iterations $iterations --method $method --backend $backend --jobs J"
 printf '| %-4s | %-13s | %-22s | %-13s | %-9s |\n' jobs "best wall (s)" "runs (s)" "peak RSS (MB)" "ms/slice"
 printf '|------|---------------|------------------------|---------------|-----------|\n'
 for j in $jobs; do
