@@ -4,7 +4,6 @@
 #include "ismrmrd_blocks.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include "ismrmrd_common.hpp"
 
@@ -142,19 +141,16 @@ void AcquisitionBlocks::load(std::size_t first) {
   }
 }
 
-void AcquisitionBlocks::read(std::size_t index, ISMRMRD::Acquisition &acq) {
+AcquisitionView AcquisitionBlocks::read(std::size_t index) {
   if (block_.empty() || index < first_ || index >= first_ + block_.size()) load(index - index % kBlock);
   const Record &r = block_[index - first_];
-  ISMRMRD::AcquisitionHeader head;
-  static_cast<ISMRMRD::ISMRMRD_AcquisitionHeader &>(head) = r.head;
-  acq.setHead(head); // sizes the samples and the trajectory from the header
-  const std::size_t samples = 2 * acq.getNumberOfDataElements(), traj = acq.getNumberOfTrajElements();
-  if (r.data.len != samples || r.traj.len != traj)
+  const std::size_t ns = r.head.number_of_samples;
+  const std::size_t samples = ns * r.head.active_channels, traj = ns * r.head.trajectory_dimensions;
+  if (r.data.len != 2 * samples || r.traj.len != traj)
     ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " holds " + std::to_string(r.data.len / 2) +
                                 " samples and " + std::to_string(r.traj.len) + " trajectory values, its header says " +
-                                std::to_string(samples / 2) + " and " + std::to_string(traj));
-  if (samples > 0) std::memcpy(static_cast<void *>(acq.getDataPtr()), r.data.p, samples * sizeof(float));
-  if (traj > 0) std::memcpy(acq.getTrajPtr(), r.traj.p, traj * sizeof(float));
+                                std::to_string(samples) + " and " + std::to_string(traj));
+  return {r.head, static_cast<const float *>(r.traj.p), static_cast<const std::complex<float> *>(r.data.p)};
 }
 
 } // namespace mri::detail

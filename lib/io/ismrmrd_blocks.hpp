@@ -6,12 +6,25 @@
 
 #include <ismrmrd/ismrmrd.h>
 
+#include <complex>
 #include <cstddef>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 namespace mri::detail {
+
+// One acquisition of the block in memory, read in place: its header, its trajectory
+// (trajectory_dimensions values per sample, sample after sample) and its samples (coil c's at
+// c * number_of_samples, as libismrmrd stores them). Valid until the next read().
+struct AcquisitionView {
+  const ISMRMRD::ISMRMRD_AcquisitionHeader &head;
+  const float *traj;
+  const std::complex<float> *data;
+  float traj_at(int dim, int sample) const {
+    return traj[static_cast<std::size_t>(sample) * head.trajectory_dimensions + static_cast<std::size_t>(dim)];
+  }
+};
 
 class AcquisitionBlocks {
 public:
@@ -26,10 +39,10 @@ public:
   // Every acquisition's header (the fields read() fills), in one H5Dread that leaves the samples
   // and trajectories on disk: what the reader sizes its items from.
   std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> headers();
-  // Acquisition `index` as libismrmrd's readAcquisition gives it (the header fields the reader
-  // uses, the samples and the trajectory). Fastest in ascending order. Throws IoError for a read
-  // that fails or data whose length disagrees with its header.
-  void read(std::size_t index, ISMRMRD::Acquisition &acq);
+  // Acquisition `index` (the header fields the reader uses, the samples and the trajectory),
+  // without a copy. Fastest in ascending order. Throws IoError for a read that fails or data
+  // whose length disagrees with its header.
+  AcquisitionView read(std::size_t index);
 
   // One acquisition as HDF5 hands it over: the header, then the variable-length trajectory and
   // samples (float, interleaved complex), as libismrmrd stores them.

@@ -43,11 +43,11 @@ struct Group {
 };
 
 // The acquisition's directions and position; none when a direction is zero (the file does not say).
-std::optional<ScannerGeometry> geometry_of(ISMRMRD::Acquisition &acq) {
+std::optional<ScannerGeometry> geometry_of(const ISMRMRD::ISMRMRD_AcquisitionHeader &h) {
   ScannerGeometry g;
   for (int a = 0; a < 3; ++a) {
-    g.read_dir[a] = acq.read_dir()[a], g.phase_dir[a] = acq.phase_dir()[a];
-    g.slice_dir[a] = acq.slice_dir()[a], g.position[a] = acq.position()[a];
+    g.read_dir[a] = h.read_dir[a], g.phase_dir[a] = h.phase_dir[a];
+    g.slice_dir[a] = h.slice_dir[a], g.position[a] = h.position[a];
   }
   const auto zero = [](const std::array<double, 3> &v) { return v[0] == 0 && v[1] == 0 && v[2] == 0; };
   if (zero(g.read_dir) || zero(g.phase_dir) || zero(g.slice_dir)) return std::nullopt;
@@ -180,15 +180,14 @@ private:
   }
 
   void read_one(std::uint32_t index) {
-    ISMRMRD::Acquisition acq;
-    acquisitions_.read(index, acq);
-    switch (classify(acq.flags())) {
+    const detail::AcquisitionView acq = acquisitions_.read(index);
+    switch (classify(acq.head.flags)) {
     case Kind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
     case Kind::Navigation: ++out_.counts.navigation; return;
     case Kind::Other: ++out_.counts.other; return;
     case Kind::Imaging: break;
     }
-    if (acq.encoding_space_ref() != 0) {
+    if (acq.head.encoding_space_ref != 0) {
       ++out_.counts.other_encoding;
       return;
     }
@@ -196,8 +195,8 @@ private:
     add_imaging(acq, index);
   }
 
-  void check_channels(ISMRMRD::Acquisition &acq, std::uint32_t index) {
-    const int c = acq.active_channels();
+  void check_channels(const detail::AcquisitionView &acq, std::uint32_t index) {
+    const int c = acq.head.active_channels;
     if (out_.header.coils == 0) out_.header.coils = c; // no receiverChannels in the header
     if (c != out_.header.coils)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has " + std::to_string(c) +
@@ -206,22 +205,22 @@ private:
                                          "no coil data");
   }
 
-  std::vector<cfloat> noise_samples(ISMRMRD::Acquisition &acq, std::uint32_t index) {
+  std::vector<cfloat> noise_samples(const detail::AcquisitionView &acq, std::uint32_t index) {
     check_channels(acq, index);
-    return {acq.getDataPtr(), acq.getDataPtr() + acq.getNumberOfDataElements()};
+    return {acq.data, acq.data + static_cast<std::size_t>(acq.head.number_of_samples) * acq.head.active_channels};
   }
 
-  void add_imaging(ISMRMRD::Acquisition &acq, std::uint32_t index) {
+  void add_imaging(const detail::AcquisitionView &acq, std::uint32_t index) {
     check_channels(acq, index);
-    const int ns = acq.number_of_samples(), pre = acq.discard_pre(), post = acq.discard_post();
+    const int ns = acq.head.number_of_samples, pre = acq.head.discard_pre, post = acq.head.discard_post;
     if (pre + post >= ns && ns > 0)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +
                                           std::to_string(pre + post) + " of " + std::to_string(ns) + " samples");
-    Group &g = groups_[key_of(acq.idx())];
+    Group &g = groups_[key_of(acq.head.idx)];
     const auto coils = static_cast<std::size_t>(out_.header.coils);
     if (!g.seen) {
       g.seen = true;
-      g.geometry = geometry_of(acq);
+      g.geometry = geometry_of(acq.head);
       g.points.reserve(g.per_coil);
       g.samples.resize(g.per_coil * coils);
     }
@@ -231,7 +230,7 @@ private:
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": more samples than its header said");
     for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
     for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
-      const cfloat *first = acq.getDataPtr() + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
+      const cfloat *first = acq.data + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
       const cfloat *bad =
           std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
       if (bad != last)
@@ -243,19 +242,18 @@ private:
   }
 
   // Sample i's position in the file's units (Cartesian: from the counters, in cycles/FOV).
-  KPoint point(ISMRMRD::Acquisition &acq, std::uint32_t index, int i) {
-    const int td = acq.trajectory_dimensions();
+  KPoint point(const detail::AcquisitionView &acq, std::uint32_t index, int i) {
+    const int td = acq.head.trajectory_dimensions;
     if (td == 0 && out_.header.trajectory != "cartesian" && out_.header.trajectory != "epi")
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has no trajectory, but the header's is " +
                                           out_.header.trajectory);
-    if (td == 0) return cartesian_point(acq, i);
+    if (td == 0) return cartesian_point(acq.head, i);
     if (td < grid_.dims())
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has a " + std::to_string(td) +
                                           "-D trajectory for a " + std::to_string(grid_.dims()) + "-D encoding");
     non_cartesian_ = true;
     // A 2D encoding reads kx, ky: Gadgetron's spirals store the density weight as a third value.
-    KPoint p{acq.traj(0, static_cast<std::uint16_t>(i)), acq.traj(1, static_cast<std::uint16_t>(i)),
-             grid_.dims() == 3 ? acq.traj(2, static_cast<std::uint16_t>(i)) : 0.0f};
+    KPoint p{acq.traj_at(0, i), acq.traj_at(1, i), grid_.dims() == 3 ? acq.traj_at(2, i) : 0.0f};
     if (!std::isfinite(p.kx) || !std::isfinite(p.ky) || !std::isfinite(p.kz))
       detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " trajectory sample " +
                                    std::to_string(i),
@@ -265,12 +263,12 @@ private:
     return p;
   }
 
-  KPoint cartesian_point(ISMRMRD::Acquisition &acq, int i) {
+  KPoint cartesian_point(const ISMRMRD::ISMRMRD_AcquisitionHeader &h, int i) {
     const ISMRMRD::EncodingLimits &lim = xml_.encoding[0].encodingLimits;
-    const float kx = static_cast<float>(i - acq.center_sample());
-    const float ky = static_cast<float>(acq.idx().kspace_encode_step_1 -
+    const float kx = static_cast<float>(i - h.center_sample);
+    const float ky = static_cast<float>(h.idx.kspace_encode_step_1 -
                                         limit_centre(lim.kspace_encoding_step_1, out_.header.encoded_matrix[1]));
-    const float kz = grid_.dims() == 3 ? static_cast<float>(acq.idx().kspace_encode_step_2 -
+    const float kz = grid_.dims() == 3 ? static_cast<float>(h.idx.kspace_encode_step_2 -
                                                             limit_centre(lim.kspace_encoding_step_2,
                                                                          out_.header.encoded_matrix[2]))
                                        : 0.0f;
