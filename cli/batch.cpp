@@ -45,14 +45,20 @@ Image reconstruct_item(const ReconProblem &p, const ReconInputs &in, const Recon
 }
 
 // Item i's Q is computed by leader[i], the first item with the same trajectory, weights, grid
-// and way of computing Q (the Toeplitz cache's key): the others can load its spectrum.
+// and way of computing Q (the Toeplitz cache's key): the others can load its spectrum. An item
+// whose key cannot be made (weights of the wrong length) leads itself: reconstruct reports it.
 std::vector<std::size_t> q_leaders(const ReconInputs &in, const ReconOptions &o) {
   const double q_tolerance = o.method == Method::Nufft ? o.nufft_tolerance : 0.0;
-  std::vector<ToeplitzCacheKey> keys;
+  std::vector<std::optional<ToeplitzCacheKey>> keys;
   std::vector<std::size_t> leader;
   for (const ReconProblem &p : in.problems) {
-    keys.push_back(toeplitz_cache_key(p.data.trajectory(), p.data.weights(), in.grid, o.precision, q_tolerance));
-    leader.push_back(static_cast<std::size_t>(std::find(keys.begin(), keys.end(), keys.back()) - keys.begin()));
+    try {
+      keys.emplace_back(toeplitz_cache_key(p.data.trajectory(), p.data.weights(), in.grid, o.precision, q_tolerance));
+    } catch (const InvalidArgument &) {
+      keys.emplace_back();
+    }
+    const auto same = keys.back() ? std::find(keys.begin(), keys.end(), keys.back()) : keys.end() - 1;
+    leader.push_back(static_cast<std::size_t>(same - keys.begin()));
   }
   return leader;
 }
