@@ -77,7 +77,7 @@ void write_images(const std::string &path, const std::vector<Image> &images, con
                 options.geometry);
     return;
   case Format::Png: write_png_images(path, images); return;
-  case Format::Ismrmrd: write_ismrmrd_images(path, images, options.voxel_mm, options.complex); return;
+  case Format::Ismrmrd: write_ismrmrd_images(path, images, options.voxel_mm, options.complex, options.geometry); return;
   case Format::Cfl: write_cfl_images(path, images); return;
   }
 }

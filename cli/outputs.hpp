@@ -14,7 +14,7 @@ namespace mri::cli {
 struct OutputOptions {
   bool complex = false;                   // NIfTI, ISMRMRD: complex instead of float32 magnitude
   std::array<double, 3> voxel_mm{1, 1, 1}; // NIfTI voxel size
-  std::vector<ScannerGeometry> geometry;   // NIfTI placement, one per image (empty: identity)
+  std::vector<ScannerGeometry> geometry;   // NIfTI placement, ISMRMRD image headers: one per image (empty: none)
 };
 
 // Before any work: throws UsageError for an extension it does not know, IoError when the folder does not exist.

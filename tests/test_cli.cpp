@@ -402,10 +402,21 @@ TEST_CASE("cli: an oblique off-centre multi-slice file: the NIfTI affine puts ea
   REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --snr 40 --voxel 2 --slices 3 "
                        "--slice-spacing 6 --read-dir 0.8660254,0.4330127,0.25 --phase-dir -0.5,0.75,0.4330127 "
                        "--position 10,-20,30 --out obl.h5").code == 0);
-  const Run r = mri_cli(dir, "recon --in obl.h5 --iterations 5 --out obl.nii.gz --report r.json --quiet");
+  const Run r = mri_cli(dir, "recon --in obl.h5 --iterations 5 --out obl.nii.gz --out img.h5 --report r.json --quiet");
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(slurp(dir / "r.json"), test::contains("from the acquisitions"));
+  { // The ISMRMRD images carry each slice's geometry too.
+    ISMRMRD::Dataset ds((dir / "img.h5").c_str(), "dataset", false);
+    ISMRMRD::Image<float> im;
+    ds.readImage("image_0", 2, im);
+    const ISMRMRD::ImageHeader &h = im.getHead();
+    for (int a = 0; a < 3; ++a) {
+      CHECK(h.position[a] == Approx(position[a] + 12 * slice[a]).margin(1e-4)); // slice 2, 6 mm apart
+      CHECK(h.read_dir[a] == Approx(read[a]).margin(1e-6));
+      CHECK(h.slice_dir[a] == Approx(slice[a]).margin(1e-6));
+    }
+  }
   const NiftiVolume v = read_nifti(dir / "obl.nii.gz"); // libnifti
   CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 3, 1});
   const auto python = python_nifti_header(dir, "obl.nii.gz");

@@ -142,10 +142,13 @@ struct IsmrmrdWriteInput {
 void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &input);
 
 // Images into a new ISMRMRD file (group "dataset", variable "image_0", one image per entry with
-// image_index and repetition = its position; FOV = voxel_mm x matrix): float magnitude, or
-// complex float with `complex`. Written through a temporary file renamed at the end. Throws
-// InvalidArgument for no images or extents above 65535, IoError when writing fails.
+// image_index and repetition = its position; FOV = voxel_mm x matrix; with `geometry`, one per
+// image, its position and read/phase/slice directions): float magnitude, or complex float with
+// `complex`. Written through a temporary file renamed at the end. Throws InvalidArgument for no
+// images, extents above 65535 or a geometry count other than 0 or one per image, IoError when
+// writing fails.
 void write_ismrmrd_images(const std::filesystem::path &path, const std::vector<Image> &images,
-                          const std::array<double, 3> &voxel_mm, bool complex = false);
+                          const std::array<double, 3> &voxel_mm, bool complex = false,
+                          const std::vector<ScannerGeometry> &geometry = {});
 
 } // namespace mri
