@@ -3,7 +3,7 @@
 # reading included": `mri phantom --slices` writes the ISMRMRD file, then the whole process
 # `mri recon --in ms.h5 --out ms.nii.gz --jobs J` (reading, 64 reconstructions with one Q for
 # the shared trajectory, NIfTI writing) is timed for J = 1, 2, 4, 8, best of 3, wall time and
-# peak RSS by GNU time (`/usr/bin/time -v`).
+# peak RSS by GNU time (`/usr/bin/time -v`; Python's clock and getrusage where it is missing).
 #
 # The case (defaults; override by environment): a clinical 2D radial multi-slice stack, 64
 # slices of 256^2 (FOV 256 mm, 1 mm voxels, 3 mm apart), 8 receive coils, 256 spokes of 512
@@ -44,13 +44,21 @@ start=$(date +%s.%N)
 echo "mri ${phantom[*]}: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }') s," \
      "$(du -m "$work/ms.h5" | cut -f1) MB"
 
-# One run: wall seconds and peak RSS (MB) from GNU time's verbose report.
+# One run: wall seconds and peak RSS (MB) from GNU time's verbose report; where GNU time is not
+# installed (a bare device machine), from Python's clock and getrusage of the child instead.
 run_once() {
-  /usr/bin/time -v -o "$work/time.txt" "$mri" recon --in "$work/ms.h5" --out "$work/ms.$ext" --quiet \
-    --iterations "$iterations" --method "$method" --backend "$backend" --jobs "$1" --report "$work/r.json" >/dev/null
-  awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; ++i) s = s * 60 + t[i] }
-              /Maximum resident set size/ { kb = $2 }
-              END { printf "%.3f %.0f\n", s, kb / 1024 }' "$work/time.txt"
+  local cmd=("$mri" recon --in "$work/ms.h5" --out "$work/ms.$ext" --quiet --iterations "$iterations"
+             --method "$method" --backend "$backend" --jobs "$1" --report "$work/r.json")
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -v -o "$work/time.txt" "${cmd[@]}" >/dev/null
+    awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; ++i) s = s * 60 + t[i] }
+                /Maximum resident set size/ { kb = $2 }
+                END { printf "%.3f %.0f\n", s, kb / 1024 }' "$work/time.txt"
+  else
+    python3 -c 'import resource, subprocess, sys, time
+t = time.perf_counter(); subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print("%.3f %.0f" % (time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "${cmd[@]}"
+  fi
 }
 
 echo "mri recon --in ms.h5 --out ms.$ext --quiet --iterations $iterations --method $method --backend $backend --jobs J"
