@@ -90,6 +90,8 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
 int run_recon(const ReconArgs &a, bool regularizer_given) {
   for (const std::string &path : a.out) check_output_path(path); // before any work
   const ReconInputs in = load_inputs(a.input, a.quiet);
+  const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
+  for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
   const ReconOptions o = effective_options(a, in, regularizer_given);
   Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
   std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.jobs, progress);
@@ -110,7 +112,6 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
       reports.push_back({{"error", e.what()}, {"item", in.problems[i].label}});
     }
   }
-  const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
   for (const std::string &path : a.out) write_images(path, images, out);
   if (!a.report.empty()) write_json(a.report, {{"source", in.source}, {"reconstructions", reports}, {"failed_items", failed}});
   return failed > 0 ? kDataError : kOk;

@@ -69,6 +69,10 @@ void check_output_path(const std::string &path) {
     throw IoError(path + ": cannot write: no folder " + dir.string());
 }
 
+void check_output_placement(const std::string &path, const Grid &grid, std::size_t images, const OutputOptions &options) {
+  if (format_of(path) == Format::Nifti) check_nifti_geometry(grid, images, options.geometry);
+}
+
 void write_images(const std::string &path, const std::vector<Image> &images, const OutputOptions &options) {
   if (images.empty()) throw UsageError(path + ": no image to write");
   switch (format_of(path)) {

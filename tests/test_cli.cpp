@@ -442,6 +442,29 @@ TEST_CASE("cli: an oblique off-centre multi-slice file: the NIfTI affine puts ea
     }
 }
 
+TEST_CASE("cli: slices that one NIfTI affine cannot hold are refused before the reconstruction", "[cli]") {
+  test::TempDir dir("cli");
+  const Grid g(16, 16);
+  const Trajectory t = traj::radial(g, 8, 16);
+  const KSpaceData d(t, Phantom::shepp_logan_2d().kspace(t, g));
+  IsmrmrdWriteInput in;
+  in.header.encoded_matrix = in.header.recon_matrix = {16, 16, 1};
+  in.header.encoded_fov_mm = in.header.recon_fov_mm = {16, 16, 1};
+  in.header.trajectory = "radial";
+  in.readouts = 8;
+  ScannerGeometry a, b;
+  b.position = {5, 0, 0}; // beside slice 0, in its plane: not a stack
+  in.slices = {{&d, a}, {&d, b}};
+  write_ismrmrd(dir / "side.h5", in);
+  const Run r = mri_cli(dir, "recon --in side.h5 --out x.png --out side.nii --report r.json -q");
+  CHECK(r.code == 1);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, test::contains("geometry[1].position"));
+  CHECK(!std::filesystem::exists(dir / "x.png")); // nothing reconstructed, nothing written
+  CHECK(!std::filesystem::exists(dir / "r.json"));
+  REQUIRE(mri_cli(dir, "recon --in side.h5 --out side.cfl -q").code == 0); // BART output: no affine needed
+}
+
 TEST_CASE("cli: a batch computes one Q per distinct trajectory and keeps the items in order", "[cli]") {
   test::TempDir dir("cli");
   REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --snr 20 --slices 4 --out ms.h5").code == 0);

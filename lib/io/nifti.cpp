@@ -157,6 +157,10 @@ std::vector<float> read_floats(const std::filesystem::path &path, const nifti_im
 
 } // namespace
 
+void check_nifti_geometry(const Grid &grid, std::size_t images, const std::vector<ScannerGeometry> &geometry) {
+  if (images > 0) detail::place_images(grid, images, {1, 1, 1}, geometry);
+}
+
 NiftiAffine nifti_identity_affine(const Grid &grid, const std::array<double, 3> &voxel_mm) {
   NiftiAffine m{};
   for (int a = 0; a < 3; ++a) m[a][a] = voxel_mm[a], m[a][3] = -static_cast<double>(grid.extent(a) / 2) * voxel_mm[a];
@@ -192,7 +196,7 @@ void write_nifti(const std::filesystem::path &path, const std::vector<Image> &im
                  const std::vector<ScannerGeometry> &geometry) {
   const std::string ext = nifti_extension(path);
   check_volumes("write_nifti: images", images, voxel_mm);
-  const detail::NiftiPlacement placement = detail::place_images(images, voxel_mm, geometry);
+  const detail::NiftiPlacement placement = detail::place_images(images[0].grid(), images.size(), voxel_mm, geometry);
   const Grid &g = images[0].grid();
   const std::int64_t dims[8] = {placement.series > 1 ? 4 : 3, g.nx(), g.ny(), g.nz() * placement.positions,
                                 placement.series, 1, 1, 1};

@@ -99,17 +99,17 @@ NiftiAffine ras_affine(const ScannerGeometry &g, const Vec3 &first_position, con
 
 } // namespace
 
-NiftiPlacement place_images(const std::vector<Image> &images, const std::array<double, 3> &voxel_mm,
+NiftiPlacement place_images(const Grid &grid, std::size_t images, const std::array<double, 3> &voxel_mm,
                             const std::vector<ScannerGeometry> &geometry) {
-  if (!geometry.empty() && geometry.size() != images.size())
+  if (!geometry.empty() && geometry.size() != images)
     invalid_argument("write_nifti: geometry.size()", geometry.size(),
-                     "one per image (" + std::to_string(images.size()) + ") or none");
+                     "one per image (" + std::to_string(images) + ") or none");
   NiftiPlacement p;
   p.voxel_mm = voxel_mm;
   if (geometry.empty()) { // BART inputs: no scanner frame known
-    p.series = static_cast<std::int64_t>(images.size());
-    for (std::size_t i = 0; i < images.size(); ++i) p.order.push_back(i);
-    p.affine = nifti_identity_affine(images[0].grid(), voxel_mm);
+    p.series = static_cast<std::int64_t>(images);
+    for (std::size_t i = 0; i < images; ++i) p.order.push_back(i);
+    p.affine = nifti_identity_affine(grid, voxel_mm);
     return p;
   }
   const std::vector<ScannerGeometry> &geo = geometry;
@@ -117,15 +117,15 @@ NiftiPlacement place_images(const std::vector<Image> &images, const std::array<d
   check_same_orientation(geo);
   const std::vector<double> t = offsets_along_slice(geo), slices = slice_offsets(t);
   p.positions = static_cast<std::int64_t>(slices.size());
-  p.series = static_cast<std::int64_t>(images.size()) / p.positions;
-  if (p.positions > 1 && images[0].grid().nz() > 1)
+  p.series = static_cast<std::int64_t>(images) / p.positions;
+  if (p.positions > 1 && grid.nz() > 1)
     invalid_argument("write_nifti: geometry", "3D volumes at " + std::to_string(p.positions) + " positions",
                      "only 2D slices are stacked");
-  if (p.series * p.positions != static_cast<std::int64_t>(images.size()))
-    invalid_argument("write_nifti: geometry", images.size(), "images are not the same number per slice position");
+  if (p.series * p.positions != static_cast<std::int64_t>(images))
+    invalid_argument("write_nifti: geometry", images, "images are not the same number per slice position");
   p.order = stack_order(t, slices, p.series);
   if (p.positions > 1) p.voxel_mm[2] = slices[1] - slices[0];
-  p.affine = ras_affine(geo[0], axpy(slices[0], geo[0].slice_dir, geo[0].position), images[0].grid(), p.voxel_mm);
+  p.affine = ras_affine(geo[0], axpy(slices[0], geo[0].slice_dir, geo[0].position), grid, p.voxel_mm);
   return p;
 }
 

@@ -18,7 +18,7 @@ struct NiftiPlacement {
 };
 
 // Throws InvalidArgument (naming geometry[i] and the field) for a geometry one affine cannot hold.
-NiftiPlacement place_images(const std::vector<Image> &images, const std::array<double, 3> &voxel_mm,
+NiftiPlacement place_images(const Grid &grid, std::size_t images, const std::array<double, 3> &voxel_mm,
                             const std::vector<ScannerGeometry> &geometry);
 
 } // namespace mri::detail

@@ -46,6 +46,10 @@ void write_nifti(const std::filesystem::path &path, const std::vector<Image> &im
                  const std::array<double, 3> &voxel_mm, NiftiValues values = NiftiValues::Magnitude,
                  const std::vector<ScannerGeometry> &geometry = {});
 
+// Throws the InvalidArgument write_nifti would throw for `geometry` on `images` images of `grid`:
+// a check before the work that makes the images.
+void check_nifti_geometry(const Grid &grid, std::size_t images, const std::vector<ScannerGeometry> &geometry);
+
 // A NIfTI file's float32 or complex64 content (magnitude files read as real complex values).
 struct NiftiVolume {
   std::array<std::int64_t, 4> dims{1, 1, 1, 1}; // x, y, z, series
