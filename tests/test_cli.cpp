@@ -64,6 +64,22 @@ double phantom_psnr(const Image &x) {
   return psnr(m, t);
 }
 
+// The phantom's k-space on `spokes` radial readouts of 16 samples, 16^2, and an ISMRMRD header
+// for it (1 mm voxels, one readout per spoke): hand-made files for the tests.
+struct Radial16 {
+  Grid grid{16, 16};
+  Trajectory traj;
+  KSpaceData data;
+  IsmrmrdWriteInput input;
+  explicit Radial16(int spokes)
+      : traj(traj::radial(grid, spokes, 16)), data(traj, Phantom::shepp_logan_2d().kspace(traj, grid)) {
+    input.header.encoded_matrix = input.header.recon_matrix = {16, 16, 1};
+    input.header.encoded_fov_mm = input.header.recon_fov_mm = {16, 16, 1};
+    input.header.trajectory = "radial";
+    input.readouts = spokes;
+  }
+};
+
 } // namespace
 
 TEST_CASE("cli: --help lists the subcommands and every recon option with its default", "[cli]") {
@@ -311,15 +327,9 @@ TEST_CASE("cli: recon on BART files equals bart pics -l2 -r L -w 1 (lambda and s
 TEST_CASE("cli: a batch item that fails is reported, the others are written, exit 1", "[cli]") {
   test::TempDir dir("cli");
   // Two repetitions of one radial readout; the second's k lies far beyond the grid (a unit mistake).
-  const Grid g(16, 16);
-  const Trajectory t = traj::radial(g, 1, 16);
-  const KSpaceData d(t, Phantom::shepp_logan_2d().kspace(t, g));
-  IsmrmrdWriteInput in;
-  in.header.encoded_matrix = in.header.recon_matrix = {16, 16, 1};
-  in.header.encoded_fov_mm = in.header.recon_fov_mm = {16, 16, 1};
-  in.header.trajectory = "radial";
-  in.slices = {{&d}};
-  write_ismrmrd(dir / "two.h5", in);
+  Radial16 r16(1);
+  r16.input.slices = {{&r16.data}};
+  write_ismrmrd(dir / "two.h5", r16.input);
   {
     ISMRMRD::Dataset ds((dir / "two.h5").c_str(), "dataset", false);
     ISMRMRD::Acquisition acq;
@@ -444,18 +454,11 @@ TEST_CASE("cli: an oblique off-centre multi-slice file: the NIfTI affine puts ea
 
 TEST_CASE("cli: slices that one NIfTI affine cannot hold are refused before the reconstruction", "[cli]") {
   test::TempDir dir("cli");
-  const Grid g(16, 16);
-  const Trajectory t = traj::radial(g, 8, 16);
-  const KSpaceData d(t, Phantom::shepp_logan_2d().kspace(t, g));
-  IsmrmrdWriteInput in;
-  in.header.encoded_matrix = in.header.recon_matrix = {16, 16, 1};
-  in.header.encoded_fov_mm = in.header.recon_fov_mm = {16, 16, 1};
-  in.header.trajectory = "radial";
-  in.readouts = 8;
+  Radial16 r16(8);
   ScannerGeometry a, b;
   b.position = {5, 0, 0}; // beside slice 0, in its plane: not a stack
-  in.slices = {{&d, a}, {&d, b}};
-  write_ismrmrd(dir / "side.h5", in);
+  r16.input.slices = {{&r16.data, a}, {&r16.data, b}};
+  write_ismrmrd(dir / "side.h5", r16.input);
   const Run r = mri_cli(dir, "recon --in side.h5 --out x.png --out side.nii --report r.json -q");
   CHECK(r.code == 1);
   CHECK(lines(r.err) == 1);
