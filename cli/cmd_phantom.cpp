@@ -51,6 +51,8 @@ int run_phantom(const PhantomArgs &a) {
   if (a.noise > 0 && a.snr > 0) throw UsageError("--noise and --snr contradict each other: give one");
   if (a.slices > 1 && !is_h5(a.out)) throw UsageError("--slices " + std::to_string(a.slices) + " needs an ISMRMRD output (FILE.h5)");
   const Grid grid = parse_matrix(a.traj.matrix, "--matrix");
+  if (a.slices > 1 && grid.dims() == 3)
+    throw UsageError("--slices " + std::to_string(a.slices) + " stacks 2D slices; --matrix " + a.traj.matrix + " is 3D");
   const GeneratedTrajectory g = phantom_trajectory(a, grid);
   const Phantom phantom = grid.dims() == 3 ? Phantom::shepp_logan_3d() : Phantom::shepp_logan_2d();
   const SimulatedCoils array(grid.dims(), a.coils);
