@@ -1,6 +1,10 @@
 #pragma once
-// The items of `mri recon` (slices, repetitions ... of a file), `jobs` at a time on CPU threads,
-// results in the items' order; an item that fails is kept as its error, the others go on.
+// The items of `mri recon` (slices, repetitions ... of a file), `jobs` at a time on host threads
+// (each calls mri::reconstruct: on the CPU with its own OpenMP team, on the GPU on its own
+// stream), results in the items' order; an item that fails is kept as its error, the others go
+// on. One Q per distinct trajectory: the first item of each trajectory runs before the items
+// that share it and stores the Toeplitz spectrum in the Q cache (options.q_cache_dir, or a
+// directory of this run under TMPDIR, removed at the end); the others load it.
 #include <exception>
 #include <nlohmann/json.hpp>
 

@@ -64,7 +64,8 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_flag("!--no-prewhiten", a.input.prewhiten, "ISMRMRD: do not prewhiten with the noise scans' covariance");
   cmd.add_flag("--complex", a.complex, "NIfTI, ISMRMRD: complex values instead of float32 magnitude");
   cmd.add_option("--report", a.report, "write every report field as JSON to this file");
-  cmd.add_option("-j,--jobs", a.jobs, "items (slices, repetitions ...) reconstructed at once on CPU threads")
+  cmd.add_option("-j,--jobs", a.jobs, "items (slices, repetitions ...) reconstructed at once: host threads, each an OpenMP "
+                                      "team of cores/N (CPU) or its own CUDA stream (GPU); one Q per distinct trajectory")
       ->check(CLI::Range(1, 256))->capture_default_str();
   cmd.add_flag("-q,--quiet", a.quiet, "no progress line and no notes on stderr (warnings and errors stay)");
 }
@@ -89,6 +90,8 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
 int run_recon(const ReconArgs &a, bool regularizer_given) {
   for (const std::string &path : a.out) check_output_path(path); // before any work
   const ReconInputs in = load_inputs(a.input, a.quiet);
+  const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
+  for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
   const ReconOptions o = effective_options(a, in, regularizer_given);
   Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
   std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.jobs, progress);
@@ -109,7 +112,6 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
       reports.push_back({{"error", e.what()}, {"item", in.problems[i].label}});
     }
   }
-  OutputOptions out{a.complex, in.voxel_mm};
   for (const std::string &path : a.out) write_images(path, images, out);
   if (!a.report.empty()) write_json(a.report, {{"source", in.source}, {"reconstructions", reports}, {"failed_items", failed}});
   return failed > 0 ? kDataError : kOk;

@@ -13,17 +13,14 @@ Runner add_traj(CLI::App &app) {
   add_trajectory_options(*cmd, *spec, "generator: cartesian | radial | spiral | propeller | stack-of-stars | koosh | random");
   cmd->add_option("out", out->path, "output: a BART base name (out.cfl, out.hdr) or FILE.h5 (ISMRMRD, zero samples)")
       ->required();
-  cmd->add_option("--voxel", out->voxel_mm, "ISMRMRD output: voxel size in mm (FOV = matrix x voxel)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  add_enum(*cmd, "--traj-units", out->units, {{"cycles", TrajUnits::CyclesPerFov}, {"normalized", TrajUnits::Normalized}},
-           "ISMRMRD output: trajectory stored in cycles/FOV or normalised to [-0.5, 0.5]");
+  add_raw_output_options(*cmd, *out);
   return [spec, out]() -> int {
     const Grid grid = parse_matrix(spec->matrix, "--matrix");
     const GeneratedTrajectory g = generate_trajectory(*spec, grid);
     if (is_h5(out->path)) {
       RawOutput o = *out;
       o.trajectory = ismrmrd_trajectory_type(*spec);
-      write_raw_h5(o, grid, g, KSpaceData(g.trajectory, std::vector<cfloat>(g.trajectory.size())));
+      write_raw_h5(o, grid, g, {KSpaceData(g.trajectory, std::vector<cfloat>(g.trajectory.size()))});
     } else {
       write_cfl_atomic(cfl_base(out->path), g.dims, bart::from_trajectory(g.trajectory).data);
     }

@@ -10,5 +10,6 @@ Runner add_phantom(CLI::App &app); // cmd_phantom.cpp
 Runner add_nufft(CLI::App &app);   // cmd_nufft.cpp
 Runner add_recon(CLI::App &app);   // cmd_recon.cpp
 Runner add_sens(CLI::App &app);    // cmd_sens.cpp
+Runner add_motion(CLI::App &app);  // cmd_motion.cpp
 
 } // namespace mri::cli

@@ -43,6 +43,26 @@ std::vector<double> parse_sizes(const std::string &text, const std::string &opti
   return n;
 }
 
+std::array<double, 3> parse_vector3(const std::string &text, const std::string &option) {
+  const std::string expected = option + " = " + text + ": expected 3 comma-separated numbers (e.g. 0.6,-0.8,0)";
+  std::array<double, 3> v{};
+  std::stringstream ss(text);
+  std::string item;
+  int n = 0;
+  while (std::getline(ss, item, ',')) {
+    std::size_t used = 0;
+    double x = NAN;
+    try {
+      x = std::stod(item, &used);
+    } catch (const std::exception &) {
+    }
+    if (n == 3 || used != item.size() || !std::isfinite(x)) throw UsageError(expected);
+    v[static_cast<std::size_t>(n++)] = x;
+  }
+  if (n != 3) throw UsageError(expected);
+  return v;
+}
+
 Grid parse_matrix(const std::string &text, const std::string &option) {
   const std::vector<double> n = parse_sizes(text, option);
   for (const double v : n)

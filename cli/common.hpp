@@ -30,6 +30,8 @@ using Runner = std::function<int()>;
 
 // "1.5,2" -> {1.5, 2}: 2 or 3 comma-separated positive numbers. Throws UsageError naming `option`.
 std::vector<double> parse_sizes(const std::string &text, const std::string &option);
+// "0.6,-0.8,0": 3 comma-separated finite numbers (a direction or a position). Throws UsageError.
+std::array<double, 3> parse_vector3(const std::string &text, const std::string &option);
 // "128,128" or "64,64,64" -> Grid (whole numbers in 1..65535). Throws UsageError naming `option`.
 Grid parse_matrix(const std::string &text, const std::string &option);
 

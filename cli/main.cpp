@@ -18,7 +18,7 @@ int run(int argc, char **argv) {
   app.failure_message(one_line);
   std::vector<std::pair<CLI::App *, mri::cli::Runner>> commands;
   for (auto add : {mri::cli::add_phantom, mri::cli::add_traj, mri::cli::add_nufft, mri::cli::add_recon,
-                   mri::cli::add_sens}) {
+                   mri::cli::add_sens, mri::cli::add_motion}) {
     mri::cli::Runner runner = add(app);
     commands.emplace_back(app.get_subcommands([](CLI::App *) { return true; }).back(), std::move(runner));
   }

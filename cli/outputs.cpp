@@ -69,14 +69,19 @@ void check_output_path(const std::string &path) {
     throw IoError(path + ": cannot write: no folder " + dir.string());
 }
 
+void check_output_placement(const std::string &path, const Grid &grid, std::size_t images, const OutputOptions &options) {
+  if (format_of(path) == Format::Nifti) check_nifti_geometry(grid, images, options.geometry);
+}
+
 void write_images(const std::string &path, const std::vector<Image> &images, const OutputOptions &options) {
   if (images.empty()) throw UsageError(path + ": no image to write");
   switch (format_of(path)) {
   case Format::Nifti:
-    write_nifti(path, images, options.voxel_mm, options.complex ? NiftiValues::Complex : NiftiValues::Magnitude);
+    write_nifti(path, images, options.voxel_mm, options.complex ? NiftiValues::Complex : NiftiValues::Magnitude,
+                options.geometry);
     return;
   case Format::Png: write_png_images(path, images); return;
-  case Format::Ismrmrd: write_ismrmrd_images(path, images, options.voxel_mm, options.complex); return;
+  case Format::Ismrmrd: write_ismrmrd_images(path, images, options.voxel_mm, options.complex, options.geometry); return;
   case Format::Cfl: write_cfl_images(path, images); return;
   }
 }

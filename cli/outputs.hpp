@@ -14,10 +14,14 @@ namespace mri::cli {
 struct OutputOptions {
   bool complex = false;                   // NIfTI, ISMRMRD: complex instead of float32 magnitude
   std::array<double, 3> voxel_mm{1, 1, 1}; // NIfTI voxel size
+  std::vector<ScannerGeometry> geometry;   // NIfTI placement, ISMRMRD image headers: one per image (empty: none)
 };
 
 // Before any work: throws UsageError for an extension it does not know, IoError when the folder does not exist.
 void check_output_path(const std::string &path);
+// Before the reconstruction: throws InvalidArgument when a NIfTI output cannot place `images`
+// images of `grid` by options.geometry (slices not one evenly spaced stack ...).
+void check_output_placement(const std::string &path, const Grid &grid, std::size_t images, const OutputOptions &options);
 
 // Throws UsageError for an extension it does not know, and the SDK's
 // errors of the writers. Every file is written to a temporary name and renamed.

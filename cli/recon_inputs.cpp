@@ -48,7 +48,9 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
     say("recon", a.in + ": noise covariance of " + std::to_string(d.counts.noise) + " noise scan(s): " +
                      (whiten ? "samples prewhitened" : "not applied (--no-prewhiten)"));
   for (IsmrmrdItem &it : d.items)
-    r.problems.push_back({item_label(it), whiten ? prewhiten(it.data, cov) : std::move(it.data)});
+    r.problems.push_back({item_label(it), whiten ? prewhiten(it.data, cov) : std::move(it.data), it.geometry});
+  r.source["orientation"] = scanner_geometry(r).empty() ? "identity: an acquisition without read/phase/slice_dir"
+                                                        : "from the acquisitions' read/phase/slice_dir and position";
   return r;
 }
 
@@ -67,7 +69,7 @@ ReconInputs load_cfl(const InputArgs &a) {
   if (!a.weights.empty())
     for (const cfloat v : bart::read_cfl(cfl_base(a.weights)).data) w.push_back(v.real());
   const int coils = static_cast<int>(k.data.size() / t.size());
-  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils)});
+  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils), std::nullopt});
   if (!a.fov.empty()) {
     const std::vector<double> fov = parse_sizes(a.fov, "--fov"); // mm per axis
     if (static_cast<int>(fov.size()) != r.grid.dims())
@@ -75,7 +77,8 @@ ReconInputs load_cfl(const InputArgs &a) {
     for (std::size_t ax = 0; ax < fov.size(); ++ax)
       r.voxel_mm[ax] = fov[ax] / static_cast<double>(r.grid.extent(static_cast<int>(ax)));
   }
-  r.source = {{"traj", a.traj}, {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils}};
+  r.source = {{"traj", a.traj},   {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils},
+              {"orientation", "identity: BART files carry no scanner geometry"}};
   return r;
 }
 
@@ -85,6 +88,15 @@ ReconInputs load_inputs(const InputArgs &a, bool quiet) {
   if (!a.in.empty() && (!a.traj.empty() || !a.kspace.empty() || !a.weights.empty()))
     throw UsageError("--in (ISMRMRD) and --traj/--kspace/--weights (BART) contradict each other: give one");
   return a.in.empty() ? load_cfl(a) : load_h5(a, quiet);
+}
+
+std::vector<ScannerGeometry> scanner_geometry(const ReconInputs &in) {
+  std::vector<ScannerGeometry> g;
+  for (const ReconProblem &p : in.problems) {
+    if (!p.geometry) return {};
+    g.push_back(*p.geometry);
+  }
+  return g;
 }
 
 Image centre_crop(const Image &image, const Grid &to) {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@ namespace mri::cli {
 struct ReconProblem {
   std::string label; // "slice 0 contrast 0 repetition 1 ..." or the k-space file
   KSpaceData data;
+  std::optional<ScannerGeometry> geometry; // ISMRMRD: where the item lies in the scanner
 };
 
 struct ReconInputs {
@@ -34,6 +36,9 @@ struct InputArgs {
 
 // Throws UsageError for contradicting or missing inputs; the SDK's errors for bad files.
 ReconInputs load_inputs(const InputArgs &args, bool quiet);
+
+// Each problem's geometry, or none when one of them has none (BART inputs): the NIfTI placement.
+std::vector<ScannerGeometry> scanner_geometry(const ReconInputs &inputs);
 
 // The centre `to` of `image` (voxel coordinates {-n/2 .. n/2-1} kept on both).
 Image centre_crop(const Image &image, const Grid &to);

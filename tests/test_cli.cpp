@@ -7,10 +7,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <sys/wait.h>
 
 #include <ismrmrd/dataset.h>
+#include <nifti2_io.h>
 
 using namespace mri;
 
@@ -61,13 +64,29 @@ double phantom_psnr(const Image &x) {
   return psnr(m, t);
 }
 
+// The phantom's k-space on `spokes` radial readouts of 16 samples, 16^2, and an ISMRMRD header
+// for it (1 mm voxels, one readout per spoke): hand-made files for the tests.
+struct Radial16 {
+  Grid grid{16, 16};
+  Trajectory traj;
+  KSpaceData data;
+  IsmrmrdWriteInput input;
+  explicit Radial16(int spokes)
+      : traj(traj::radial(grid, spokes, 16)), data(traj, Phantom::shepp_logan_2d().kspace(traj, grid)) {
+    input.header.encoded_matrix = input.header.recon_matrix = {16, 16, 1};
+    input.header.encoded_fov_mm = input.header.recon_fov_mm = {16, 16, 1};
+    input.header.trajectory = "radial";
+    input.readouts = spokes;
+  }
+};
+
 } // namespace
 
 TEST_CASE("cli: --help lists the subcommands and every recon option with its default", "[cli]") {
   test::TempDir dir("cli");
   const Run top = mri_cli(dir, "--help");
   CHECK(top.code == 0);
-  for (const char *cmd : {"phantom", "traj", "nufft", "recon"}) CHECK_THAT(top.out, test::contains(cmd));
+  for (const char *cmd : {"phantom", "traj", "nufft", "recon", "sens", "motion"}) CHECK_THAT(top.out, test::contains(cmd));
   const Run recon = mri_cli(dir, "recon --help");
   CHECK(recon.code == 0);
   for (const char *opt : {"--method", "--normal", "--backend", "--policy", "--precision", "--lambda", "--regularizer",
@@ -76,6 +95,12 @@ TEST_CASE("cli: --help lists the subcommands and every recon option with its def
     CHECK_THAT(recon.out, test::contains(opt));
   CHECK_THAT(recon.out, test::contains("=20")); // the iterations' default
   CHECK_THAT(recon.out, test::contains("MiB"));
+  const Run motion = mri_cli(dir, "motion --help");
+  CHECK(motion.code == 0);
+  for (const char *opt : {"--alpha", "--gamma", "--rho", "--sigma", "--iterations", "--warps", "--levels", "--omega",
+                          "--solver", "--memory", "--derivative", "--backend", "--precision", "--reference", "--units",
+                          "--report", "=0.03", "voxels"})
+    CHECK_THAT(motion.out, test::contains(opt));
 }
 
 TEST_CASE("cli: usage errors exit 2, data errors 1, unsupported 3, each with one line", "[cli]") {
@@ -302,15 +327,9 @@ TEST_CASE("cli: recon on BART files equals bart pics -l2 -r L -w 1 (lambda and s
 TEST_CASE("cli: a batch item that fails is reported, the others are written, exit 1", "[cli]") {
   test::TempDir dir("cli");
   // Two repetitions of one radial readout; the second's k lies far beyond the grid (a unit mistake).
-  const Grid g(16, 16);
-  const Trajectory t = traj::radial(g, 1, 16);
-  const KSpaceData d(t, Phantom::shepp_logan_2d().kspace(t, g));
-  IsmrmrdWriteInput in;
-  in.header.encoded_matrix = in.header.recon_matrix = {16, 16, 1};
-  in.header.encoded_fov_mm = in.header.recon_fov_mm = {16, 16, 1};
-  in.header.trajectory = "radial";
-  in.data = &d;
-  write_ismrmrd(dir / "two.h5", in);
+  Radial16 r16(1);
+  r16.input.slices = {{&r16.data}};
+  write_ismrmrd(dir / "two.h5", r16.input);
   {
     ISMRMRD::Dataset ds((dir / "two.h5").c_str(), "dataset", false);
     ISMRMRD::Acquisition acq;
@@ -362,4 +381,217 @@ TEST_CASE("cli: every example of docs/cli.md runs, in order, in one directory", 
     CHECK(r.code == 0);
   }
   CHECK(examples >= 8);
+}
+
+namespace {
+
+// The header fields tests/nifti_header.py prints (an independent reader: Python's struct on the
+// 348 bytes): "name v1 v2 ..." per line.
+std::map<std::string, std::vector<double>> python_nifti_header(const test::TempDir &dir, const std::string &file) {
+  const std::string cmd = "cd '" + dir.path().string() + "' && python3 '" MRI_TEST_NIFTI_HEADER_PY "' " + file + " > hdr.txt";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::map<std::string, std::vector<double>> fields;
+  std::istringstream in(slurp(dir / "hdr.txt"));
+  std::string line, name;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    ls >> name;
+    double v = 0;
+    while (ls >> v) fields[name].push_back(v);
+  }
+  return fields;
+}
+
+} // namespace
+
+TEST_CASE("cli: an oblique off-centre multi-slice file: the NIfTI affine puts each voxel at its scanner position", "[cli]") {
+  test::TempDir dir("cli");
+  // read x phase = slice_dir = (0, -0.5, 0.866): a double-oblique stack of 3 slices 6 mm apart.
+  const std::array<double, 3> read{0.8660254, 0.4330127, 0.25}, phase{-0.5, 0.75, 0.4330127}, slice{0, -0.5, 0.8660254},
+      position{10, -20, 30};
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --snr 40 --voxel 2 --slices 3 "
+                       "--slice-spacing 6 --read-dir 0.8660254,0.4330127,0.25 --phase-dir -0.5,0.75,0.4330127 "
+                       "--position 10,-20,30 --out obl.h5").code == 0);
+  const Run r = mri_cli(dir, "recon --in obl.h5 --iterations 5 --out obl.nii.gz --out img.h5 --report r.json --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(slurp(dir / "r.json"), test::contains("from the acquisitions"));
+  { // The ISMRMRD images carry each slice's geometry too.
+    ISMRMRD::Dataset ds((dir / "img.h5").c_str(), "dataset", false);
+    ISMRMRD::Image<float> im;
+    ds.readImage("image_0", 2, im);
+    const ISMRMRD::ImageHeader &h = im.getHead();
+    for (int a = 0; a < 3; ++a) {
+      CHECK(h.position[a] == Approx(position[a] + 12 * slice[a]).margin(1e-4)); // slice 2, 6 mm apart
+      CHECK(h.read_dir[a] == Approx(read[a]).margin(1e-6));
+      CHECK(h.slice_dir[a] == Approx(slice[a]).margin(1e-6));
+    }
+  }
+  const NiftiVolume v = read_nifti(dir / "obl.nii.gz"); // libnifti
+  CHECK(v.dims == std::array<std::int64_t, 4>{32, 32, 3, 1});
+  const auto python = python_nifti_header(dir, "obl.nii.gz");
+  const std::vector<double> &dim = python.at("dim");
+  CHECK(std::vector<double>(dim.begin(), dim.begin() + 4) == std::vector<double>{3, 32, 32, 3});
+  CHECK(python.at("qform_code").at(0) == NIFTI_XFORM_SCANNER_ANAT);
+  CHECK(python.at("sform_code").at(0) == NIFTI_XFORM_SCANNER_ANAT);
+  CHECK(python.at("xyz_units").at(0) == NIFTI_UNITS_MM);
+  std::vector<std::array<std::array<double, 4>, 3>> affines{v.qform, v.sform};
+  for (const char *name : {"qform", "sform"}) {
+    const std::vector<double> &m = python.at(name);
+    REQUIRE(m.size() == 12);
+    affines.push_back({{{m[0], m[1], m[2], m[3]}, {m[4], m[5], m[6], m[7]}, {m[8], m[9], m[10], m[11]}}});
+  }
+  for (const auto &m : affines)
+    for (const auto &[i, j, k] : {std::array<int, 3>{0, 0, 0}, {31, 31, 2}, {16, 16, 1}, {3, 20, 0}}) {
+      for (int a = 0; a < 3; ++a) {
+        const double lps = position[a] + (i - 16) * 2.0 * read[a] + (j - 16) * 2.0 * phase[a] + k * 6.0 * slice[a];
+        const double got = m[a][0] * i + m[a][1] * j + m[a][2] * k + m[a][3];
+        INFO("voxel " << i << "," << j << "," << k << " axis " << a);
+        CHECK(got == Approx(a < 2 ? -lps : lps).margin(1e-3)); // NIfTI is RAS: LPS x and y negated
+      }
+    }
+}
+
+TEST_CASE("cli: slices that one NIfTI affine cannot hold are refused before the reconstruction", "[cli]") {
+  test::TempDir dir("cli");
+  Radial16 r16(8);
+  ScannerGeometry a, b;
+  b.position = {5, 0, 0}; // beside slice 0, in its plane: not a stack
+  r16.input.slices = {{&r16.data, a}, {&r16.data, b}};
+  write_ismrmrd(dir / "side.h5", r16.input);
+  const Run r = mri_cli(dir, "recon --in side.h5 --out x.png --out side.nii --report r.json -q");
+  CHECK(r.code == 1);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, test::contains("geometry[1].position"));
+  CHECK(!std::filesystem::exists(dir / "x.png")); // nothing reconstructed, nothing written
+  CHECK(!std::filesystem::exists(dir / "r.json"));
+  REQUIRE(mri_cli(dir, "recon --in side.h5 --out side.cfl -q").code == 0); // BART output: no affine needed
+}
+
+TEST_CASE("cli: a batch computes one Q per distinct trajectory and keeps the items in order", "[cli]") {
+  test::TempDir dir("cli");
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --snr 20 --slices 4 --out ms.h5").code == 0);
+  REQUIRE(mri_cli(dir, "recon --in ms.h5 --iterations 5 --out one.nii --quiet").code == 0);
+  // Two jobs, TMPDIR a folder of the test: the run's Q cache lives there and is removed.
+  std::filesystem::create_directory(dir / "tmp");
+  const Run r = mri_cli(dir, "recon --in ms.h5 --iterations 5 --jobs 2 --out two.nii --report r.json --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string json = slurp(dir / "r.json");
+  const auto count = [&](const std::string &what) {
+    std::size_t n = 0;
+    for (std::size_t at = json.find(what); at != std::string::npos; at = json.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("\"q_cache\": \"miss\"") == 1); // the first item computed Q ...
+  CHECK(count("\"q_cache\": \"hit\"") == 3);  // ... the three others loaded it
+  CHECK(json.find("\"q_cache\": \"miss\"") < json.find("\"q_cache\": \"hit\""));
+  // The same volumes in the same order as one job.
+  const NiftiVolume a = read_nifti(dir / "one.nii"), b = read_nifti(dir / "two.nii");
+  REQUIRE(a.dims == std::array<std::int64_t, 4>{32, 32, 4, 1}); // 4 slices 5 mm apart: stacked along z
+  REQUIRE(b.dims == a.dims);
+  const std::size_t n = 32 * 32;
+  for (std::size_t s = 0; s < 4; ++s) {
+    const std::span<const cfloat> x(a.data.data() + s * n, n), y(b.data.data() + s * n, n);
+    CHECK(test::relative_error(y, x) < 1e-4);
+    if (s > 0) CHECK(test::relative_error(std::span<const cfloat>(a.data.data(), n), x) > 1e-3); // own noise
+  }
+  REQUIRE(std::system(("cd '" + dir.path().string() + "' && TMPDIR=\"$PWD/tmp\" '" MRI_TEST_CLI
+                       "' recon --in ms.h5 --iterations 2 --jobs 2 --out t.nii --quiet").c_str()) == 0);
+  CHECK(std::filesystem::is_empty(dir / "tmp")); // the run's Q cache is gone
+}
+
+namespace {
+
+struct NimFree {
+  void operator()(nifti_image *p) const { nifti_image_free(p); }
+};
+
+// Volumes as a NIfTI series (magnitude) with voxel sizes.
+void write_series(const std::filesystem::path &path, const std::vector<RealVolume> &frames, const std::array<double, 3> &voxel) {
+  std::vector<Image> images;
+  for (const RealVolume &f : frames) {
+    Image x(f.grid());
+    for (std::size_t i = 0; i < f.size(); ++i) x[i] = f[i];
+    images.push_back(std::move(x));
+  }
+  write_nifti(path, images, voxel);
+}
+
+using Nim = std::unique_ptr<nifti_image, NimFree>;
+
+// Mean of component c of field `pair` over the voxels >= 4 from the faces of a 32^3 field file.
+double interior_mean(const Nim &nim, std::int64_t pair, int c) {
+  const auto *w = static_cast<const float *>(nim->data);
+  double sum = 0;
+  std::int64_t n = 0;
+  for (std::int64_t z = 4; z < 28; ++z)
+    for (std::int64_t y = 4; y < 28; ++y)
+      for (std::int64_t x = 4; x < 28; ++x, ++n) sum += w[x + 32 * (y + 32 * (z + 32 * (pair + nim->nt * c)))];
+  return sum / static_cast<double>(n);
+}
+
+} // namespace
+
+TEST_CASE("cli: motion recovers a translation of a NIfTI series, fields as NIfTI displacement vectors", "[cli]") {
+  test::TempDir dir("cli");
+  const Grid g(32, 32, 32);
+  const std::array<double, 3> voxel{2.0, 2.0, 3.0};
+  const DisplacementField shift = synthetic_field(g, SyntheticMotion::Translation, 1.5); // (1.5, -0.9, 0.6) voxels
+  std::vector<RealVolume> frames{textured_volume(g, 7)};
+  for (int t = 1; t < 3; ++t) frames.push_back(apply_motion(frames.back(), shift));
+  write_series(dir / "series.nii.gz", frames, voxel);
+  const Run r = mri_cli(dir, "motion --in series.nii.gz --out w.nii.gz --report w.json --backend cpu --quiet");
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const Nim nim(nifti_image_read((dir / "w.nii.gz").c_str(), 1));
+  REQUIRE(nim);
+  CHECK(nim->intent_code == NIFTI_INTENT_DISPVECT);
+  REQUIRE(nim->ndim == 5);
+  CHECK((nim->nx == 32 && nim->ny == 32 && nim->nz == 32 && nim->nt == 2 && nim->nu == 3));
+  const auto python = python_nifti_header(dir, "w.nii.gz");
+  const std::vector<double> &dim = python.at("dim");
+  CHECK(std::vector<double>(dim.begin(), dim.begin() + 6) == std::vector<double>{5, 32, 32, 32, 2, 3});
+  CHECK(python.at("intent_code").at(0) == NIFTI_INTENT_DISPVECT);
+  // The mean of each component over the voxels >= 4 from the faces, in mm: within 0.1 voxel of
+  // the shift (measured: 3.021, -1.817, 1.790 and 3.007, -1.826, 1.776 mm for 3, -1.8, 1.8:
+  // within 0.013 voxel).
+  const std::array<double, 3> truth{1.5, -0.9, 0.6};
+  for (std::int64_t pair = 0; pair < 2; ++pair)
+    for (int c = 0; c < 3; ++c) {
+      const double mean = interior_mean(nim, pair, c);
+      WARN("pair " << pair << " component " << c << ": " << mean << " mm, truth " << truth[c] * voxel[c]);
+      CHECK(std::abs(mean - truth[c] * voxel[c]) < 0.1 * voxel[c]);
+    }
+  const std::string json = slurp(dir / "w.json");
+  for (const char *field : {"\"std_log_det\"", "\"solver_ms\"", "\"fixed\": 1", "\"units\": \"mm\""})
+    CHECK_THAT(json, test::contains(field));
+  // To a reference frame, in voxels: frame 2 is two shifts from frame 0.
+  REQUIRE(mri_cli(dir, "motion --in series.nii.gz --reference 0 --units voxels --out r.nii --backend cpu --quiet").code == 0);
+  const Nim ref(nifti_image_read((dir / "r.nii").c_str(), 1));
+  REQUIRE(ref);
+  for (int c = 0; c < 3; ++c) CHECK(std::abs(interior_mean(ref, 1, c) - 2 * truth[c]) < 0.2);
+}
+
+TEST_CASE("cli: motion refuses a single frame, frames of different sizes and non-finite voxels, in one line", "[cli]") {
+  test::TempDir dir("cli");
+  const RealVolume a = textured_volume(Grid(16, 16, 16), 1), b = textured_volume(Grid(16, 16, 12), 2);
+  write_series(dir / "one.nii", {a}, {1, 1, 1});
+  write_series(dir / "other.nii", {b}, {1, 1, 1});
+  RealVolume nan = a;
+  nan.at(3, 4, 5) = std::nanf("");
+  write_series(dir / "nan.nii", {a, nan}, {1, 1, 1});
+  const auto refused = [&](const std::string &args, int code, const std::string &says) {
+    const Run r = mri_cli(dir, "motion " + args);
+    INFO(args << ": " << r.err);
+    CHECK(r.code == code);
+    CHECK(lines(r.err) == 1);
+    CHECK_THAT(r.err, test::contains(says));
+  };
+  refused("--in one.nii --out w.nii", 1, "one.nii: one frame");
+  refused("--in one.nii other.nii --out w.nii", 1, "other.nii: frames of 16 x 16 x 12");
+  refused("--in nan.nii --out w.nii", 1, "frame 1 voxel 3,4,5");
+  refused("--in one.nii one.nii --out w.png", 2, "--out w.png");
+  refused("--in one.nii one.nii --reference 2 --out w.nii", 2, "--reference 2");
+  CHECK(!std::filesystem::exists(dir / "w.nii"));
 }

@@ -50,7 +50,7 @@ struct Fixture {
     in.header.encoded_fov_mm = in.header.recon_fov_mm = {64, 64, 5};
     in.header.trajectory = "radial";
     in.header.coils = 2;
-    in.data = &data;
+    in.slices = {{&data}};
     in.readouts = 16;
     in.units = units;
     in.noise = noise;
@@ -101,6 +101,28 @@ TEST_CASE("ismrmrd: write then read returns the samples, trajectory, counts and 
     CHECK(back.trajectory()[m].ky == f.data.trajectory()[m].ky);
   }
   CHECK(d.units == TrajUnits::CyclesPerFov); // auto: |k| up to 16 > 0.5
+}
+
+TEST_CASE("ismrmrd: slices with their geometry: one item each, geometry read back; none without", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const Fixture f;
+  IsmrmrdWriteInput in = f.input(TrajUnits::CyclesPerFov);
+  ScannerGeometry g;
+  g.read_dir = {0, 1, 0}, g.phase_dir = {0, 0, 1}, g.slice_dir = {1, 0, 0}; // a sagittal slice
+  g.position = {-12.5, 3.25, 40};
+  ScannerGeometry h = g;
+  h.position[0] += 4;
+  in.slices = {{&f.data, g}, {&f.data, h}};
+  write_ismrmrd(dir / "two.h5", in);
+  const IsmrmrdData d = read_ismrmrd(dir / "two.h5");
+  REQUIRE(d.items.size() == 2);
+  CHECK(d.items[1].slice == 1);
+  CHECK(d.items[1].data.samples() == f.data.samples());
+  REQUIRE(d.items[0].geometry);
+  CHECK(*d.items[0].geometry == g); // float32 in the file: these values are exact
+  CHECK(*d.items[1].geometry == h);
+  write_ismrmrd(dir / "none.h5", f.input(TrajUnits::CyclesPerFov));
+  CHECK(!read_ismrmrd(dir / "none.h5").items.at(0).geometry); // zero directions: unknown
 }
 
 TEST_CASE("ismrmrd: normalised trajectories are detected, and a unit that contradicts |k| warns", "[ismrmrd]") {

@@ -6,6 +6,7 @@
 
 #include <nifti2_io.h>
 
+#include <cmath>
 #include <memory>
 
 using namespace mri;
@@ -60,6 +61,11 @@ TEST_CASE("nifti: complex64 values and read_nifti", "[nifti]") {
   for (std::size_t i = 0; i < one[0].size(); ++i) REQUIRE(v[i] == one[0][i]);
   const NiftiVolume back = read_nifti(dir / "c.nii");
   CHECK(back.dims == std::array<std::int64_t, 4>{6, 5, 4, 1});
+  // Non-finite values reach the caller (libnifti's own loader would turn them into 0).
+  std::vector<Image> nan{images[0]};
+  nan[0][7] = cfloat(std::nanf(""), 1);
+  write_nifti(dir / "nan.nii", nan, {1, 1, 1}, NiftiValues::Complex);
+  CHECK(std::isnan(read_nifti(dir / "nan.nii").data[7].real()));
   CHECK(back.voxel_mm[2] == Approx(2));
   CHECK(back.data == one[0].values());
 }
@@ -74,4 +80,88 @@ TEST_CASE("nifti: bad arguments and unwritable paths", "[nifti]") {
   CHECK_THROWS_AS(write_nifti(dir / "no-dir" / "x.nii", images, {1, 1, 1}), IoError);
   CHECK_THROWS_AS(read_nifti(dir / "missing.nii"), IoError);
   CHECK(std::filesystem::is_empty(dir.path())); // nothing half-written
+  write_nifti(dir / "t.nii", images, {1, 1, 1});
+  std::filesystem::resize_file(dir / "t.nii", 600); // the header and part of the data
+  CHECK_THROWS_WITH(read_nifti(dir / "t.nii"), Catch::Contains("truncated"));
+}
+
+namespace {
+
+// An oblique orientation: read and phase rotated about z by 30 degrees then tilted about x.
+ScannerGeometry oblique(const std::array<double, 3> &position) {
+  const double c = std::cos(0.5236), s = std::sin(0.5236), ct = std::cos(0.3), st = std::sin(0.3);
+  ScannerGeometry g;
+  g.read_dir = {c, s * ct, s * st};
+  g.phase_dir = {-s, c * ct, c * st};
+  g.slice_dir = {0, -st, ct}; // read x phase
+  g.position = position;
+  return g;
+}
+
+// Where the affine (rows of voxel -> RAS mm) puts voxel (i, j, k).
+std::array<double, 3> apply(const std::array<std::array<double, 4>, 3> &m, double i, double j, double k) {
+  std::array<double, 3> x{};
+  for (int r = 0; r < 3; ++r) x[r] = m[r][0] * i + m[r][1] * j + m[r][2] * k + m[r][3];
+  return x;
+}
+
+} // namespace
+
+TEST_CASE("nifti: slices at their scanner positions: stacked along z, sorted, LPS -> RAS", "[nifti]") {
+  test::TempDir dir("nifti");
+  const Grid g(8, 6);
+  const std::array<double, 3> voxel{1.5, 2.0, 4.0}, centre{12.0, -30.0, 45.0};
+  ScannerGeometry base = oblique(centre);
+  // Three slices written in the order 2, 0, 1 (positions 2 x 5 mm, 0, 5 mm along slice_dir), two
+  // repetitions each: the file holds them sorted along slice_dir, then by repetition.
+  const int slice_of[6] = {2, 0, 1, 2, 0, 1};
+  std::vector<Image> images;
+  std::vector<ScannerGeometry> geo;
+  for (int n = 0; n < 6; ++n) {
+    images.push_back(test::random_image(g, static_cast<std::uint64_t>(10 + n)));
+    ScannerGeometry s = base;
+    for (int a = 0; a < 3; ++a) s.position[a] += 5.0 * slice_of[n] * base.slice_dir[a];
+    geo.push_back(s);
+  }
+  write_nifti(dir / "s.nii.gz", images, voxel, NiftiValues::Complex, geo);
+  const NiftiVolume v = read_nifti(dir / "s.nii.gz");
+  CHECK(v.dims == std::array<std::int64_t, 4>{8, 6, 3, 2});
+  CHECK(v.voxel_mm[2] == Approx(5.0)); // the slice spacing, not the thickness
+  for (int n = 0; n < 6; ++n) { // image n is slice slice_of[n], repetition n / 3
+    const std::size_t at = (static_cast<std::size_t>(n / 3) * 3 + static_cast<std::size_t>(slice_of[n])) * g.voxels();
+    REQUIRE(std::equal(images[n].values().begin(), images[n].values().end(), v.data.begin() + static_cast<std::ptrdiff_t>(at)));
+  }
+  for (const auto &m : {v.qform, v.sform})
+    for (const auto &[i, j, k] : {std::array<int, 3>{0, 0, 0}, {7, 5, 2}, {4, 3, 1}, {1, 4, 0}}) {
+      std::array<double, 3> want = centre; // LPS
+      for (int a = 0; a < 3; ++a)
+        want[a] += (i - 4) * voxel[0] * base.read_dir[a] + (j - 3) * voxel[1] * base.phase_dir[a] + 5.0 * k * base.slice_dir[a];
+      const std::array<double, 3> got = apply(m, i, j, k);
+      CHECK(got[0] == Approx(-want[0]).margin(1e-3)); // RAS: x and y negated
+      CHECK(got[1] == Approx(-want[1]).margin(1e-3));
+      CHECK(got[2] == Approx(want[2]).margin(1e-3));
+    }
+}
+
+TEST_CASE("nifti: without geometry the identity; geometries one affine cannot hold are refused", "[nifti]") {
+  test::TempDir dir("nifti");
+  const auto images = two_images(); // 6 x 5 x 4
+  write_nifti(dir / "i.nii", images, {1.5, 2.0, 3.0});
+  const NiftiVolume v = read_nifti(dir / "i.nii");
+  const std::array<std::array<double, 4>, 3> identity{{{1.5, 0, 0, -4.5}, {0, 2.0, 0, -4.0}, {0, 0, 3.0, -6.0}}};
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 4; ++c) CHECK((v.qform[r][c] == Approx(identity[r][c]).margin(1e-6) && v.sform[r][c] == Approx(identity[r][c]).margin(1e-6)));
+  const ScannerGeometry a = oblique({0, 0, 0});
+  ScannerGeometry skew = a, rotated = a, beside = a;
+  skew.phase_dir = a.read_dir; // not orthogonal
+  rotated.read_dir = {a.phase_dir[0], a.phase_dir[1], a.phase_dir[2]}, rotated.phase_dir = a.read_dir;
+  beside.position = {a.read_dir[0] * 3, a.read_dir[1] * 3, a.read_dir[2] * 3}; // in-plane offset
+  CHECK_THROWS_AS(write_nifti(dir / "x.nii", images, {1, 1, 1}, NiftiValues::Magnitude, {a}), InvalidArgument);
+  CHECK_THROWS_AS(write_nifti(dir / "x.nii", images, {1, 1, 1}, NiftiValues::Magnitude, {skew, skew}), InvalidArgument);
+  CHECK_THROWS_AS(write_nifti(dir / "x.nii", images, {1, 1, 1}, NiftiValues::Magnitude, {a, rotated}), InvalidArgument);
+  CHECK_THROWS_AS(write_nifti(dir / "x.nii", images, {1, 1, 1}, NiftiValues::Magnitude, {a, beside}), InvalidArgument);
+  ScannerGeometry above = a; // 3D volumes at two positions: not stacked
+  above.position = {a.slice_dir[0] * 10, a.slice_dir[1] * 10, a.slice_dir[2] * 10};
+  CHECK_THROWS_AS(write_nifti(dir / "x.nii", images, {1, 1, 1}, NiftiValues::Magnitude, {a, above}), InvalidArgument);
+  CHECK(std::filesystem::directory_iterator(dir.path())->path().filename() == "i.nii"); // nothing else written
 }

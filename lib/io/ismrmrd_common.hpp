@@ -15,7 +15,8 @@ void quiet_ismrmrd();
 std::string ismrmrd_last_error();
 
 // HDF5 as Debian builds it (serial) is not thread-safe: every SDK call into libismrmrd/HDF5
-// holds this lock for its whole run.
+// holds this lock for its whole run. The first call raises glibc's malloc mmap and trim
+// thresholds process-wide (8 and 32 MiB), so HDF5's per-read buffers stay resident.
 std::unique_lock<std::mutex> lock_hdf5();
 
 // Throws IoError("<path>: <what>[ (<libismrmrd's last message>)]").

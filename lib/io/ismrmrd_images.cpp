@@ -13,6 +13,14 @@
 namespace mri {
 namespace {
 
+template <class T> void set_geometry(ISMRMRD::Image<T> &im, const ScannerGeometry &g) {
+  const auto f = [](double v) { return static_cast<float>(v); };
+  im.setPosition(f(g.position[0]), f(g.position[1]), f(g.position[2]));
+  im.setReadDirection(f(g.read_dir[0]), f(g.read_dir[1]), f(g.read_dir[2]));
+  im.setPhaseDirection(f(g.phase_dir[0]), f(g.phase_dir[1]), f(g.phase_dir[2]));
+  im.setSliceDirection(f(g.slice_dir[0]), f(g.slice_dir[1]), f(g.slice_dir[2]));
+}
+
 template <class T> ISMRMRD::Image<T> to_ismrmrd(const Image &x, const std::array<double, 3> &voxel_mm, int index) {
   const Grid &g = x.grid();
   ISMRMRD::Image<T> im(static_cast<std::uint16_t>(g.nx()), static_cast<std::uint16_t>(g.ny()),
@@ -34,8 +42,12 @@ template <class T> ISMRMRD::Image<T> to_ismrmrd(const Image &x, const std::array
 } // namespace
 
 void write_ismrmrd_images(const std::filesystem::path &path, const std::vector<Image> &images,
-                          const std::array<double, 3> &voxel_mm, bool complex) {
+                          const std::array<double, 3> &voxel_mm, bool complex,
+                          const std::vector<ScannerGeometry> &geometry) {
   if (images.empty()) detail::invalid_argument("write_ismrmrd_images: images", 0, "nothing to write");
+  if (!geometry.empty() && geometry.size() != images.size())
+    detail::invalid_argument("write_ismrmrd_images: geometry.size()", geometry.size(),
+                             "one per image (" + std::to_string(images.size()) + ") or none");
   for (const Image &x : images)
     for (int a = 0; a < 3; ++a)
       if (x.grid().extent(a) > 65535)
@@ -45,8 +57,12 @@ void write_ismrmrd_images(const std::filesystem::path &path, const std::vector<I
     ISMRMRD::Dataset dataset(tmp.c_str(), "dataset", true);
     for (std::size_t i = 0; i < images.size(); ++i) {
       const int index = static_cast<int>(i);
-      if (complex) dataset.appendImage("image_0", to_ismrmrd<std::complex<float>>(images[i], voxel_mm, index));
-      else dataset.appendImage("image_0", to_ismrmrd<float>(images[i], voxel_mm, index));
+      const auto append = [&](auto image) {
+        if (!geometry.empty()) set_geometry(image, geometry[i]);
+        dataset.appendImage("image_0", image);
+      };
+      if (complex) append(to_ismrmrd<std::complex<float>>(images[i], voxel_mm, index));
+      else append(to_ismrmrd<float>(images[i], voxel_mm, index));
     }
   });
 }

@@ -12,9 +12,11 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <tuple>
 
+#include "ismrmrd_blocks.hpp"
 #include "ismrmrd_common.hpp"
 #include "mri/error.hpp"
 
@@ -23,11 +25,34 @@ namespace {
 
 using Key = std::tuple<int, int, int, int, int, int>; // slice, contrast, repetition, average, phase, set
 
-// One item while reading: points in the file's units, samples per coil.
+Key key_of(const ISMRMRD::ISMRMRD_EncodingCounters &idx) {
+  return {idx.slice, idx.contrast, idx.repetition, idx.average, idx.phase, idx.set};
+}
+
+// Samples an acquisition contributes per coil, after the discarded ones.
+int kept_samples(int samples, int pre, int post) { return std::max(0, samples - pre - post); }
+
+// One item while reading: points in the file's units, samples coil-major in place (sized from
+// the headers first, so each sample is written once: no growing and concatenating).
 struct Group {
-  std::vector<KPoint> points;
-  std::vector<std::vector<cfloat>> coils;
+  std::size_t per_coil = 0;         // samples per coil, from the headers
+  std::vector<KPoint> points;       // the samples per coil read so far
+  std::vector<cfloat> samples;      // coil c's sample m at c * per_coil + m
+  bool seen = false;
+  std::optional<ScannerGeometry> geometry; // of the group's first acquisition
 };
+
+// The acquisition's directions and position; none when a direction is zero (the file does not say).
+std::optional<ScannerGeometry> geometry_of(const ISMRMRD::ISMRMRD_AcquisitionHeader &h) {
+  ScannerGeometry g;
+  for (int a = 0; a < 3; ++a) {
+    g.read_dir[a] = h.read_dir[a], g.phase_dir[a] = h.phase_dir[a];
+    g.slice_dir[a] = h.slice_dir[a], g.position[a] = h.position[a];
+  }
+  const auto zero = [](const std::array<double, 3> &v) { return v[0] == 0 && v[1] == 0 && v[2] == 0; };
+  if (zero(g.read_dir) || zero(g.phase_dir) || zero(g.slice_dir)) return std::nullopt;
+  return g;
+}
 
 // Whether `path` is HDF5 with the group, asked of HDF5 itself: libismrmrd's Dataset constructor
 // leaks its file and group names when it throws, so the usual bad files never reach it.
@@ -110,14 +135,15 @@ int limit_centre(const ISMRMRD::Optional<ISMRMRD::Limit> &limit, int matrix) {
 
 enum class Kind { Imaging, Noise, Navigation, Other };
 
-Kind classify(ISMRMRD::Acquisition &acq) {
-  if (acq.isFlagSet(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return Kind::Noise;
-  if (acq.isFlagSet(ISMRMRD::ISMRMRD_ACQ_IS_NAVIGATION_DATA)) return Kind::Navigation;
+Kind classify(std::uint64_t flags) {
+  const auto set = [flags](std::uint64_t flag) { return ISMRMRD::ismrmrd_is_flag_set(flags, flag); };
+  if (set(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return Kind::Noise;
+  if (set(ISMRMRD::ISMRMRD_ACQ_IS_NAVIGATION_DATA)) return Kind::Navigation;
   for (const auto flag : {ISMRMRD::ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD::ISMRMRD_ACQ_IS_DUMMYSCAN_DATA,
                           ISMRMRD::ISMRMRD_ACQ_IS_HPFEEDBACK_DATA, ISMRMRD::ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
                           ISMRMRD::ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE,
                           ISMRMRD::ISMRMRD_ACQ_IS_PHASE_STABILIZATION})
-    if (acq.isFlagSet(flag)) return Kind::Other;
+    if (set(flag)) return Kind::Other;
   return Kind::Imaging;
 }
 
@@ -126,14 +152,15 @@ class Reader {
 public:
   Reader(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
       : path_(path), options_(options), dataset_(open_dataset(path, options.group)),
-        xml_(read_xml(*dataset_, path)) {
+        xml_(read_xml(*dataset_, path)), acquisitions_(path, options.group) {
     out_.header = header_facts(xml_, path);
     grid_ = out_.header.encoded_grid();
   }
 
   IsmrmrdData read() {
-    const std::uint32_t n = dataset_->getNumberOfAcquisitions();
+    const auto n = static_cast<std::uint32_t>(acquisitions_.size());
     out_.counts.acquisitions = n;
+    size_groups(acquisitions_.headers());
     for (std::uint32_t i = 0; i < n; ++i) read_one(i);
     if (groups_.empty())
       detail::invalid_argument(path_.string() + ": imaging acquisitions", 0,
@@ -144,20 +171,23 @@ public:
   }
 
 private:
+  // Every item and its samples per coil, from the headers alone.
+  void size_groups(const std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> &heads) {
+    for (const auto &h : heads)
+      if (classify(h.flags) == Kind::Imaging && h.encoding_space_ref == 0)
+        groups_[key_of(h.idx)].per_coil +=
+            static_cast<std::size_t>(kept_samples(h.number_of_samples, h.discard_pre, h.discard_post));
+  }
+
   void read_one(std::uint32_t index) {
-    ISMRMRD::Acquisition acq;
-    try {
-      dataset_->readAcquisition(index, acq);
-    } catch (const std::exception &) {
-      detail::ismrmrd_io_error(path_, "cannot read acquisition " + std::to_string(index));
-    }
-    switch (classify(acq)) {
+    const detail::AcquisitionView acq = acquisitions_.read(index);
+    switch (classify(acq.head.flags)) {
     case Kind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
     case Kind::Navigation: ++out_.counts.navigation; return;
     case Kind::Other: ++out_.counts.other; return;
     case Kind::Imaging: break;
     }
-    if (acq.encoding_space_ref() != 0) {
+    if (acq.head.encoding_space_ref != 0) {
       ++out_.counts.other_encoding;
       return;
     }
@@ -165,8 +195,8 @@ private:
     add_imaging(acq, index);
   }
 
-  void check_channels(ISMRMRD::Acquisition &acq, std::uint32_t index) {
-    const int c = acq.active_channels();
+  void check_channels(const detail::AcquisitionView &acq, std::uint32_t index) {
+    const int c = acq.head.active_channels;
     if (out_.header.coils == 0) out_.header.coils = c; // no receiverChannels in the header
     if (c != out_.header.coils)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has " + std::to_string(c) +
@@ -175,46 +205,55 @@ private:
                                          "no coil data");
   }
 
-  std::vector<cfloat> noise_samples(ISMRMRD::Acquisition &acq, std::uint32_t index) {
+  std::vector<cfloat> noise_samples(const detail::AcquisitionView &acq, std::uint32_t index) {
     check_channels(acq, index);
-    return {acq.getDataPtr(), acq.getDataPtr() + acq.getNumberOfDataElements()};
+    return {acq.data, acq.data + static_cast<std::size_t>(acq.head.number_of_samples) * acq.head.active_channels};
   }
 
-  void add_imaging(ISMRMRD::Acquisition &acq, std::uint32_t index) {
+  void add_imaging(const detail::AcquisitionView &acq, std::uint32_t index) {
     check_channels(acq, index);
-    const int ns = acq.number_of_samples(), pre = acq.discard_pre(), post = acq.discard_post();
+    const int ns = acq.head.number_of_samples, pre = acq.head.discard_pre, post = acq.head.discard_post;
     if (pre + post >= ns && ns > 0)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +
                                           std::to_string(pre + post) + " of " + std::to_string(ns) + " samples");
-    const ISMRMRD::EncodingCounters &idx = acq.idx();
-    Group &g = groups_[Key{idx.slice, idx.contrast, idx.repetition, idx.average, idx.phase, idx.set}];
-    g.coils.resize(static_cast<std::size_t>(out_.header.coils));
-    for (int i = pre; i < ns - post; ++i) g.points.push_back(point(acq, index, i));
-    for (int c = 0; c < out_.header.coils; ++c)
-      for (int i = pre; i < ns - post; ++i) {
-        const cfloat v = acq.data(static_cast<std::uint16_t>(i), static_cast<std::uint16_t>(c));
-        if (!std::isfinite(v.real()) || !std::isfinite(v.imag()))
-          detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
-                                       std::to_string(c) + " sample " + std::to_string(i),
-                                   v, "not finite");
-        g.coils[static_cast<std::size_t>(c)].push_back(v);
-      }
+    Group &g = groups_[key_of(acq.head.idx)];
+    const auto coils = static_cast<std::size_t>(out_.header.coils);
+    if (!g.seen) {
+      g.seen = true;
+      g.geometry = geometry_of(acq.head);
+      g.points.reserve(g.per_coil);
+      g.samples.resize(g.per_coil * coils);
+    }
+    const std::size_t at = g.points.size(); // samples per coil so far
+    const int kept = kept_samples(ns, pre, post);
+    if (at + static_cast<std::size_t>(kept) > g.per_coil)
+      detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": more samples than its header said");
+    for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
+    for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
+      const cfloat *first = acq.data + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
+      const cfloat *bad =
+          std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
+      if (bad != last)
+        detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
+                                     std::to_string(c) + " sample " + std::to_string(pre + (bad - first)),
+                                 *bad, "not finite");
+      std::copy(first, last, g.samples.begin() + static_cast<std::ptrdiff_t>(c * g.per_coil + at));
+    }
   }
 
   // Sample i's position in the file's units (Cartesian: from the counters, in cycles/FOV).
-  KPoint point(ISMRMRD::Acquisition &acq, std::uint32_t index, int i) {
-    const int td = acq.trajectory_dimensions();
+  KPoint point(const detail::AcquisitionView &acq, std::uint32_t index, int i) {
+    const int td = acq.head.trajectory_dimensions;
     if (td == 0 && out_.header.trajectory != "cartesian" && out_.header.trajectory != "epi")
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has no trajectory, but the header's is " +
                                           out_.header.trajectory);
-    if (td == 0) return cartesian_point(acq, i);
+    if (td == 0) return cartesian_point(acq.head, i);
     if (td < grid_.dims())
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has a " + std::to_string(td) +
                                           "-D trajectory for a " + std::to_string(grid_.dims()) + "-D encoding");
     non_cartesian_ = true;
     // A 2D encoding reads kx, ky: Gadgetron's spirals store the density weight as a third value.
-    KPoint p{acq.traj(0, static_cast<std::uint16_t>(i)), acq.traj(1, static_cast<std::uint16_t>(i)),
-             grid_.dims() == 3 ? acq.traj(2, static_cast<std::uint16_t>(i)) : 0.0f};
+    KPoint p{acq.traj_at(0, i), acq.traj_at(1, i), grid_.dims() == 3 ? acq.traj_at(2, i) : 0.0f};
     if (!std::isfinite(p.kx) || !std::isfinite(p.ky) || !std::isfinite(p.kz))
       detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " trajectory sample " +
                                    std::to_string(i),
@@ -224,12 +263,12 @@ private:
     return p;
   }
 
-  KPoint cartesian_point(ISMRMRD::Acquisition &acq, int i) {
+  KPoint cartesian_point(const ISMRMRD::ISMRMRD_AcquisitionHeader &h, int i) {
     const ISMRMRD::EncodingLimits &lim = xml_.encoding[0].encodingLimits;
-    const float kx = static_cast<float>(i - acq.center_sample());
-    const float ky = static_cast<float>(acq.idx().kspace_encode_step_1 -
+    const float kx = static_cast<float>(i - h.center_sample);
+    const float ky = static_cast<float>(h.idx.kspace_encode_step_1 -
                                         limit_centre(lim.kspace_encoding_step_1, out_.header.encoded_matrix[1]));
-    const float kz = grid_.dims() == 3 ? static_cast<float>(acq.idx().kspace_encode_step_2 -
+    const float kz = grid_.dims() == 3 ? static_cast<float>(h.idx.kspace_encode_step_2 -
                                                             limit_centre(lim.kspace_encoding_step_2,
                                                                          out_.header.encoded_matrix[2]))
                                        : 0.0f;
@@ -265,13 +304,11 @@ private:
         for (KPoint &p : g.points)
           p = {p.kx * static_cast<float>(grid_.nx()), p.ky * static_cast<float>(grid_.ny()),
                p.kz * static_cast<float>(grid_.nz())};
-      std::vector<cfloat> samples;
-      samples.reserve(g.points.size() * g.coils.size());
-      for (const auto &coil : g.coils) samples.insert(samples.end(), coil.begin(), coil.end());
       IsmrmrdItem item;
       std::tie(item.slice, item.contrast, item.repetition, item.average, item.phase, item.set) = key;
-      item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(samples), {},
+      item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {},
                              out_.header.coils);
+      item.geometry = g.geometry;
       out_.items.push_back(std::move(item));
     }
   }
@@ -280,6 +317,7 @@ private:
   IsmrmrdReadOptions options_;
   std::unique_ptr<ISMRMRD::Dataset> dataset_;
   ISMRMRD::IsmrmrdHeader xml_;
+  detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each
   IsmrmrdData out_;
   Grid grid_;
   bool non_cartesian_ = false;

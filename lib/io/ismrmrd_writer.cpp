@@ -39,9 +39,11 @@ std::string header_xml(const IsmrmrdWriteInput &in) {
   e.trajectory = trajectory_type(in.header.trajectory);
   e.encodingLimits.kspace_encoding_step_1 =
       ISMRMRD::Limit(0, static_cast<unsigned short>(in.readouts - 1), static_cast<unsigned short>(in.readouts / 2));
+  const auto slices = static_cast<unsigned short>(in.slices.size());
+  e.encodingLimits.slice = ISMRMRD::Limit(0, static_cast<unsigned short>(slices - 1), static_cast<unsigned short>(slices / 2));
   h.encoding.push_back(e);
   ISMRMRD::AcquisitionSystemInformation sys;
-  sys.receiverChannels = static_cast<unsigned short>(in.data->coils());
+  sys.receiverChannels = static_cast<unsigned short>(in.slices[0].data->coils());
   h.acquisitionSystemInformation = sys;
   std::ostringstream os;
   ISMRMRD::serialize(h, os);
@@ -49,21 +51,39 @@ std::string header_xml(const IsmrmrdWriteInput &in) {
 }
 
 void check_input(const IsmrmrdWriteInput &in) {
-  if (in.data == nullptr) detail::invalid_argument("write_ismrmrd: data", "null", "no k-space data");
-  const std::size_t m = in.data->samples_per_coil();
+  if (in.slices.empty()) detail::invalid_argument("write_ismrmrd: slices", 0, "no k-space data");
+  for (std::size_t s = 0; s < in.slices.size(); ++s) {
+    const KSpaceData *d = in.slices[s].data;
+    const std::string name = "write_ismrmrd: slices[" + std::to_string(s) + "]";
+    if (d == nullptr) detail::invalid_argument(name + ".data", "null", "no k-space data");
+    if (d->coils() != in.slices[0].data->coils() || d->samples_per_coil() != in.slices[0].data->samples_per_coil())
+      detail::invalid_argument(name + ".data", d->samples_per_coil(), "differs from slices[0] in coils or samples per coil");
+    if (d->has_weights())
+      detail::invalid_argument(name + ".data.weights()", d->weights().size(),
+                               "ISMRMRD stores no density weights; pass data without them");
+  }
+  if (in.slices.size() > 65535) detail::invalid_argument("write_ismrmrd: slices", in.slices.size(), "too many");
+  const KSpaceData &first = *in.slices[0].data;
+  const std::size_t m = first.samples_per_coil();
   if (in.readouts < 1 || m % static_cast<std::size_t>(in.readouts) != 0 || m / in.readouts > 65535)
     detail::invalid_argument("write_ismrmrd: readouts", in.readouts,
                              "must divide the " + std::to_string(m) + " samples per coil into readouts of at most 65535");
-  if (in.data->has_weights())
-    detail::invalid_argument("write_ismrmrd: data.weights()", in.data->weights().size(),
-                             "ISMRMRD stores no density weights; pass data without them");
   if (in.units == TrajUnits::Auto) detail::invalid_argument("write_ismrmrd: units", "auto", "say cycles or normalized");
-  if (in.data->coils() > 65535) detail::invalid_argument("write_ismrmrd: coils", in.data->coils(), "too many");
+  if (first.coils() > 65535) detail::invalid_argument("write_ismrmrd: coils", first.coils(), "too many");
 }
 
-// Readout r of the data as an acquisition: C channels x S samples, its trajectory in `units`.
-ISMRMRD::Acquisition readout(const IsmrmrdWriteInput &in, int r) {
-  const KSpaceData &d = *in.data;
+void set_geometry(ISMRMRD::Acquisition &acq, const ScannerGeometry &g) {
+  for (int a = 0; a < 3; ++a) {
+    acq.read_dir()[a] = static_cast<float>(g.read_dir[a]);
+    acq.phase_dir()[a] = static_cast<float>(g.phase_dir[a]);
+    acq.slice_dir()[a] = static_cast<float>(g.slice_dir[a]);
+    acq.position()[a] = static_cast<float>(g.position[a]);
+  }
+}
+
+// Readout r of slice `slice` as an acquisition: C channels x S samples, its trajectory in `units`.
+ISMRMRD::Acquisition readout(const IsmrmrdWriteInput &in, std::size_t slice, int r) {
+  const KSpaceData &d = *in.slices[slice].data;
   const std::size_t m = d.samples_per_coil(), s = m / static_cast<std::size_t>(in.readouts);
   const int dims = d.trajectory().dims();
   ISMRMRD::Acquisition acq(static_cast<std::uint16_t>(s), static_cast<std::uint16_t>(d.coils()),
@@ -79,6 +99,8 @@ ISMRMRD::Acquisition readout(const IsmrmrdWriteInput &in, int r) {
       acq.data(static_cast<std::uint16_t>(i), static_cast<std::uint16_t>(c)) = d.samples()[c * m + r * s + i];
   }
   acq.idx().kspace_encode_step_1 = static_cast<std::uint16_t>(r);
+  acq.idx().slice = static_cast<std::uint16_t>(slice);
+  if (in.slices[slice].geometry) set_geometry(acq, *in.slices[slice].geometry);
   acq.center_sample() = static_cast<std::uint16_t>(s / 2);
   if (r == 0) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_SLICE);
   if (r == in.readouts - 1) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
@@ -96,8 +118,9 @@ ISMRMRD::Acquisition noise_scan(const std::vector<cfloat> &noise, int coils) {
 void write_all(const std::filesystem::path &path, const IsmrmrdWriteInput &in) {
   ISMRMRD::Dataset dataset(path.c_str(), "dataset", true);
   dataset.writeHeader(header_xml(in));
-  for (const auto &noise : in.noise) dataset.appendAcquisition(noise_scan(noise, in.data->coils()));
-  for (int r = 0; r < in.readouts; ++r) dataset.appendAcquisition(readout(in, r));
+  for (const auto &noise : in.noise) dataset.appendAcquisition(noise_scan(noise, in.slices[0].data->coils()));
+  for (std::size_t s = 0; s < in.slices.size(); ++s)
+    for (int r = 0; r < in.readouts; ++r) dataset.appendAcquisition(readout(in, s, r));
 }
 
 } // namespace
@@ -105,7 +128,7 @@ void write_all(const std::filesystem::path &path, const IsmrmrdWriteInput &in) {
 void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &input) {
   check_input(input);
   for (std::size_t s = 0; s < input.noise.size(); ++s)
-    if (input.noise[s].size() % static_cast<std::size_t>(input.data->coils()) != 0)
+    if (input.noise[s].size() % static_cast<std::size_t>(input.slices[0].data->coils()) != 0)
       detail::invalid_argument("write_ismrmrd: noise[" + std::to_string(s) + "].size()", input.noise[s].size(),
                                "not a multiple of the coils");
   detail::write_then_rename(path, [&](const std::filesystem::path &tmp) { write_all(tmp, input); });

@@ -3,7 +3,9 @@
 
 #include <nifti2_io.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "mri/error.hpp"
+#include "nifti_placement.hpp"
 
 namespace mri {
 namespace {
@@ -31,90 +34,99 @@ std::string nifti_extension(const std::filesystem::path &path) {
   detail::invalid_argument("write_nifti: path", path.string(), "the extension must be .nii or .nii.gz");
 }
 
-void check_images(const std::vector<Image> &images, const std::array<double, 3> &voxel_mm) {
-  if (images.empty()) detail::invalid_argument("write_nifti: images", 0, "nothing to write");
-  for (std::size_t i = 1; i < images.size(); ++i)
-    if (images[i].grid().extents() != images[0].grid().extents())
-      detail::invalid_argument("write_nifti: images[" + std::to_string(i) + "]", "its grid",
-                               "differs from images[0]'s");
+// Something to write, all on one grid, voxel sizes positive: `what` names the function and the
+// argument ("write_nifti: images").
+template <class Volume>
+void check_volumes(const std::string &what, const std::vector<Volume> &volumes, const std::array<double, 3> &voxel_mm) {
+  if (volumes.empty()) detail::invalid_argument(what, 0, "nothing to write");
+  for (std::size_t i = 1; i < volumes.size(); ++i)
+    if (volumes[i].grid().extents() != volumes[0].grid().extents())
+      detail::invalid_argument(what + "[" + std::to_string(i) + "]", "its grid", "differs from the first's");
   for (int a = 0; a < 3; ++a)
     if (!(voxel_mm[a] > 0) || !std::isfinite(voxel_mm[a]))
-      detail::invalid_argument("write_nifti: voxel_mm[" + std::to_string(a) + "]", voxel_mm[a],
-                               "must be positive and finite");
+      detail::invalid_argument(what + ": voxel_mm[" + std::to_string(a) + "]", voxel_mm[a], "must be positive and finite");
 }
 
-// The header: dims, voxel sizes in mm, and the scanner-frame placement of the header comment.
 // libnifti prints its errors to stderr unless its debug level is 0; ours are exceptions.
 void quiet_nifti() {
   static std::once_flag once;
   std::call_once(once, [] { nifti_set_debug_level(0); });
 }
 
-NimPtr make_header(const std::vector<Image> &images, const std::array<double, 3> &voxel_mm, NiftiValues values) {
-  const Grid &g = images[0].grid();
-  const auto t = static_cast<std::int64_t>(images.size());
-  const std::int64_t dims[8] = {t > 1 ? 4 : 3, g.nx(), g.ny(), g.nz(), t, 1, 1, 1};
-  NimPtr nim(nifti_make_new_nim(dims, values == NiftiValues::Complex ? DT_COMPLEX64 : DT_FLOAT32, 0));
+nifti_dmat44 to_dmat44(const NiftiAffine &m) {
+  nifti_dmat44 r{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) r.m[i][j] = m[i][j];
+  r.m[3][3] = 1;
+  return r;
+}
+
+// A NIfTI-1 header: dims (dims[0] = ndim), voxel sizes in mm, and `affine` as sform and (its
+// quaternion form) qform, both "scanner anatomical".
+NimPtr new_header(const std::int64_t (&dims)[8], int datatype, const std::array<double, 3> &voxel_mm,
+                  const NiftiAffine &affine) {
+  NimPtr nim(nifti_make_new_nim(dims, datatype, 0));
   if (!nim) throw IoError("write_nifti: libnifti could not make a header");
   nim->nifti_type = NIFTI_FTYPE_NIFTI1_1; // NIfTI-1: what every reader knows (dims fit in 16 bits)
   for (int a = 0; a < 3; ++a) nim->pixdim[a + 1] = voxel_mm[a];
   nim->dx = voxel_mm[0], nim->dy = voxel_mm[1], nim->dz = voxel_mm[2];
   nim->xyz_units = NIFTI_UNITS_MM;
   nim->qform_code = nim->sform_code = NIFTI_XFORM_SCANNER_ANAT;
-  nim->quatern_b = nim->quatern_c = nim->quatern_d = 0;
-  nim->qfac = 1;
-  nim->qoffset_x = -static_cast<double>(g.nx() / 2) * voxel_mm[0];
-  nim->qoffset_y = -static_cast<double>(g.ny() / 2) * voxel_mm[1];
-  nim->qoffset_z = -static_cast<double>(g.nz() / 2) * voxel_mm[2];
-  nim->qto_xyz = nifti_quatern_to_dmat44(0, 0, 0, nim->qoffset_x, nim->qoffset_y, nim->qoffset_z, voxel_mm[0],
-                                         voxel_mm[1], voxel_mm[2], 1);
-  nim->sto_xyz = nim->qto_xyz;
-  nim->qto_ijk = nim->sto_ijk = nifti_dmat44_inverse(nim->qto_xyz);
+  nim->sto_xyz = to_dmat44(affine);
+  double dx = 0, dy = 0, dz = 0;
+  nifti_dmat44_to_quatern(nim->sto_xyz, &nim->quatern_b, &nim->quatern_c, &nim->quatern_d, &nim->qoffset_x,
+                          &nim->qoffset_y, &nim->qoffset_z, &dx, &dy, &dz, &nim->qfac);
+  nim->qto_xyz = nifti_quatern_to_dmat44(nim->quatern_b, nim->quatern_c, nim->quatern_d, nim->qoffset_x,
+                                         nim->qoffset_y, nim->qoffset_z, dx, dy, dz, nim->qfac);
+  nim->qto_ijk = nifti_dmat44_inverse(nim->qto_xyz);
+  nim->sto_ijk = nifti_dmat44_inverse(nim->sto_xyz);
   return nim;
 }
 
-// The voxel values in the file's datatype, series after series.
-std::vector<unsigned char> payload(const std::vector<Image> &images, NiftiValues values) {
+// The voxel values in the file's datatype, in the placement's order.
+std::vector<unsigned char> payload(const std::vector<Image> &images, const std::vector<std::size_t> &order,
+                                   NiftiValues values) {
   const std::size_t n = images[0].size(), bytes = values == NiftiValues::Complex ? sizeof(cfloat) : sizeof(float);
   std::vector<unsigned char> out(n * images.size() * bytes);
-  for (std::size_t t = 0; t < images.size(); ++t) {
+  for (std::size_t t = 0; t < order.size(); ++t) {
+    const Image &im = images[order[t]];
     unsigned char *dst = out.data() + t * n * bytes;
     if (values == NiftiValues::Complex) {
-      std::memcpy(dst, images[t].data(), n * bytes);
+      std::memcpy(dst, im.data(), n * bytes);
       continue;
     }
     for (std::size_t i = 0; i < n; ++i) {
-      const float m = std::abs(images[t][i]);
+      const float m = std::abs(im[i]);
       std::memcpy(dst + i * bytes, &m, bytes);
     }
   }
   return out;
 }
 
-} // namespace
+NiftiAffine rows(const nifti_dmat44 &m) {
+  NiftiAffine r{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) r[i][j] = m.m[i][j];
+  return r;
+}
 
-void write_nifti(const std::filesystem::path &path, const std::vector<Image> &images,
-                 const std::array<double, 3> &voxel_mm, NiftiValues values) {
-  const std::string ext = nifti_extension(path);
-  check_images(images, voxel_mm);
+// Writes header and data to a temporary name with the same extension (libnifti compresses by
+// it), renamed at the end: nothing half-written.
+void write_file(const std::filesystem::path &path, const std::string &ext, nifti_image &nim, void *data) {
   quiet_nifti();
   std::error_code exists;
   if (!path.parent_path().empty() && !std::filesystem::is_directory(path.parent_path(), exists))
     throw IoError(path.string() + ": cannot write: no folder " + path.parent_path().string()); // libnifti would print
-  NimPtr nim = make_header(images, voxel_mm, values);
-  std::vector<unsigned char> data = payload(images, values);
-  // A temporary name with the same extension (libnifti compresses by it), renamed at the end.
   std::string name(1, '.'); // built in steps: GCC 12 warns falsely (-Wrestrict) on "." + string
   name += path.filename().string();
   name += ".tmp-" + std::to_string(::getpid()) + ext;
   const std::filesystem::path tmp = path.parent_path() / name;
-  if (nifti_set_filenames(nim.get(), tmp.c_str(), 0, 1) != 0)
-    throw IoError(path.string() + ": libnifti rejected the file name");
-  nim->data = data.data();
+  if (nifti_set_filenames(&nim, tmp.c_str(), 0, 1) != 0) throw IoError(path.string() + ": libnifti rejected the file name");
+  nim.data = data;
   // write_data = 3: the data too, and the file left open, so a failed open is seen (NULL);
   // closing it here flushes (and for .gz finishes) the stream.
-  znzFile fp = nifti_image_write_hdr_img(nim.get(), 3, "wb");
-  nim->data = nullptr; // ours: nifti_image_free must not free it
+  znzFile fp = nifti_image_write_hdr_img(&nim, 3, "wb");
+  nim.data = nullptr; // the caller's: nifti_image_free must not free it
   bool written = !znz_isnull(fp);
   if (written) znzclose(fp);
   std::error_code ec;
@@ -126,27 +138,93 @@ void write_nifti(const std::filesystem::path &path, const std::vector<Image> &im
   }
 }
 
+// The data as float32 values in this machine's byte order, read here rather than by libnifti's
+// nifti_image_load, which replaces NaN and Inf by 0 without a word: a file's non-finite values
+// must reach the caller (mri motion refuses them).
+std::vector<float> read_floats(const std::filesystem::path &path, const nifti_image &nim) {
+  const auto count = static_cast<std::size_t>(nim.nvox) * (nim.datatype == DT_COMPLEX64 ? 2 : 1);
+  std::vector<float> f(count);
+  znzFile fp = znzopen(nim.iname, "rb", nifti_is_gzfile(nim.iname));
+  if (znz_isnull(fp)) throw IoError(path.string() + ": cannot open its data");
+  // znzseek: 0 (fseek) or the new offset (gzseek) on success, -1 on failure.
+  const bool read = znzseek(fp, static_cast<znz_off_t>(nim.iname_offset), SEEK_SET) >= 0 &&
+                    znzread(f.data(), sizeof(float), count, fp) == count;
+  znzclose(fp);
+  if (!read) throw IoError(path.string() + ": truncated: fewer than the " + std::to_string(count) + " values its header says");
+  if (nim.byteorder != nifti_short_order()) nifti_swap_4bytes(static_cast<std::int64_t>(count), f.data());
+  return f;
+}
+
+} // namespace
+
+void check_nifti_geometry(const Grid &grid, std::size_t images, const std::vector<ScannerGeometry> &geometry) {
+  if (images > 0) detail::place_images(grid, images, {1, 1, 1}, geometry);
+}
+
+NiftiAffine nifti_identity_affine(const Grid &grid, const std::array<double, 3> &voxel_mm) {
+  NiftiAffine m{};
+  for (int a = 0; a < 3; ++a) m[a][a] = voxel_mm[a], m[a][3] = -static_cast<double>(grid.extent(a) / 2) * voxel_mm[a];
+  return m;
+}
+
+void write_nifti_displacements(const std::filesystem::path &path, const std::vector<DisplacementField> &fields,
+                               const std::array<double, 3> &voxel_mm, DisplacementUnits units, const NiftiAffine &affine) {
+  const std::string ext = nifti_extension(path);
+  check_volumes("write_nifti_displacements: fields", fields, voxel_mm);
+  const Grid &g = fields[0].grid();
+  const auto t = static_cast<std::int64_t>(fields.size());
+  const std::int64_t dims[8] = {5, g.nx(), g.ny(), g.nz(), t, 3, 1, 1};
+  const NimPtr nim = new_header(dims, DT_FLOAT32, voxel_mm, affine);
+  nim->intent_code = NIFTI_INTENT_DISPVECT;
+  std::snprintf(nim->intent_name, sizeof(nim->intent_name), "%s",
+                units == DisplacementUnits::Millimetres ? "disp mm ijk" : "disp voxels ijk");
+  const std::size_t n = static_cast<std::size_t>(g.voxels());
+  std::vector<float> data(n * fields.size() * 3);
+  for (std::size_t f = 0; f < fields.size(); ++f) {
+    const RealVolume *component[3] = {&fields[f].u, &fields[f].v, &fields[f].w};
+    for (std::size_t c = 0; c < 3; ++c) {
+      const float scale = units == DisplacementUnits::Millimetres ? static_cast<float>(voxel_mm[c]) : 1.0f;
+      float *dst = data.data() + (c * fields.size() + f) * n; // vector component slowest (dim 5)
+      for (std::size_t i = 0; i < n; ++i) dst[i] = scale * (*component[c])[i];
+    }
+  }
+  write_file(path, ext, *nim, data.data());
+}
+
+void write_nifti(const std::filesystem::path &path, const std::vector<Image> &images,
+                 const std::array<double, 3> &voxel_mm, NiftiValues values,
+                 const std::vector<ScannerGeometry> &geometry) {
+  const std::string ext = nifti_extension(path);
+  check_volumes("write_nifti: images", images, voxel_mm);
+  const detail::NiftiPlacement placement = detail::place_images(images[0].grid(), images.size(), voxel_mm, geometry);
+  const Grid &g = images[0].grid();
+  const std::int64_t dims[8] = {placement.series > 1 ? 4 : 3, g.nx(), g.ny(), g.nz() * placement.positions,
+                                placement.series, 1, 1, 1};
+  const NimPtr nim = new_header(dims, values == NiftiValues::Complex ? DT_COMPLEX64 : DT_FLOAT32, placement.voxel_mm,
+                                placement.affine);
+  std::vector<unsigned char> data = payload(images, placement.order, values);
+  write_file(path, ext, *nim, data.data());
+}
+
 NiftiVolume read_nifti(const std::filesystem::path &path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path.string() + ": no such file");
   quiet_nifti();
-  NimPtr nim(nifti_image_read(path.c_str(), 1));
-  if (!nim || nim->data == nullptr) throw IoError(path.string() + ": not a readable NIfTI file");
+  const NimPtr nim(nifti_image_read(path.c_str(), 0)); // the header; the data below
+  if (!nim) throw IoError(path.string() + ": not a readable NIfTI file");
   if (nim->datatype != DT_FLOAT32 && nim->datatype != DT_COMPLEX64)
     throw IoError(path.string() + ": datatype " + std::to_string(nim->datatype) + " (float32 or complex64 expected)");
   if (nim->ndim > 4) throw IoError(path.string() + ": " + std::to_string(nim->ndim) + " dimensions (at most 4)");
   NiftiVolume v;
   for (int a = 0; a < 4; ++a) v.dims[a] = std::max<std::int64_t>(1, a < nim->ndim ? nim->dim[a + 1] : 1);
   for (int a = 0; a < 3; ++a) v.voxel_mm[a] = nim->pixdim[a + 1];
+  v.qform = rows(nim->qto_xyz);
+  v.sform = rows(nim->sto_xyz);
   v.values = nim->datatype == DT_COMPLEX64 ? NiftiValues::Complex : NiftiValues::Magnitude;
-  const auto n = static_cast<std::size_t>(nim->nvox);
-  v.data.resize(n);
-  if (v.values == NiftiValues::Complex) {
-    std::memcpy(v.data.data(), nim->data, n * sizeof(cfloat));
-  } else {
-    const auto *f = static_cast<const float *>(nim->data);
-    for (std::size_t i = 0; i < n; ++i) v.data[i] = f[i];
-  }
+  const std::vector<float> f = read_floats(path, *nim);
+  v.data.resize(static_cast<std::size_t>(nim->nvox));
+  if (v.values == NiftiValues::Complex) std::memcpy(static_cast<void *>(v.data.data()), f.data(), f.size() * sizeof(float));
+  else std::copy(f.begin(), f.end(), v.data.begin());
   return v;
 }
 

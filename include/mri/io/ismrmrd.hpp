@@ -18,11 +18,15 @@
 //   phase-stabilisation acquisitions are skipped. Every skipped acquisition is counted.
 // - Image acquisitions are grouped by (slice, contrast, repetition, average, phase, set) into one
 //   KSpaceData each, samples coil-major (sample m of coil c at c*M + m), in that counter order.
+// - An item's geometry (read_dir, phase_dir, slice_dir, position) is that of its first
+//   acquisition; none when one of the directions is zero (files that do not say).
 //
 // Thread safety: the readers and writers may be called from any number of threads, but run one
 // at a time (HDF5 as Debian builds it is not thread-safe: one process-wide lock); prewhiten and
 // noise_covariance run in parallel freely. The first call switches libismrmrd's and HDF5's error
-// printing off process-wide (their messages become the IoError's text instead). Other code of the
+// printing off process-wide (their messages become the IoError's text instead), and raises
+// glibc's malloc mmap and trim thresholds to 8 and 32 MiB (mallopt, process-wide): HDF5 zeroes a
+// fresh 1 MiB buffer per acquisition read otherwise, which made reading 4.7x slower. Other code of the
 // process that calls HDF5 itself at the same time is not covered by the lock.
 #include <array>
 #include <cstddef>
@@ -31,7 +35,10 @@
 #include <vector>
 
 #include "mri/grid.hpp"
+#include <optional>
+
 #include "mri/image.hpp"
+#include "mri/io/geometry.hpp"
 #include "mri/kspace.hpp"
 
 namespace mri {
@@ -67,6 +74,7 @@ struct IsmrmrdHeader {
 struct IsmrmrdItem {
   int slice = 0, contrast = 0, repetition = 0, average = 0, phase = 0, set = 0;
   KSpaceData data;
+  std::optional<ScannerGeometry> geometry; // none: the acquisitions do not say
 };
 
 // Acquisition counts: every acquisition of the file is in exactly one of these.
@@ -112,11 +120,18 @@ std::vector<cdouble> noise_covariance(const std::vector<std::vector<cfloat>> &no
 // not positive definite.
 KSpaceData prewhiten(const KSpaceData &data, const std::vector<cdouble> &covariance);
 
-// What write_ismrmrd puts in a file: the header, the data split into `readouts` acquisitions of
-// equal length (each with its trajectory in cycles per FOV), and optional noise scans.
+// One slice of a file to write: its data and where it lies.
+struct IsmrmrdSlice {
+  const KSpaceData *data = nullptr;
+  std::optional<ScannerGeometry> geometry; // none: directions and position written as zeros
+};
+
+// What write_ismrmrd puts in a file: the header, each slice's data split into `readouts`
+// acquisitions of equal length (each with its trajectory in cycles per FOV, slice counter = the
+// slice's index, its geometry), and optional noise scans.
 struct IsmrmrdWriteInput {
   IsmrmrdHeader header;           // encoded = recon matrix for a non-Cartesian file
-  const KSpaceData *data = nullptr;
+  std::vector<IsmrmrdSlice> slices; // at least one; all with the same coils and samples per coil
   int readouts = 1;               // samples_per_coil must be a multiple of it
   TrajUnits units = TrajUnits::CyclesPerFov; // how the trajectory is stored
   std::vector<std::vector<cfloat>> noise;    // noise scans, coil-major as IsmrmrdData::noise
@@ -127,10 +142,13 @@ struct IsmrmrdWriteInput {
 void write_ismrmrd(const std::filesystem::path &path, const IsmrmrdWriteInput &input);
 
 // Images into a new ISMRMRD file (group "dataset", variable "image_0", one image per entry with
-// image_index and repetition = its position; FOV = voxel_mm x matrix): float magnitude, or
-// complex float with `complex`. Written through a temporary file renamed at the end. Throws
-// InvalidArgument for no images or extents above 65535, IoError when writing fails.
+// image_index and repetition = its position; FOV = voxel_mm x matrix; with `geometry`, one per
+// image, its position and read/phase/slice directions): float magnitude, or complex float with
+// `complex`. Written through a temporary file renamed at the end. Throws InvalidArgument for no
+// images, extents above 65535 or a geometry count other than 0 or one per image, IoError when
+// writing fails.
 void write_ismrmrd_images(const std::filesystem::path &path, const std::vector<Image> &images,
-                          const std::array<double, 3> &voxel_mm, bool complex = false);
+                          const std::array<double, 3> &voxel_mm, bool complex = false,
+                          const std::vector<ScannerGeometry> &geometry = {});
 
 } // namespace mri

@@ -1,0 +1,156 @@
+// Block reads of ISMRMRD acquisitions (ismrmrd_blocks.hpp). The memory type names the members
+// of the header this SDK uses; HDF5 converts compound members by name, so the file's other
+// members are skipped and the record's other header fields keep their initial values.
+#include "ismrmrd_blocks.hpp"
+
+#include <algorithm>
+
+#include "ismrmrd_common.hpp"
+
+namespace mri::detail {
+namespace {
+
+constexpr std::size_t kBlock = 1024;
+
+hid_t array_of(hid_t base, hsize_t n) { return H5Tarray_create2(base, 1, &n); }
+
+void insert_array(hid_t compound, const char *name, std::size_t offset, hid_t base, hsize_t n) {
+  const hid_t a = array_of(base, n);
+  H5Tinsert(compound, name, offset, a);
+  H5Tclose(a);
+}
+
+hid_t counters_type() {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ISMRMRD::ISMRMRD_EncodingCounters));
+  const std::pair<const char *, std::size_t> members[] = {
+      {"kspace_encode_step_1", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, kspace_encode_step_1)},
+      {"kspace_encode_step_2", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, kspace_encode_step_2)},
+      {"average", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, average)},
+      {"slice", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, slice)},
+      {"contrast", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, contrast)},
+      {"phase", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, phase)},
+      {"repetition", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, repetition)},
+      {"set", HOFFSET(ISMRMRD::ISMRMRD_EncodingCounters, set)}};
+  for (const auto &[name, offset] : members) H5Tinsert(t, name, offset, H5T_NATIVE_UINT16);
+  return t;
+}
+
+hid_t header_type() {
+  using H = ISMRMRD::ISMRMRD_AcquisitionHeader;
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(H));
+  H5Tinsert(t, "flags", HOFFSET(H, flags), H5T_NATIVE_UINT64);
+  const std::pair<const char *, std::size_t> u16[] = {
+      {"number_of_samples", HOFFSET(H, number_of_samples)}, {"active_channels", HOFFSET(H, active_channels)},
+      {"discard_pre", HOFFSET(H, discard_pre)},             {"discard_post", HOFFSET(H, discard_post)},
+      {"center_sample", HOFFSET(H, center_sample)},         {"encoding_space_ref", HOFFSET(H, encoding_space_ref)},
+      {"trajectory_dimensions", HOFFSET(H, trajectory_dimensions)}};
+  for (const auto &[name, offset] : u16) H5Tinsert(t, name, offset, H5T_NATIVE_UINT16);
+  const std::pair<const char *, std::size_t> vec3[] = {{"position", HOFFSET(H, position)},
+                                                        {"read_dir", HOFFSET(H, read_dir)},
+                                                        {"phase_dir", HOFFSET(H, phase_dir)},
+                                                        {"slice_dir", HOFFSET(H, slice_dir)}};
+  for (const auto &[name, offset] : vec3) insert_array(t, name, offset, H5T_NATIVE_FLOAT, 3);
+  const hid_t idx = counters_type();
+  H5Tinsert(t, "idx", HOFFSET(H, idx), idx);
+  H5Tclose(idx);
+  return t;
+}
+
+hid_t record_type() {
+  using R = AcquisitionBlocks::Record;
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(R));
+  const hid_t head = header_type(), floats = H5Tvlen_create(H5T_NATIVE_FLOAT);
+  H5Tinsert(t, "head", HOFFSET(R, head), head);
+  H5Tinsert(t, "traj", HOFFSET(R, traj), floats);
+  H5Tinsert(t, "data", HOFFSET(R, data), floats); // complex samples stored as float pairs
+  H5Tclose(head);
+  H5Tclose(floats);
+  return t;
+}
+
+// A record of the header alone: HDF5 skips the file's "traj" and "data" members.
+hid_t header_record_type() {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, sizeof(ISMRMRD::ISMRMRD_AcquisitionHeader));
+  const hid_t head = header_type();
+  H5Tinsert(t, "head", 0, head);
+  H5Tclose(head);
+  return t;
+}
+
+} // namespace
+
+AcquisitionBlocks::AcquisitionBlocks(const std::filesystem::path &path, const std::string &group) : path_(path) {
+  file_ = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file_ < 0) ismrmrd_io_error(path, "HDF5 cannot open it");
+  const std::string name = group + "/data";
+  if (H5Lexists(file_, name.c_str(), H5P_DEFAULT) <= 0) return; // no acquisitions
+  dataset_ = H5Dopen2(file_, name.c_str(), H5P_DEFAULT);
+  const hid_t space = dataset_ < 0 ? -1 : H5Dget_space(dataset_);
+  hsize_t n = 0;
+  if (space < 0 || H5Sget_simple_extent_ndims(space) != 1 || H5Sget_simple_extent_dims(space, &n, nullptr) < 0) {
+    if (space >= 0) H5Sclose(space);
+    ismrmrd_io_error(path, "'" + name + "' is not a list of acquisitions");
+  }
+  H5Sclose(space);
+  size_ = static_cast<std::size_t>(n);
+  type_ = record_type();
+}
+
+AcquisitionBlocks::~AcquisitionBlocks() {
+  reclaim();
+  if (type_ >= 0) H5Tclose(type_);
+  if (dataset_ >= 0) H5Dclose(dataset_);
+  if (file_ >= 0) H5Fclose(file_);
+}
+
+std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> AcquisitionBlocks::headers() {
+  std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> heads(size_, ISMRMRD::AcquisitionHeader());
+  if (heads.empty()) return heads;
+  const hid_t type = header_record_type();
+  const herr_t status = H5Dread(dataset_, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, heads.data());
+  H5Tclose(type);
+  if (status < 0) ismrmrd_io_error(path_, "cannot read the acquisitions' headers");
+  return heads;
+}
+
+void AcquisitionBlocks::reclaim() {
+  if (block_.empty()) return;
+  const hsize_t n = block_.size();
+  const hid_t space = H5Screate_simple(1, &n, nullptr);
+  H5Dvlen_reclaim(type_, space, H5P_DEFAULT, block_.data());
+  H5Sclose(space);
+  block_.clear();
+}
+
+void AcquisitionBlocks::load(std::size_t first) {
+  reclaim();
+  const hsize_t start = first, count = std::min(kBlock, size_ - first);
+  Record blank{};
+  blank.head = ISMRMRD::AcquisitionHeader(); // libismrmrd's defaults for the fields not read
+  block_.assign(count, blank);
+  const hid_t file_space = H5Dget_space(dataset_), memory = H5Screate_simple(1, &count, nullptr);
+  herr_t status = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
+  if (status >= 0) status = H5Dread(dataset_, type_, memory, file_space, H5P_DEFAULT, block_.data());
+  H5Sclose(memory);
+  H5Sclose(file_space);
+  first_ = first;
+  if (status < 0) {
+    block_.clear(); // HDF5 frees what a failed read allocated
+    ismrmrd_io_error(path_, "cannot read acquisitions " + std::to_string(first) + " to " +
+                                std::to_string(first + count - 1));
+  }
+}
+
+AcquisitionView AcquisitionBlocks::read(std::size_t index) {
+  if (block_.empty() || index < first_ || index >= first_ + block_.size()) load(index - index % kBlock);
+  const Record &r = block_[index - first_];
+  const std::size_t ns = r.head.number_of_samples;
+  const std::size_t samples = ns * r.head.active_channels, traj = ns * r.head.trajectory_dimensions;
+  if (r.data.len != 2 * samples || r.traj.len != traj)
+    ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " holds " + std::to_string(r.data.len / 2) +
+                                " samples and " + std::to_string(r.traj.len) + " trajectory values, its header says " +
+                                std::to_string(samples) + " and " + std::to_string(traj));
+  return {r.head, static_cast<const float *>(r.traj.p), static_cast<const std::complex<float> *>(r.data.p)};
+}
+
+} // namespace mri::detail
