@@ -341,6 +341,39 @@ TEST_CASE("sense: estimated maps are finite and zero where the coils see nothing
   CHECK(zero > 0);
 }
 
+TEST_CASE("sense: the direct estimate's kept calibration weights are reused for the same trajectory only",
+          "[sense][coils]") {
+  // Without data weights the estimate computes Pipe-Menon's weights of the calibration samples and
+  // keeps them per trajectory (lib/coils/calibration.cpp): A, B, A must give A's maps twice,
+  // bitwise, and B's must differ (same sample count, other points: a match is never a collision).
+  const Grid grid(48, 48);
+  const Phantom phantom = Phantom::shepp_logan_2d();
+  const SimulatedCoils array(2, 4);
+  const auto data = [&](traj::SpokeOrder order) {
+    const Trajectory t = traj::radial(grid, 48, 96, order);
+    return KSpaceData(t, array.kspace(phantom, t, grid), {}, 4);
+  };
+  const KSpaceData a = data(traj::SpokeOrder::Uniform), b = data(traj::SpokeOrder::GoldenAngle);
+  REQUIRE(a.samples_per_coil() == b.samples_per_coil());
+  const CoilSensitivities first = estimate_sensitivities(a, grid), other = estimate_sensitivities(b, grid),
+                          again = estimate_sensitivities(a, grid);
+  CHECK(again.values() == first.values());
+  // B's maps are those of B's own Pipe-Menon weights, given as data weights on its calibration
+  // samples (|k_a| < calibration / 2 = 12 on each axis; the others do not enter).
+  std::vector<KPoint> cal;
+  std::vector<std::size_t> at;
+  for (std::size_t m = 0; m < b.samples_per_coil(); ++m) {
+    const KPoint &k = b.trajectory()[m];
+    if (std::abs(k.kx) < 12 && std::abs(k.ky) < 12) cal.push_back(k), at.push_back(m);
+  }
+  const std::vector<float> w = density::pipe_menon(Trajectory(2, cal), grid).weights;
+  std::vector<float> weights(b.samples_per_coil(), 1.0f);
+  for (std::size_t i = 0; i < at.size(); ++i) weights[at[i]] = w[i];
+  const KSpaceData b_weighted(b.trajectory(), b.samples(), weights, 4);
+  CHECK(other.values() == estimate_sensitivities(b_weighted, grid).values());
+  CHECK(other.values() != first.values());
+}
+
 TEST_CASE("sense: gridding combines multi-coil data by root-sum-of-squares of the coil images", "[sense][coils]") {
   const Simulated s = simulated_radial(48, 4, 80);
   const Image combined = gridding_reconstruction(s.data, s.grid);

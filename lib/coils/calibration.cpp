@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <list>
+#include <mutex>
 #include <numbers>
 #include <string>
 
@@ -11,6 +13,44 @@
 #include "mri/nufft.hpp"
 
 namespace mri::detail {
+namespace {
+
+// Pipe-Menon's weights of the calibration samples, kept for the last few (trajectory, grid)
+// pairs: the slices and repetitions of a batch share one trajectory, and the iteration is about
+// 40% of a 2D direct estimate (256^2, 8 coils, 13824 calibration samples: 38 ms in all per slice
+// on the H200's host). Entries are matched on the whole point list, not a hash, so a match is
+// never a collision.
+std::vector<float> calibration_weights(const Trajectory &cal, const Grid &grid) {
+  struct Entry {
+    Grid grid;
+    std::vector<KPoint> points;
+    std::vector<float> weights;
+  };
+  static std::mutex mutex;
+  static std::list<Entry> kept; // most recent first
+  constexpr std::size_t kKept = 4;
+  const auto same = [&](const Entry &e) {
+    return e.grid == grid && e.points.size() == cal.size() &&
+           std::equal(e.points.begin(), e.points.end(), cal.points().begin(), [](const KPoint &a, const KPoint &b) {
+             return a.kx == b.kx && a.ky == b.ky && a.kz == b.kz;
+           });
+  };
+  {
+    std::lock_guard lock(mutex);
+    const auto hit = std::find_if(kept.begin(), kept.end(), same);
+    if (hit != kept.end()) {
+      kept.splice(kept.begin(), kept, hit);
+      return kept.front().weights;
+    }
+  }
+  std::vector<float> w = density::pipe_menon(cal, grid).weights; // outside the lock: callers run at once
+  std::lock_guard lock(mutex);
+  kept.push_front({grid, cal.points(), w});
+  if (kept.size() > kKept) kept.pop_back();
+  return w;
+}
+
+} // namespace
 
 std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &grid, int calibration, bool taper,
                                           double tolerance) {
@@ -35,7 +75,7 @@ std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &gr
   if (data.has_weights())
     for (std::size_t i = 0; i < index.size(); ++i) factor[i] *= data.weights()[index[i]];
   else {
-    const std::vector<float> w = density::pipe_menon(cal, grid).weights;
+    const std::vector<float> w = calibration_weights(cal, grid);
     for (std::size_t i = 0; i < index.size(); ++i) factor[i] *= w[i];
   }
 
