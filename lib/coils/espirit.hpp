@@ -3,6 +3,5 @@
 #include "mri/coils.hpp"
 
 namespace mri {
-CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options,
-                                        Backend backend);
+CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options);
 } // namespace mri
