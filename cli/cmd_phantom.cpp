@@ -37,8 +37,13 @@ void add_gaussian(std::vector<cfloat> &samples, double sigma, std::uint64_t seed
   for (cfloat &s : samples) s += cfloat(g(rng), g(rng));
 }
 
-int run_phantom(const PhantomArgs &a) {
+void check_phantom(const PhantomArgs &a) {
   if (a.noise > 0 && a.snr > 0) throw UsageError("--noise and --snr contradict each other: give one");
+  const Grid grid = parse_matrix(a.traj.matrix, "--matrix");
+  if (is_generator(a.traj.name)) check_generator(a.traj, grid);
+}
+
+int run_phantom(const PhantomArgs &a) {
   const Grid grid = parse_matrix(a.traj.matrix, "--matrix");
   const GeneratedTrajectory g = phantom_trajectory(a, grid);
   const Phantom phantom = grid.dims() == 3 ? Phantom::shepp_logan_3d() : Phantom::shepp_logan_2d();
@@ -85,6 +90,7 @@ Runner add_phantom(CLI::App &app) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   add_enum(*cmd, "--traj-units", a->units, {{"cycles", TrajUnits::CyclesPerFov}, {"normalized", TrajUnits::Normalized}},
            "ISMRMRD output: trajectory stored in cycles/FOV or normalised to [-0.5, 0.5]");
+  cmd->final_callback([a] { check_phantom(*a); });
   return [a] { return run_phantom(*a); };
 }
 

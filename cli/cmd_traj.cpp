@@ -17,6 +17,7 @@ Runner add_traj(CLI::App &app) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   add_enum(*cmd, "--traj-units", out->units, {{"cycles", TrajUnits::CyclesPerFov}, {"normalized", TrajUnits::Normalized}},
            "ISMRMRD output: trajectory stored in cycles/FOV or normalised to [-0.5, 0.5]");
+  cmd->final_callback([spec] { check_generator(*spec, parse_matrix(spec->matrix, "--matrix")); });
   return [spec, out]() -> int {
     const Grid grid = parse_matrix(spec->matrix, "--matrix");
     const GeneratedTrajectory g = generate_trajectory(*spec, grid);
