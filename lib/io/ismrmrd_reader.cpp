@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "ismrmrd_common.hpp"
+#include "ismrmrd_guard.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
@@ -68,7 +69,9 @@ const char *trajectory_name(ISMRMRD::TrajectoryType t) {
   return "other";
 }
 
-ISMRMRD::IsmrmrdHeader read_xml(ISMRMRD::Dataset &dataset, const std::filesystem::path &path) {
+ISMRMRD::IsmrmrdHeader read_xml(ISMRMRD::Dataset &dataset, const detail::IsmrmrdGuard &guard,
+                                const std::filesystem::path &path) {
+  guard.check_header();
   std::string xml;
   try {
     dataset.readHeader(xml);
@@ -125,8 +128,8 @@ Kind classify(ISMRMRD::Acquisition &acq) {
 class Reader {
 public:
   Reader(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
-      : path_(path), options_(options), dataset_(open_dataset(path, options.group)),
-        xml_(read_xml(*dataset_, path)) {
+      : path_(path), options_(options), dataset_(open_dataset(path, options.group)), guard_(path, options.group),
+        xml_(read_xml(*dataset_, guard_, path)) {
     out_.header = header_facts(xml_, path);
     grid_ = out_.header.encoded_grid();
   }
@@ -145,6 +148,7 @@ public:
 
 private:
   void read_one(std::uint32_t index) {
+    guard_.check_acquisition(index);
     ISMRMRD::Acquisition acq;
     try {
       dataset_->readAcquisition(index, acq);
@@ -175,9 +179,20 @@ private:
                                          "no coil data");
   }
 
+  // A NaN in a noise scan would make the covariance, and so every prewhitened sample, NaN.
   std::vector<cfloat> noise_samples(ISMRMRD::Acquisition &acq, std::uint32_t index) {
     check_channels(acq, index);
+    for (int c = 0; c < out_.header.coils; ++c)
+      for (int i = 0; i < acq.number_of_samples(); ++i)
+        check_finite(index, c, i, acq.data(static_cast<std::uint16_t>(i), static_cast<std::uint16_t>(c)));
     return {acq.getDataPtr(), acq.getDataPtr() + acq.getNumberOfDataElements()};
+  }
+
+  void check_finite(std::uint32_t index, int coil, int sample, cfloat v) const {
+    if (!std::isfinite(v.real()) || !std::isfinite(v.imag()))
+      detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
+                                   std::to_string(coil) + " sample " + std::to_string(sample),
+                               v, "not finite");
   }
 
   void add_imaging(ISMRMRD::Acquisition &acq, std::uint32_t index) {
@@ -193,10 +208,7 @@ private:
     for (int c = 0; c < out_.header.coils; ++c)
       for (int i = pre; i < ns - post; ++i) {
         const cfloat v = acq.data(static_cast<std::uint16_t>(i), static_cast<std::uint16_t>(c));
-        if (!std::isfinite(v.real()) || !std::isfinite(v.imag()))
-          detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
-                                       std::to_string(c) + " sample " + std::to_string(i),
-                                   v, "not finite");
+        check_finite(index, c, i, v);
         g.coils[static_cast<std::size_t>(c)].push_back(v);
       }
   }
@@ -279,6 +291,7 @@ private:
   std::filesystem::path path_;
   IsmrmrdReadOptions options_;
   std::unique_ptr<ISMRMRD::Dataset> dataset_;
+  detail::IsmrmrdGuard guard_; // after dataset_: HDF5 opens the file read-write for libismrmrd first
   ISMRMRD::IsmrmrdHeader xml_;
   IsmrmrdData out_;
   Grid grid_;
