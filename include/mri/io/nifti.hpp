@@ -38,7 +38,8 @@ struct NiftiVolume {
   std::vector<cfloat> data; // x fastest, then y, z, series
 };
 
-// Throws IoError for a missing or unreadable file or a datatype other than float32/complex64,
+// Throws IoError for a missing or unreadable file, a datatype other than float32/complex64, dims
+// whose data the file cannot hold (checked before anything is allocated),
 // or more than 4 dimensions.
 NiftiVolume read_nifti(const std::filesystem::path &path);
 
