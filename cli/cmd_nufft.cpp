@@ -48,7 +48,6 @@ Image scaled(Image x, double s) {
 
 // k-space [1, samples..., coils] -> images [x, y, z, coils], by F^H or CG per coil.
 void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflArray &ksp) {
-  if (a.matrix.empty()) throw UsageError("--matrix is needed for --adjoint and --inverse");
   const Grid grid = parse_matrix(a.matrix, "--matrix");
   const Trajectory t = bart::to_trajectory(traj, grid.dims());
   const std::int64_t coils = coils_of(ksp.data.size(), t.size(), a.in);
@@ -97,8 +96,13 @@ void to_kspace(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
   write_cfl_atomic(cfl_base(a.out), dims, out);
 }
 
-int run_nufft(const NufftArgs &a) {
+void check_nufft(const NufftArgs &a) {
   if (a.adjoint && a.inverse) throw UsageError("--adjoint and --inverse contradict each other: give one");
+  if ((a.adjoint || a.inverse) && a.matrix.empty()) throw UsageError("--matrix is needed for --adjoint and --inverse");
+  if (!a.matrix.empty()) (void)parse_matrix(a.matrix, "--matrix");
+}
+
+int run_nufft(const NufftArgs &a) {
   const bart::CflArray traj = bart::read_cfl(cfl_base(a.traj));
   const bart::CflArray in = bart::read_cfl(cfl_base(a.in));
   const std::int64_t rows = traj.dims.empty() ? 0 : traj.dims[0];
@@ -125,6 +129,7 @@ Runner add_nufft(CLI::App &app) {
   add_enum(*cmd, "--backend", a->backend, kBackends, "cpu | cuda | auto");
   cmd->add_option("input", a->in, "BART input: image (forward) or k-space [1, samples..., coils]")->required();
   cmd->add_option("output", a->out, "BART output base name")->required();
+  cmd->final_callback([a] { check_nufft(*a); });
   return [a] { return run_nufft(*a); };
 }
 

@@ -47,12 +47,17 @@ KSpaceData noisy_slice(const Trajectory &t, const std::vector<cfloat> &clean, co
   return KSpaceData(t, std::move(samples), {}, a.coils);
 }
 
-int run_phantom(const PhantomArgs &a) {
+void check_phantom(const PhantomArgs &a) {
   if (a.noise > 0 && a.snr > 0) throw UsageError("--noise and --snr contradict each other: give one");
   if (a.slices > 1 && !is_h5(a.out)) throw UsageError("--slices " + std::to_string(a.slices) + " needs an ISMRMRD output (FILE.h5)");
   const Grid grid = parse_matrix(a.traj.matrix, "--matrix");
   if (a.slices > 1 && grid.dims() == 3)
     throw UsageError("--slices " + std::to_string(a.slices) + " stacks 2D slices; --matrix " + a.traj.matrix + " is 3D");
+  if (is_generator(a.traj.name)) check_generator(a.traj, grid);
+}
+
+int run_phantom(const PhantomArgs &a) {
+  const Grid grid = parse_matrix(a.traj.matrix, "--matrix");
   const GeneratedTrajectory g = phantom_trajectory(a, grid);
   const Phantom phantom = grid.dims() == 3 ? Phantom::shepp_logan_3d() : Phantom::shepp_logan_2d();
   const SimulatedCoils array(grid.dims(), a.coils);
@@ -104,6 +109,7 @@ Runner add_phantom(CLI::App &app) {
       ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("--slice-spacing", a->raw.slice_spacing_mm, "--slices: centre-to-centre distance of the slices, mm")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->final_callback([a] { check_phantom(*a); });
   return [a] { return run_phantom(*a); };
 }
 

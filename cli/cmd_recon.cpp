@@ -87,8 +87,12 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
   return o;
 }
 
+void check_recon(const ReconArgs &a) {
+  for (const std::string &path : a.out) check_output_path(path);
+  check_inputs(a.input);
+}
+
 int run_recon(const ReconArgs &a, bool regularizer_given) {
-  for (const std::string &path : a.out) check_output_path(path); // before any work
   const ReconInputs in = load_inputs(a.input, a.quiet);
   const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
   for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
@@ -125,6 +129,7 @@ Runner add_recon(CLI::App &app) {
   add_io_options(*cmd, *a);
   add_solver_options(*cmd, *a);
   CLI::Option *regularizer = cmd->get_option("--regularizer");
+  cmd->final_callback([a] { check_recon(*a); });
   return [a, regularizer] { return run_recon(*a, regularizer->count() > 0); };
 }
 

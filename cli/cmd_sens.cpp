@@ -16,7 +16,6 @@ struct SensArgs {
 };
 
 int run_sens(const SensArgs &a) {
-  check_output_path(a.out); // before any work
   const ReconInputs in = load_inputs(a.input, a.quiet);
   const Grid &g = in.grid;
   std::vector<cfloat> all;
@@ -63,6 +62,10 @@ Runner add_sens(CLI::App &app) {
   cmd->add_option("--crop", a->options.espirit_crop, "ESPIRiT: maps are zero where the eigenvalue is below this")
       ->capture_default_str();
   cmd->add_flag("-q,--quiet", a->quiet, "no notes on stderr");
+  cmd->final_callback([a] {
+    check_output_path(a->out);
+    check_inputs(a->input);
+  });
   return [a] { return run_sens(*a); };
 }
 

@@ -14,6 +14,7 @@ Runner add_traj(CLI::App &app) {
   cmd->add_option("out", out->path, "output: a BART base name (out.cfl, out.hdr) or FILE.h5 (ISMRMRD, zero samples)")
       ->required();
   add_raw_output_options(*cmd, *out);
+  cmd->final_callback([spec] { check_generator(*spec, parse_matrix(spec->matrix, "--matrix")); });
   return [spec, out]() -> int {
     const Grid grid = parse_matrix(spec->matrix, "--matrix");
     const GeneratedTrajectory g = generate_trajectory(*spec, grid);

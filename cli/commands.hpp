@@ -1,6 +1,7 @@
 #pragma once
-// The subcommands of `mri`, one file each: each registers its options on the app and returns
-// what runs when it was chosen.
+// The subcommands of `mri`, one file each: each registers its options on the app, with the
+// checks of their values that need no file as the subcommand's final callback (they run while
+// the command line is parsed), and returns what runs when it was chosen. app.cpp lists them.
 #include "common.hpp"
 
 namespace mri::cli {

@@ -1,6 +1,8 @@
 // Reading `mri recon`'s inputs: ISMRMRD (--in) or BART files (--traj, --kspace [--weights]).
 #include "recon_inputs.hpp"
 
+#include <algorithm>
+
 #include "report.hpp"
 
 namespace mri::cli {
@@ -54,9 +56,18 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
   return r;
 }
 
+// The voxel sizes of --fov for a BART grid (mm per voxel).
+std::vector<double> voxel_sizes(const InputArgs &a, const Grid &grid) {
+  const std::vector<double> fov = parse_sizes(a.fov, "--fov"); // mm per axis
+  if (static_cast<int>(fov.size()) != grid.dims())
+    throw UsageError("--fov = " + a.fov + ": one size per axis of --matrix " + a.matrix);
+  std::vector<double> voxel;
+  for (std::size_t ax = 0; ax < fov.size(); ++ax)
+    voxel.push_back(fov[ax] / static_cast<double>(grid.extent(static_cast<int>(ax))));
+  return voxel;
+}
+
 ReconInputs load_cfl(const InputArgs &a) {
-  if (a.traj.empty() || a.kspace.empty()) throw UsageError("give --in FILE.h5, or --traj T and --kspace K (BART)");
-  if (a.matrix.empty()) throw UsageError("--matrix is needed with BART inputs");
   ReconInputs r;
   r.bart = true;
   r.grid = r.output = parse_matrix(a.matrix, "--matrix");
@@ -70,13 +81,7 @@ ReconInputs load_cfl(const InputArgs &a) {
     for (const cfloat v : bart::read_cfl(cfl_base(a.weights)).data) w.push_back(v.real());
   const int coils = static_cast<int>(k.data.size() / t.size());
   r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils), std::nullopt});
-  if (!a.fov.empty()) {
-    const std::vector<double> fov = parse_sizes(a.fov, "--fov"); // mm per axis
-    if (static_cast<int>(fov.size()) != r.grid.dims())
-      throw UsageError("--fov = " + a.fov + ": one size per axis of --matrix " + a.matrix);
-    for (std::size_t ax = 0; ax < fov.size(); ++ax)
-      r.voxel_mm[ax] = fov[ax] / static_cast<double>(r.grid.extent(static_cast<int>(ax)));
-  }
+  if (!a.fov.empty()) std::copy_n(voxel_sizes(a, r.grid).begin(), r.grid.dims(), r.voxel_mm.begin());
   r.source = {{"traj", a.traj},   {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils},
               {"orientation", "identity: BART files carry no scanner geometry"}};
   return r;
@@ -84,9 +89,17 @@ ReconInputs load_cfl(const InputArgs &a) {
 
 } // namespace
 
-ReconInputs load_inputs(const InputArgs &a, bool quiet) {
+void check_inputs(const InputArgs &a) {
   if (!a.in.empty() && (!a.traj.empty() || !a.kspace.empty() || !a.weights.empty()))
     throw UsageError("--in (ISMRMRD) and --traj/--kspace/--weights (BART) contradict each other: give one");
+  if (!a.matrix.empty()) (void)parse_matrix(a.matrix, "--matrix");
+  if (!a.in.empty()) return;
+  if (a.traj.empty() || a.kspace.empty()) throw UsageError("give --in FILE.h5, or --traj T and --kspace K (BART)");
+  if (a.matrix.empty()) throw UsageError("--matrix is needed with BART inputs");
+  if (!a.fov.empty()) (void)voxel_sizes(a, parse_matrix(a.matrix, "--matrix"));
+}
+
+ReconInputs load_inputs(const InputArgs &a, bool quiet) {
   return a.in.empty() ? load_cfl(a) : load_h5(a, quiet);
 }
 

@@ -34,7 +34,12 @@ struct InputArgs {
   bool prewhiten = true; // ISMRMRD: with the noise scans' covariance, when there are noise scans
 };
 
-// Throws UsageError for contradicting or missing inputs; the SDK's errors for bad files.
+// Throws UsageError for contradicting or missing inputs, or a malformed --matrix or --fov; reads
+// no file (the subcommands call it while the command line is parsed).
+void check_inputs(const InputArgs &args);
+
+// The inputs of arguments that passed check_inputs. Throws the SDK's errors for bad files, and
+// UsageError for a --matrix that contradicts an ISMRMRD file.
 ReconInputs load_inputs(const InputArgs &args, bool quiet);
 
 // Each problem's geometry, or none when one of them has none (BART inputs): the NIfTI placement.

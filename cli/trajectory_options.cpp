@@ -32,35 +32,39 @@ bool is_generator(const std::string &name) {
 
 namespace {
 
-void need_dims(const std::string &name, const Grid &grid, int dims) {
-  if (grid.dims() != dims)
-    throw UsageError("--traj " + name + " is " + std::to_string(dims) + "-D but --matrix is " +
-                     std::to_string(grid.dims()) + "-D");
+// The dimensionality a generator makes (0: the matrix's).
+int generator_dims(const std::string &name) {
+  if (name == "koosh" || name == "stack-of-stars") return 3;
+  if (name == "cartesian" || name == "random") return 0;
+  return 2;
 }
 
 } // namespace
 
+void check_generator(const TrajectorySpec &s, const Grid &g) {
+  if (!is_generator(s.name)) {
+    std::string names;
+    for (const auto &n : kGenerators) names += (names.empty() ? "" : ", ") + n;
+    throw UsageError("--traj = " + s.name + ": not a generator (" + names + ")");
+  }
+  const int dims = generator_dims(s.name);
+  if (dims != 0 && g.dims() != dims)
+    throw UsageError("--traj " + s.name + " is " + std::to_string(dims) + "-D but --matrix is " +
+                     std::to_string(g.dims()) + "-D");
+}
+
 GeneratedTrajectory generate_trajectory(const TrajectorySpec &s, const Grid &g) {
+  check_generator(s, g);
   const traj::SpokeOrder order = s.golden ? traj::SpokeOrder::GoldenAngle : traj::SpokeOrder::Uniform;
   const auto i64 = [](auto v) { return static_cast<std::int64_t>(v); };
   if (s.name == "cartesian") return {traj::cartesian(g), {3, g.nx(), g.ny() * g.nz()}};
   if (s.name == "random") return {traj::uniform_random(g, s.points, s.seed), {3, i64(s.points)}};
-  if (s.name == "koosh") {
-    need_dims(s.name, g, 3);
-    return {traj::koosh(g, s.spokes, s.readout), {3, s.readout, s.spokes}};
-  }
-  if (s.name == "stack-of-stars") {
-    need_dims(s.name, g, 3);
+  if (s.name == "koosh") return {traj::koosh(g, s.spokes, s.readout), {3, s.readout, s.spokes}};
+  if (s.name == "stack-of-stars")
     return {traj::stack_of_stars(g, s.spokes, s.readout, order), {3, s.readout, s.spokes * g.nz()}};
-  }
-  need_dims(s.name, g, 2);
   if (s.name == "radial") return {traj::radial(g, s.spokes, s.readout, order), {3, s.readout, s.spokes}};
   if (s.name == "spiral") return {traj::spiral(g, s.interleaves, s.samples, s.undersampling), {3, s.samples, s.interleaves}};
-  if (s.name == "propeller")
-    return {traj::propeller(g, s.blades, s.lines, s.readout), {3, s.readout, i64(s.lines) * s.blades}};
-  std::string names;
-  for (const auto &n : kGenerators) names += (names.empty() ? "" : ", ") + n;
-  throw UsageError("--traj = " + s.name + ": not a generator (" + names + ")");
+  return {traj::propeller(g, s.blades, s.lines, s.readout), {3, s.readout, i64(s.lines) * s.blades}};
 }
 
 } // namespace mri::cli

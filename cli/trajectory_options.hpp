@@ -25,8 +25,10 @@ extern const std::vector<std::string> kGenerators;
 void add_trajectory_options(CLI::App &app, TrajectorySpec &spec, const std::string &name_help);
 bool is_generator(const std::string &name);
 
-// The generated trajectory and its BART dims [3, readout, lines]. Throws UsageError for an
-// unknown generator or one that does not fit the matrix's dimensionality.
+// Throws UsageError for an unknown generator or one that does not fit the matrix's dimensionality.
+void check_generator(const TrajectorySpec &spec, const Grid &grid);
+
+// The generated trajectory and its BART dims [3, readout, lines] (check_generator's errors first).
 struct GeneratedTrajectory {
   Trajectory trajectory;
   std::vector<std::int64_t> dims;

@@ -7,6 +7,7 @@
 #include <nifti2_io.h>
 
 #include <cmath>
+#include <fstream>
 #include <memory>
 
 using namespace mri;
@@ -164,4 +165,32 @@ TEST_CASE("nifti: without geometry the identity; geometries one affine cannot ho
   above.position = {a.slice_dir[0] * 10, a.slice_dir[1] * 10, a.slice_dir[2] * 10};
   CHECK_THROWS_AS(write_nifti(dir / "x.nii", images, {1, 1, 1}, NiftiValues::Magnitude, {a, above}), InvalidArgument);
   CHECK(std::filesystem::directory_iterator(dir.path())->path().filename() == "i.nii"); // nothing else written
+}
+
+namespace {
+
+// A copy of `from` with `bytes` written at `offset` (header fields of a valid file).
+std::filesystem::path patched(const std::filesystem::path &from, const std::filesystem::path &to, std::size_t offset,
+                              const std::vector<char> &bytes) {
+  std::filesystem::copy_file(from, to);
+  std::fstream f(to, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return to;
+}
+
+} // namespace
+
+TEST_CASE("nifti: read_nifti refuses a header the file does not back (fuzzing)", "[nifti]") {
+  test::TempDir dir("nifti");
+  const std::filesystem::path good = dir / "good.nii";
+  write_nifti(good, {test::random_image(Grid(4, 4, 2), 1)}, {1, 1, 1});
+  // dim[1..4] = 32767 (NIfTI-1 header offset 42): 2^47 bytes asked of a 480-byte file, which
+  // libnifti allocated before reading.
+  const std::vector<char> huge{'\xff', '\x7f', '\xff', '\x7f', '\xff', '\x7f', '\xff', '\x7f'};
+  CHECK_THROWS_WITH(read_nifti(patched(good, dir / "huge.nii", 42, huge)),
+                    Catch::Contains("dim = 32767 x 32767 x 32767 of datatype 16 needs"));
+  std::filesystem::copy_file(good, dir / "short.nii");
+  std::filesystem::resize_file(dir / "short.nii", 400);
+  CHECK_THROWS_WITH(read_nifti(dir / "short.nii"), Catch::Contains("needs 128 bytes"));
 }

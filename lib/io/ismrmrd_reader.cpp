@@ -18,6 +18,7 @@
 
 #include "ismrmrd_blocks.hpp"
 #include "ismrmrd_common.hpp"
+#include "ismrmrd_guard.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
@@ -93,7 +94,9 @@ const char *trajectory_name(ISMRMRD::TrajectoryType t) {
   return "other";
 }
 
-ISMRMRD::IsmrmrdHeader read_xml(ISMRMRD::Dataset &dataset, const std::filesystem::path &path) {
+ISMRMRD::IsmrmrdHeader read_xml(ISMRMRD::Dataset &dataset, const detail::IsmrmrdGuard &guard,
+                                const std::filesystem::path &path) {
+  guard.check_header();
   std::string xml;
   try {
     dataset.readHeader(xml);
@@ -151,8 +154,8 @@ Kind classify(std::uint64_t flags) {
 class Reader {
 public:
   Reader(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
-      : path_(path), options_(options), dataset_(open_dataset(path, options.group)),
-        xml_(read_xml(*dataset_, path)), acquisitions_(path, options.group) {
+      : path_(path), options_(options), dataset_(open_dataset(path, options.group)), guard_(path, options.group),
+        xml_(read_xml(*dataset_, guard_, path)), acquisitions_(path, options.group) {
     out_.header = header_facts(xml_, path);
     grid_ = out_.header.encoded_grid();
   }
@@ -180,7 +183,7 @@ private:
   }
 
   void read_one(std::uint32_t index) {
-    const detail::AcquisitionView acq = acquisitions_.read(index);
+    const detail::AcquisitionView acq = acquisitions_.read(index); // checks the arrays' lengths
     switch (classify(acq.head.flags)) {
     case Kind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
     case Kind::Navigation: ++out_.counts.navigation; return;
@@ -205,9 +208,23 @@ private:
                                          "no coil data");
   }
 
+  // A NaN in a noise scan would make the covariance, and so every prewhitened sample, NaN.
   std::vector<cfloat> noise_samples(const detail::AcquisitionView &acq, std::uint32_t index) {
     check_channels(acq, index);
-    return {acq.data, acq.data + static_cast<std::size_t>(acq.head.number_of_samples) * acq.head.active_channels};
+    const std::size_t ns = acq.head.number_of_samples;
+    for (std::size_t c = 0; c < acq.head.active_channels; ++c)
+      check_finite(index, c, acq.data + c * ns, acq.data + (c + 1) * ns, 0);
+    return {acq.data, acq.data + ns * acq.head.active_channels};
+  }
+
+  // Samples [first, last) of coil `coil` of acquisition `index`, numbered from `offset`.
+  void check_finite(std::uint32_t index, std::size_t coil, const cfloat *first, const cfloat *last, int offset) const {
+    const cfloat *bad =
+        std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
+    if (bad != last)
+      detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
+                                   std::to_string(coil) + " sample " + std::to_string(offset + (bad - first)),
+                               *bad, "not finite");
   }
 
   void add_imaging(const detail::AcquisitionView &acq, std::uint32_t index) {
@@ -231,12 +248,7 @@ private:
     for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
     for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
       const cfloat *first = acq.data + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
-      const cfloat *bad =
-          std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
-      if (bad != last)
-        detail::invalid_argument(path_.string() + ": acquisition " + std::to_string(index) + " coil " +
-                                     std::to_string(c) + " sample " + std::to_string(pre + (bad - first)),
-                                 *bad, "not finite");
+      check_finite(index, c, first, last, pre);
       std::copy(first, last, g.samples.begin() + static_cast<std::ptrdiff_t>(c * g.per_coil + at));
     }
   }
@@ -316,6 +328,7 @@ private:
   std::filesystem::path path_;
   IsmrmrdReadOptions options_;
   std::unique_ptr<ISMRMRD::Dataset> dataset_;
+  detail::IsmrmrdGuard guard_; // after dataset_: HDF5 opens the file read-write for libismrmrd first
   ISMRMRD::IsmrmrdHeader xml_;
   detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each
   IsmrmrdData out_;

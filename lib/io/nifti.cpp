@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iomanip>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -155,6 +157,30 @@ std::vector<float> read_floats(const std::filesystem::path &path, const nifti_im
   return f;
 }
 
+// The bytes the header's dims and datatype ask for must be in the data file before they are
+// allocated (read_floats; a 352-byte header can ask for 2^60). A .gz file of n bytes holds at most
+// 1032 n (deflate's largest ratio). In double: dims up to 2^63 in 7 axes overflow an int64.
+void check_data_size(const nifti_image &nim, const std::filesystem::path &path) {
+  std::ostringstream dims;
+  double voxels = 1;
+  for (int a = 1; a <= nim.ndim && a < 8; ++a) {
+    voxels *= static_cast<double>(nim.dim[a]);
+    dims << (a > 1 ? " x " : "") << nim.dim[a];
+  }
+  std::error_code ec;
+  const std::filesystem::path data = nim.iname != nullptr ? nim.iname : path;
+  const double bytes = static_cast<double>(std::filesystem::file_size(data, ec));
+  if (ec) throw IoError(path.string() + ": no data file " + data.string());
+  const double held =
+      nifti_is_gzfile(data.c_str()) ? 1032 * bytes : std::max(0.0, bytes - static_cast<double>(nim.iname_offset));
+  if (voxels * nim.nbyper <= held) return;
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(0) << path.string() << ": dim = " << dims.str() << " of datatype "
+     << nim.datatype << " needs " << voxels * nim.nbyper << " bytes, the file holds " << held
+     << " after vox_offset " << nim.iname_offset;
+  throw IoError(os.str());
+}
+
 } // namespace
 
 void check_nifti_geometry(const Grid &grid, std::size_t images, const std::vector<ScannerGeometry> &geometry) {
@@ -215,6 +241,7 @@ NiftiVolume read_nifti(const std::filesystem::path &path) {
   if (nim->datatype != DT_FLOAT32 && nim->datatype != DT_COMPLEX64)
     throw IoError(path.string() + ": datatype " + std::to_string(nim->datatype) + " (float32 or complex64 expected)");
   if (nim->ndim > 4) throw IoError(path.string() + ": " + std::to_string(nim->ndim) + " dimensions (at most 4)");
+  check_data_size(*nim, path);
   NiftiVolume v;
   for (int a = 0; a < 4; ++a) v.dims[a] = std::max<std::int64_t>(1, a < nim->ndim ? nim->dim[a + 1] : 1);
   for (int a = 0; a < 3; ++a) v.voxel_mm[a] = nim->pixdim[a + 1];

@@ -1,61 +1,17 @@
-// The fuzz harnesses (fuzz_targets.hpp).
+// The fuzz harnesses of the BART and Q-cache readers (fuzz_targets.hpp).
 #include "fuzz_targets.hpp"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <string>
 
-#include <unistd.h>
-
+#include "fuzz_scratch.hpp"
 #include "mri/bart.hpp"
 #include "mri/error.hpp"
 #include "mri/trajectory.hpp"
 
 namespace mri::fuzz {
-namespace {
 
 namespace fs = std::filesystem;
-
-// One directory per process for the files an input is written to (TMPDIR: scripts/fuzz.sh points
-// it at /dev/shm so that millions of executions do not touch a disk), removed at exit.
-class Scratch {
-public:
-  Scratch() : dir_(fs::temp_directory_path() / ("mri_fuzz_" + std::to_string(::getpid()))) {
-    fs::create_directories(dir_);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  const fs::path &dir() const { return dir_; }
-
-private:
-  fs::path dir_;
-};
-
-const fs::path &scratch_dir() {
-  static const Scratch scratch;
-  return scratch.dir();
-}
-
-void write_file(const fs::path &path, const std::uint8_t *data, std::size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char *>(data), static_cast<std::streamsize>(size));
-  if (!out) {
-    std::fprintf(stderr, "fuzz harness: cannot write %s\n", path.c_str());
-    std::abort();
-  }
-}
-
-[[noreturn]] void finding(const char *what) {
-  std::fprintf(stderr, "fuzz harness finding: %s\n", what);
-  std::abort();
-}
-
-} // namespace
 
 int cfl_reader(const std::uint8_t *data, std::size_t size) {
   const fs::path base = scratch_dir() / "input";

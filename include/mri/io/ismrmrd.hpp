@@ -104,7 +104,7 @@ struct IsmrmrdData {
 // Throws IoError naming the file for a missing file, one that is not HDF5/ISMRMRD, a missing or
 // malformed XML header, or acquisitions that disagree with it (channels, trajectory dimensions,
 // no trajectory on a non-Cartesian encoding);
-// InvalidArgument for a header with zero coils or an empty matrix, NaN/Inf samples or
+// InvalidArgument for a header with zero coils or an empty matrix, NaN/Inf samples (noise scans too) or
 // trajectories (naming the acquisition), or a file without imaging acquisitions.
 IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options = {});
 

@@ -72,7 +72,8 @@ void write_nifti_displacements(const std::filesystem::path &path, const std::vec
                                const std::array<double, 3> &voxel_mm, DisplacementUnits units,
                                const NiftiAffine &affine);
 
-// Throws IoError for a missing or unreadable file or a datatype other than float32/complex64,
+// Throws IoError for a missing or unreadable file, a datatype other than float32/complex64, dims
+// whose data the file cannot hold (checked before anything is allocated),
 // or more than 4 dimensions.
 NiftiVolume read_nifti(const std::filesystem::path &path);
 

@@ -1,0 +1,41 @@
+#pragma once
+// libismrmrd 1.8 trusts a file's structure: it sizes a buffer by the acquisitions' dataspace rank
+// unchecked (a damaged rank of -1: malloc(-8)), reads the XML header into a one-pointer buffer
+// whatever the dataspace holds and uses the pointer when the read failed, and copies an
+// acquisition's samples and trajectory by the sizes in its header whatever the stored arrays hold
+// (a heap overflow). The guard asks HDF5 the same questions first and turns a file that would
+// reach those paths into an IoError naming what disagrees (found by fuzzing: tests/fuzz/). The
+// acquisitions themselves are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each
+// one's stored arrays against its header.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <hdf5.h>
+
+namespace mri::detail {
+
+class IsmrmrdGuard {
+public:
+  // Opens the file read-only; after libismrmrd's Dataset (HDF5 refuses to open read-write a file
+  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1.
+  IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
+  ~IsmrmrdGuard();
+  IsmrmrdGuard(const IsmrmrdGuard &) = delete;
+  IsmrmrdGuard &operator=(const IsmrmrdGuard &) = delete;
+
+  // Before libismrmrd reads the XML header: one variable-length string that HDF5 can read.
+  void check_header() const;
+
+private:
+  hid_t sizes_type(); // -1 when the stored compound lacks the arrays
+  void close();
+
+  std::filesystem::path path_;
+  std::string group_;
+  hid_t file_ = -1, acquisitions_ = -1, sizes_type_ = -1;
+  std::size_t traj_bytes_ = 0, data_bytes_ = 0; // per element of the stored arrays
+};
+
+} // namespace mri::detail
