@@ -71,6 +71,7 @@ void write_header_and(const std::filesystem::path &path, int channels, bool nois
   ISMRMRD::serialize(h, os);
   ds.writeHeader(os.str());
   ISMRMRD::Acquisition a(8, static_cast<std::uint16_t>(channels), 0);
+  std::fill(a.getDataPtr(), a.getDataPtr() + a.getNumberOfDataElements(), std::complex<float>(1, 0)); // not left uninitialised
   if (noise) a.setFlag(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT);
   ds.appendAcquisition(a);
 }
@@ -223,6 +224,12 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     acq.data(3, 1) = std::complex<float>(std::nanf(""), 0);
     ds.appendAcquisition(acq);
   }
+  SECTION("a NaN noise sample (fuzzing: it made every prewhitened sample NaN)") {
+    const Fixture f;
+    IsmrmrdWriteInput in = f.input(TrajUnits::CyclesPerFov);
+    in.noise[0][5] = std::complex<float>(std::nanf(""), 0); // coil 0, sample 5 of the first scan
+    write_ismrmrd(dir / "noisenan.h5", in);
+  }
   SECTION("a radial header, an acquisition without trajectory") {
     const Fixture f;
     write_ismrmrd(dir / "notraj.h5", f.input(TrajUnits::CyclesPerFov));
@@ -234,6 +241,8 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
   if (std::filesystem::exists(dir / "nohdr.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "nohdr.h5"), test::contains("no XML header"));
   if (std::filesystem::exists(dir / "nan.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "nan.h5"), test::contains("acquisition 18 coil 1 sample 3"));
+  if (std::filesystem::exists(dir / "noisenan.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "noisenan.h5"), test::contains("acquisition 0 coil 0 sample 5"));
   if (std::filesystem::exists(dir / "notraj.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "notraj.h5"), test::contains("acquisition 18 has no trajectory"));
   if (std::filesystem::exists(dir / "noise.h5"))
