@@ -230,10 +230,11 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
   const KSpaceData &inside = wrapped ? *wrapped : data;
   ReconReport report;
-  const detail::ReconCoils coils = detail::prepare_coils(inside, grid, options, report);
+  const Backend backend = recon_backend(options);
+  const detail::ReconCoils coils = detail::prepare_coils(inside, grid, options, backend, report);
   const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
   const CoilSensitivities *maps = coils.maps.get();
-  ReconResult r = recon_backend(options) == Backend::Cuda
+  ReconResult r = backend == Backend::Cuda
                       ? detail::require_cuda("reconstruct").reconstruct(used, grid, options, maps, std::move(report), t_start)
                       : reconstruct_cpu(used, grid, options, maps, std::move(report), t_start);
   r.report.wrapped_samples = outside;

@@ -53,7 +53,7 @@ std::vector<float> calibration_weights(const Trajectory &cal, const Grid &grid) 
 } // namespace
 
 std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &grid, int calibration, bool taper,
-                                          double tolerance) {
+                                          double tolerance, Backend backend) {
   const Trajectory trajectory = data.trajectory().wrapped(grid);
   const double half = calibration / 2.0;
   std::vector<std::size_t> index;
@@ -81,6 +81,7 @@ std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &gr
 
   NufftOptions o;
   o.tolerance = tolerance;
+  o.backend = backend;
   const NufftOperator adjoint(std::move(cal), grid, o);
   const std::size_t m = data.samples_per_coil(), n = static_cast<std::size_t>(grid.voxels());
   std::vector<cfloat> images(n * static_cast<std::size_t>(data.coils())), y(index.size());

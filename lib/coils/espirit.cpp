@@ -93,11 +93,12 @@ Eigen::MatrixXcd signal_subspace(const std::vector<cfloat> &y, int coils, const 
 
 } // namespace
 
-CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &o) {
+CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &o,
+                                        Backend backend) {
   const int coils = data.coils();
   std::array<i64, 3> shape{}, kernel{};
   const std::vector<cfloat> low_res =
-      detail::low_resolution_images(data, grid, o.calibration, false, kCalibrationTolerance);
+      detail::low_resolution_images(data, grid, o.calibration, false, kCalibrationTolerance, backend);
   const std::vector<cfloat> y = calibration_kspace(low_res, coils, grid, o.calibration, shape);
   const int width = o.espirit_kernel != 0 ? o.espirit_kernel : grid.dims() == 3 ? 4 : 6;
   for (int a = 0; a < 3; ++a) kernel[static_cast<std::size_t>(a)] = shape[static_cast<std::size_t>(a)] > 1 ? width : 1;

@@ -3,5 +3,6 @@
 #include "mri/coils.hpp"
 
 namespace mri {
-CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options);
+CoilSensitivities espirit_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options,
+                                        Backend backend);
 } // namespace mri

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "calibration.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
@@ -25,7 +26,8 @@ void check_maps(const CoilSensitivities &maps, const KSpaceData &data, const Gri
 }
 } // namespace
 
-ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &o, ReconReport &report) {
+ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &o, Backend backend,
+                         ReconReport &report) {
   const auto t0 = std::chrono::steady_clock::now();
   report.acquired_coils = report.coils = data.coils();
   if (o.sensitivities) check_maps(*o.sensitivities, data, grid);
@@ -50,7 +52,7 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
   if (o.sensitivities) {
     report.maps = "given";
   } else if (used.coils() > 1) {
-    out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities(used, grid, o.sensitivity));
+    out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities_on(used, grid, o.sensitivity, backend));
     const SensitivityOptions &so = o.sensitivity;
     report.maps = "estimated, " + std::string(to_string(so.method)) + " (k-space centre |k| < " +
                   std::to_string(so.calibration / 2) + ", " +
@@ -59,7 +61,7 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
                        ? "Hann taper, RSS-normalised, masked below " + std::to_string(so.mask_threshold) + " of the peak"
                        : "kernel " + (so.espirit_kernel ? std::to_string(so.espirit_kernel) : std::string("auto")) + ", threshold " +
                              std::to_string(so.espirit_threshold) + ", crop " + std::to_string(so.espirit_crop)) +
-                  ")";
+                  ", calibration images on " + to_string(backend) + ")";
   } else {
     report.maps = "none";
   }

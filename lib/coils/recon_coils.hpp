@@ -18,10 +18,12 @@ struct ReconCoils {
   std::shared_ptr<const CoilSensitivities> maps;
 };
 
-// Fills report.acquired_coils, coils, coil_energy_kept, maps and coil_seconds. Throws
+// Fills report.acquired_coils, coils, coil_energy_kept, maps and coil_seconds; estimated maps
+// take their calibration images on `backend` (the reconstruction's). Throws
 // InvalidArgument for maps of another grid or coil count, multi-coil data without maps under
 // CoilMaps::Require, virtual_coils outside [0, data.coils()].
-ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &options, ReconReport &report);
+ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &options, Backend backend,
+                         ReconReport &report);
 
 class HostCoils {
 public:

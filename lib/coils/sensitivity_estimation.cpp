@@ -39,13 +39,18 @@ void check_options(const SensitivityOptions &o, const Grid &grid) {
 const char *to_string(MapEstimate m) { return m == MapEstimate::Direct ? "direct" : "espirit"; }
 
 CoilSensitivities estimate_sensitivities(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options) {
+  return detail::estimate_sensitivities_on(data, grid, options, Backend::Cpu);
+}
+
+CoilSensitivities detail::estimate_sensitivities_on(const KSpaceData &data, const Grid &grid,
+                                                    const SensitivityOptions &options, Backend backend) {
   check_options(options, grid);
   data.trajectory().check_range(grid);
-  if (options.method == MapEstimate::Espirit) return espirit_sensitivities(data, grid, options);
+  if (options.method == MapEstimate::Espirit) return espirit_sensitivities(data, grid, options, backend);
   const int coils = data.coils();
   const std::size_t n = static_cast<std::size_t>(grid.voxels());
   std::vector<cfloat> maps =
-      detail::low_resolution_images(data, grid, options.calibration, true, NufftOptions{}.tolerance);
+      detail::low_resolution_images(data, grid, options.calibration, true, NufftOptions{}.tolerance, backend);
 
   // S_c = I_c / sqrt(sum_c |I_c|^2), zero where that sum is below the mask threshold.
   const Image rss = CoilSensitivities(grid, coils, maps).root_sum_of_squares();
