@@ -6,6 +6,8 @@
 #include <ismrmrd/ismrmrd.h>
 #include <ismrmrd/xml.h>
 
+#include <array>
+#include <cstring>
 #include <sstream>
 
 #include "ismrmrd_common.hpp"
@@ -72,13 +74,17 @@ void check_input(const IsmrmrdWriteInput &in) {
   if (first.coils() > 65535) detail::invalid_argument("write_ismrmrd: coils", first.coils(), "too many");
 }
 
+// The header is packed (2-byte aligned): its float arrays are written by memcpy, not through the
+// float pointers the accessors return (a misaligned store; UBSan in CI).
 void set_geometry(ISMRMRD::Acquisition &acq, const ScannerGeometry &g) {
-  for (int a = 0; a < 3; ++a) {
-    acq.read_dir()[a] = static_cast<float>(g.read_dir[a]);
-    acq.phase_dir()[a] = static_cast<float>(g.phase_dir[a]);
-    acq.slice_dir()[a] = static_cast<float>(g.slice_dir[a]);
-    acq.position()[a] = static_cast<float>(g.position[a]);
-  }
+  const auto put = [](float *to, const std::array<double, 3> &v) {
+    const float f[3] = {static_cast<float>(v[0]), static_cast<float>(v[1]), static_cast<float>(v[2])};
+    std::memcpy(to, f, sizeof f);
+  };
+  put(acq.read_dir(), g.read_dir);
+  put(acq.phase_dir(), g.phase_dir);
+  put(acq.slice_dir(), g.slice_dir);
+  put(acq.position(), g.position);
 }
 
 // Readout r of slice `slice` as an acquisition: C channels x S samples, its trajectory in `units`.
