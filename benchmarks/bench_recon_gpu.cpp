@@ -10,6 +10,11 @@
 //   RECON-3D-MC  RECON-3D seen by 8 simulated coils (SimulatedCoils, exact k-space), M = 2^20 per
 //             coil, the true maps given, 20 CG iterations of SENSE: method = Nufft end to end, and
 //             method = Exact (F^H D for 8 coils: coil-pairs/s = coils N M / fhd_s)
+//   RECON-2D-MC  256^2 seen by 8 simulated coils, radial 256 spokes x 512 (one slice of the 64-slice
+//             batch of docs/cli.md), SNR 30, the true maps given, 20 CG iterations, method = Nufft
+//   */sense-apply  one SENSE normal application (Toeplitz), the one-coil operator composed per coil
+//             (mri_backend/sense.hpp) against the coil-batched operator (cuda/sense_toeplitz.hpp),
+//             on RECON-2D-MC and RECON-3D-MC
 //
 // Timing: end to end = host wall clock of mri::reconstruct (after one untimed warm-up call in the
 // same process: CUDA context, module loading, cuFFT plans and their JIT are paid there; the report
@@ -34,8 +39,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "device_image.hpp"
 #include "fhd_backend.hpp"
+#include "mri_backend/sense.hpp"
+#include "sense_cuda.hpp"
+#include "sense_toeplitz.hpp"
 #include "toeplitz_cuda.hpp"
 #include "mri/mri.hpp"
 
@@ -65,6 +74,16 @@ Problem make_problem(const std::string &name) {
     auto t = mri::traj::koosh(p.grid, 4096, 256);
     auto s = array.kspace(phantom, t, p.grid);
     mri::add_noise(s, 50.0, 1);
+    p.data.emplace(std::move(t), std::move(s), std::vector<float>{}, 8);
+    p.maps = std::make_shared<const mri::CoilSensitivities>(array.maps(p.grid));
+    p.truth = phantom.rasterize(p.grid, 2);
+  } else if (name == "RECON-2D-MC") {
+    p.grid = Grid(256, 256);
+    const auto phantom = mri::Phantom::shepp_logan_2d();
+    const mri::SimulatedCoils array(2, 8);
+    auto t = mri::traj::radial(p.grid, 256, 512);
+    auto s = array.kspace(phantom, t, p.grid);
+    mri::add_noise(s, 30.0, 1);
     p.data.emplace(std::move(t), std::move(s), std::vector<float>{}, 8);
     p.maps = std::make_shared<const mri::CoilSensitivities>(array.maps(p.grid));
     p.truth = phantom.rasterize(p.grid, 2);
@@ -217,6 +236,7 @@ void BM_Recon3D_Nufft(benchmark::State &state) {
 void BM_Recon3D_NufftDirect(benchmark::State &state) { recon_nufft(state, "RECON-3D", mri::Normal::Direct); }
 void BM_Recon2D_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-2D", mri::Normal::Toeplitz); }
 void BM_Recon3DMC_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-3D-MC", mri::Normal::Toeplitz); }
+void BM_Recon2DMC_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-2D-MC", mri::Normal::Toeplitz); }
 void BM_Recon3DMC_Exact(benchmark::State &state) {
   end_to_end(state, "RECON-3D-MC", "RECON-3D-MC (exact)", recon_options(), false);
 }
@@ -285,6 +305,54 @@ void BM_Recon3D_CgIteration(benchmark::State &state) {
   state.counters["apply_ms"] = apply_ms[apply_ms.size() / 2];
   state.counters["vectors_ms"] = vector_ms[vector_ms.size() / 2];
   state.SetLabel(op.fft_note());
+}
+
+// One SENSE normal application of a multi-coil problem: its Toeplitz operator (Q from the
+// trajectory), the true maps on the device, and both ways of applying them.
+struct SenseApply {
+  std::unique_ptr<ToeplitzOperator> toeplitz;
+  std::unique_ptr<mri::cuda::detail::DeviceCoils> coils;
+  std::unique_ptr<DeviceImage> x, out;
+};
+std::map<std::string, std::unique_ptr<SenseApply>> g_sense_apply; // released before main returns
+SenseApply &sense_apply(const std::string &name) {
+  auto &slot = g_sense_apply[name];
+  if (!slot) {
+    Problem &pr = problem(name);
+    slot = std::make_unique<SenseApply>();
+    slot->toeplitz = std::make_unique<ToeplitzOperator>(pr.data->trajectory(), std::span<const float>{}, pr.grid);
+    slot->coils = std::make_unique<mri::cuda::detail::DeviceCoils>(*pr.maps, mri::Regularizer::None, 0.0,
+                                                                   slot->toeplitz->stream());
+    slot->x = std::make_unique<DeviceImage>(
+        mri::Image(pr.grid, mri::bench::random_complex(static_cast<std::size_t>(pr.grid.voxels()), 7)));
+    slot->out = std::make_unique<DeviceImage>(pr.grid);
+  }
+  return *slot;
+}
+
+// Args: 0 the one-coil operator composed per coil, else the coil-batched operator with that many
+// coils per pass.
+void BM_SenseApply(benchmark::State &state, const std::string &name) {
+  SenseApply &a = sense_apply(name);
+  const auto one_coil = [&](const DeviceImage &in, DeviceImage &out) { a.toeplitz->apply(in, out); };
+  using Composed = mri::detail::SenseNormal<DeviceImage, mri::cuda::detail::DeviceCoils, decltype(one_coil)>;
+  std::optional<Composed> composed;
+  std::optional<mri::cuda::detail::SenseToeplitz> batched;
+  if (state.range(0) == 0)
+    composed.emplace(*a.coils, one_coil, *a.x);
+  else
+    batched.emplace(*a.coils, *a.toeplitz, static_cast<int>(state.range(0)));
+  mri::cuda::StreamTimer timer(a.toeplitz->stream());
+  for (auto _ : state) {
+    timer.start();
+    if (composed)
+      (*composed)(*a.x, *a.out);
+    else
+      (*batched)(*a.x, *a.out);
+    state.SetIterationTime(timer.stop_ms() * 1e-3);
+  }
+  state.SetLabel(composed ? "one-coil operator per coil (" + a.toeplitz->fft_note() + ")"
+                          : std::to_string(state.range(0)) + " coils per batched transform");
 }
 
 void BM_Cufft_C2C_Pair(benchmark::State &state) {
@@ -356,6 +424,9 @@ int main(int argc, char **argv) {
   benchmark::RegisterBenchmark("RECON-2D/nufft", BM_Recon2D_Nufft)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-2D/direct-normal", BM_Recon2D_Direct)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-3D-MC/nufft", BM_Recon3DMC_Nufft)->UseManualTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-2D-MC/nufft", BM_Recon2DMC_Nufft)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  for (const char *mc : {"RECON-2D-MC", "RECON-3D-MC"})
+    benchmark::RegisterBenchmark((std::string(mc) + "/sense-apply").c_str(), BM_SenseApply, std::string(mc))->Arg(0)->Arg(4)->Arg(8)->UseManualTime()->Iterations(20)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-3D-MC/exact", BM_Recon3DMC_Exact)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
   if (const char *e = std::getenv("MRI_BENCH_256"); e && std::string(e) == "1") {
     benchmark::RegisterBenchmark("RECON-3D-256/end-to-end", BM_Recon3D_256)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
@@ -365,6 +436,7 @@ int main(int argc, char **argv) {
   print_amdahl();
   std::fflush(stdout);
   g_iteration.reset();
+  g_sense_apply.clear();
   mri::cuda::release_toeplitz_plans();
   std::error_code ec;
   std::filesystem::remove_all(cache_dir(), ec);

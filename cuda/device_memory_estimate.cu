@@ -2,6 +2,7 @@
 // reconstruct_device_bytes): checked against the free memory and device_memory_limit before
 // anything is allocated.
 #include "normal_common.cuh"
+#include "sense_toeplitz.hpp"
 
 namespace mri::cuda {
 
@@ -72,6 +73,9 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
                (2 * m * 8 + (std::size_t{1} << grid.dims()) * n * 8 + n * 8);
     b.q += maps;
     b.cg += maps + 2 * n * 8;
+    // The coil-batched Toeplitz operator's padded grids and work area (sense_toeplitz.hpp).
+    if (const int batch = direct ? 0 : detail::sense_coil_batch(grid, coils); batch > 0)
+      b.cg += detail::sense_batch_bytes(grid, batch);
   }
   return b;
 }

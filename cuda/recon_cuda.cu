@@ -16,6 +16,7 @@
 #include "mri_backend/sense.hpp"
 #include "recon_cuda.hpp"
 #include "sense_cuda.hpp"
+#include "sense_toeplitz.hpp"
 #include "staged_upload.cuh"
 #include "toeplitz_cuda.hpp"
 
@@ -127,6 +128,11 @@ public:
 
     const GpuNormal normal{toeplitz_ ? &*toeplitz_ : nullptr, direct_op_ ? &*direct_op_ : nullptr};
     if (!coils_) return solve(ConjugateGradient<GpuNormal, DeviceImage>(normal), rhs, t_start);
+    if (const int batch = toeplitz_ ? sense_coil_batch(grid_, coils_->count()) : 0; batch > 0) {
+      SenseToeplitz batched = timed(report_.fft_setup_seconds, [&] { return SenseToeplitz(*coils_, *toeplitz_, batch); });
+      report_.toeplitz_fft = "unfused, " + std::to_string(batch) + " coils per batched transform";
+      return solve(ConjugateGradient<SenseToeplitz, DeviceImage>(std::move(batched)), rhs, t_start);
+    }
     using Sense = mri::detail::SenseNormal<DeviceImage, DeviceCoils, GpuNormal>;
     return solve(ConjugateGradient<Sense, DeviceImage>(Sense(*coils_, normal, rhs)), rhs, t_start);
   }

@@ -17,6 +17,10 @@ public:
   DeviceCoils &operator=(const DeviceCoils &) = delete;
 
   int count() const { return coils_; }
+  const cfloat *maps() const { return maps_; } // coil c's map at c * grid().voxels()
+  const Grid &grid() const { return grid_; }
+  Regularizer regularizer() const { return regularizer_; }
+  float lambda() const { return lambda_; }
   void expand(int c, const DeviceImage &x, DeviceImage &out) const;                // out = S_c .* x
   void combine(int c, const DeviceImage &y, DeviceImage &out, bool first) const;   // out (+)= conj(S_c) .* y
   void combine(int c, const cfloat *y, DeviceImage &out, bool first) const;        // y: voxels() device values

@@ -392,4 +392,6 @@ std::vector<float> ToeplitzOperator::spectrum() const {
   return s;
 }
 
+const float *ToeplitzOperator::device_spectrum() const { return impl_->kernel.get(); }
+
 } // namespace mri::cuda

@@ -92,6 +92,9 @@ public:
   void apply(const DeviceImage &in, DeviceImage &out) const;
   // The spectrum, downloaded (what the cache stores).
   std::vector<float> spectrum() const;
+  // The spectrum on the device: grid().doubled().voxels() values, FFT order, scaled by 1 / L (what
+  // apply() multiplies by; the coil-batched SENSE operator shares it).
+  const float *device_spectrum() const;
 
   struct Impl;
 

@@ -42,21 +42,21 @@ void create_plan(cufftHandle &h, bool &has) {
   MRI_CUFFT_CHECK(cufftSetAutoAllocation(h, 0));
 }
 
-// Plans handle `h` (created) as one C2C transform of the whole padded grid; returns the work
-// size it needs.
-std::size_t plan_whole_grid(cufftHandle h, const FftShape &s) {
+// Plans handle `h` (created) as C2C transforms of `batch` contiguous whole padded grids; returns
+// the work size it needs.
+std::size_t plan_whole_grid(cufftHandle h, const FftShape &s, int batch = 1) {
   std::size_t work = 0;
   int n[3] = {s.n[0], s.n[1], s.n[2]};
-  MRI_CUFFT_CHECK(cufftMakePlanMany(h, s.rank, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, 1, &work));
+  MRI_CUFFT_CHECK(cufftMakePlanMany(h, s.rank, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, batch, &work));
   return work;
 }
 
 } // namespace
 
 // Creates a C2C plan without its own work area; returns the work size it needs.
-std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s) {
+std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s, int batch) {
   create_plan(h, has);
-  return plan_whole_grid(h, s);
+  return plan_whole_grid(h, s, batch);
 }
 
 namespace {
@@ -126,13 +126,15 @@ std::size_t make_last_callback_plan(PlanSet &set) {
 }
 #endif
 
-std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft) {
+std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft, int batch) {
   auto set = std::make_shared<PlanSet>();
   set->padded = padded;
+  set->batch = batch;
   const FftShape shape = fft_shape(padded);
-  std::size_t work = make_plain_plan(set->fwd, set->has_fwd, shape);
+  std::size_t work = make_plain_plan(set->fwd, set->has_fwd, shape, batch);
   set->fft = ToeplitzFft::Unfused;
   set->note = "unfused";
+  if (batch > 1) fft = ToeplitzFft::Unfused; // the coil-batched SENSE operator's plans
   if (fft == ToeplitzFft::Callbacks) {
 #ifdef MRI_TOEPLITZ_LTO
     try {
@@ -182,7 +184,8 @@ std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft) {
     set->note = "pruned (this build has no cuFFT LTO callbacks)";
 #endif
   }
-  if (set->fft == ToeplitzFft::Unfused) work = std::max(work, make_plain_plan(set->inv, set->has_inv, shape));
+  if (set->fft == ToeplitzFft::Unfused)
+    work = std::max(work, make_plain_plan(set->inv, set->has_inv, shape, batch));
   if (work > 0) MRI_CUDA_CHECK(cudaMalloc(&set->work, work));
   if (set->has_fwd) MRI_CUFFT_CHECK(cufftSetWorkArea(set->fwd, set->work));
   if (set->has_inv) MRI_CUFFT_CHECK(cufftSetWorkArea(set->inv, set->work));
@@ -204,18 +207,19 @@ constexpr std::size_t kMaxCachedPlans = 8;
 
 // A plan set for `padded`, from the cache or new. Operators share a set only on one stream: their
 // applications are then ordered, and each re-uploads the callback parameters it needs.
-std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream) {
+std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream, int batch) {
   std::shared_ptr<PlanSet> set;
   {
     std::lock_guard lock(g_plans_mutex);
     for (auto &[req, s] : g_plans)
-      if (req == requested && s->padded == padded && (s.use_count() == 1 || s->stream == stream)) {
+      if (req == requested && s->padded == padded && s->batch == batch &&
+          (s.use_count() == 1 || s->stream == stream)) {
         set = s;
         break;
       }
   }
   if (!set) {
-    set = make_plan_set(padded, requested);
+    set = make_plan_set(padded, requested, batch);
     std::lock_guard lock(g_plans_mutex);
     if (g_plans.size() >= kMaxCachedPlans) {
       const auto unused = std::find_if(g_plans.begin(), g_plans.end(), [](auto &e) { return e.second.use_count() == 1; });

@@ -17,6 +17,7 @@ namespace mri::cuda::detail {
 
 struct PlanSet {
   Grid padded;
+  int batch = 1;                          // transforms per execution (contiguous grids): coils
   ToeplitzFft fft = ToeplitzFft::Unfused; // what runs
   std::string note;
   cufftHandle fwd = 0, inv = 0;       // plain C2C plans (fwd also transforms Q)
@@ -67,10 +68,12 @@ struct FftShape {
   int n[3] = {1, 1, 1};
 };
 FftShape fft_shape(const Grid &padded);
-// Creates a C2C plan of the whole grid without its own work area; returns the work size it needs.
-std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s);
-// A plan set for `padded`, from the cache or new, its plans bound to `stream`.
-std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream);
+// Creates a C2C plan of `batch` contiguous whole grids without its own work area; returns the work
+// size it needs.
+std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s, int batch = 1);
+// A plan set for `padded`, from the cache or new, its plans bound to `stream`. batch > 1: plain
+// (Unfused) plans of `batch` contiguous grids, whatever `requested` says.
+std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream, int batch = 1);
 // Auto -> the path for this padded grid.
 ToeplitzFft resolve_fft(ToeplitzFft requested, const Grid &padded);
 // Drops the cache's references (release_toeplitz_plans(); a set in use lives on with its operators).
