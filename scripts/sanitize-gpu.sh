@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Issue 14 item 1 on the device: compute-sanitizer's memcheck, racecheck, synccheck and initcheck
+# over the whole GPU suite (tests/gpu), logs and a summary under $OUT.
+#   BUILD_DIR=.devstage [TOOLS="memcheck racecheck synccheck initcheck"] [LIMIT=540] [SHARDS=...] \
+#     scripts/sanitize-gpu.sh
+# Every tool runs on the suite in shards of its source files (Catch2's -# tags every test case
+# with its file: "[#test_gridding]"; v2, which CI builds with, has no --shard-count), all tools and
+# shards side by side, each process for at most LIMIT seconds. Measured (H200 host, 16 cores,
+# 2026-12-01 19:49 UTC): 4 tools x 6 shards side by side took the host's cores and 12 of the 24
+# processes ran out of 500 s, where memcheck of the whole suite alone takes ~150 s; racecheck is
+# the slow tool (the motion test: 264 s for one of its 16 sections). Run one tool per call
+# (TOOLS=racecheck SHARDS='[#test_motion_cuda]' for the slowest) within the device tool's
+# 10-minute calls. The [reliability] cases measure the device memory in use by
+# every process (leaks, the memory limit), so they cannot share the device: they run afterwards,
+# alone, under memcheck (RELIABILITY_LIMIT seconds; 0 skips them).
+# A shard passes when its tool reports 0 errors / hazards and every test passed; one that ran out
+# of time is reported as such with the test cases it finished (not as clean).
+set -u -o pipefail
+BUILD_DIR=${BUILD_DIR:-.devstage}
+default_steps=(all)
+source "$(dirname "$0")/device-common.sh"
+machine_header name,driver_version,memory.total "compute-sanitizer" --version
+use_build_libraries
+TESTS="$BUILD_DIR/tests/mri_gpu_tests"
+tools=(${TOOLS:-memcheck racecheck synccheck initcheck})
+limit=${LIMIT:-540}
+# The shards: every file of tests/gpu but the reliability tests (below), heavy files alone.
+# SHARDS (environment): the shards to run instead, separated by ';'.
+shards=("[#test_recon_cuda]" "[#test_fhd_policies]" "[#test_fhd_streaming]" "[#test_motion_cuda]"
+        "[#test_gridding],[#test_operators_cuda]" "[#test_sense_cuda],[#test_sense_toeplitz_cuda]")
+[ -n "${SHARDS:-}" ] && IFS=';' read -r -a shards <<<"$SHARDS"
+
+# Extra options per tool: racecheck reports hazards of every severity (warnings too).
+tool_options() {
+  case $1 in
+    racecheck) echo "--racecheck-report all" ;;
+    *) echo "" ;;
+  esac
+}
+
+run_shard() { # tool index
+  local tool=$1 i=$2 log="$OUT/$1-$2.log"
+  timeout "$limit" compute-sanitizer --tool "$tool" $(tool_options "$tool") --error-exitcode 86 \
+    "$TESTS" -# "${shards[$i]}" --durations yes >"$log" 2>&1
+  echo $? >"$OUT/$tool-$i.rc"
+}
+
+t0=$SECONDS
+for tool in "${tools[@]}"; do
+  for i in "${!shards[@]}"; do run_shard "$tool" "$i" & done
+done
+wait
+for tool in "${tools[@]}"; do
+  for i in "${!shards[@]}"; do
+    log="$OUT/$tool-$i.log"
+    rc=$(cat "$OUT/$tool-$i.rc")
+    cases=$(grep -cE '^[0-9.]+ s: ' "$log")
+    verdict=$(grep -E '(ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY' "$log" | tail -1)
+    result=$(grep -E '^(All tests passed|test cases:)' "$log" | tail -1)
+    case $rc in
+      0) ;;
+      124) verdict="TIMED OUT after $limit s ($cases test-case timings printed)"; status=1 ;;
+      *) status=1 ;;
+    esac
+    note "$tool ${shards[$i]}: rc=$rc: ${verdict:-no summary} ${result}"
+    grep -E '^========= (Invalid|Race|Barrier|Uninitialized|Error|Warning)' "$log" | sort | uniq -c | head -5 | tee -a "$summary"
+  done
+done
+note "side by side: $((SECONDS - t0)) s"
+
+if [ "${RELIABILITY_LIMIT:-240}" != 0 ]; then
+  t0=$SECONDS
+  timeout "${RELIABILITY_LIMIT:-240}" compute-sanitizer --tool memcheck --error-exitcode 86 "$TESTS" "[reliability]" \
+    --durations yes >"$OUT/memcheck-reliability.log" 2>&1
+  rc=$?; [ $rc -ne 0 ] && status=1
+  note "memcheck [reliability] alone: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'ERROR SUMMARY' "$OUT/memcheck-reliability.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/memcheck-reliability.log" | tail -1)"
+fi
+# One archive of the logs: the device tool fetches a limited number of files.
+tar -C "$OUT" -czf "$OUT/sanitize-logs.tar.gz" --remove-files $(cd "$OUT" && ls ./*.log ./*.rc 2>/dev/null)
+exit $status
