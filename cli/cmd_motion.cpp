@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "commands.hpp"
 #include "outputs.hpp"
@@ -84,6 +86,15 @@ std::vector<std::pair<int, int>> frame_pairs(int frames, int reference) {
   return pairs;
 }
 
+const std::map<std::string, DisplacementUnits> kUnits{{"mm", DisplacementUnits::Millimetres},
+                                                       {"voxels", DisplacementUnits::Voxels},
+                                                       {"ras", DisplacementUnits::RasMillimetres}};
+std::string units_name(DisplacementUnits u) {
+  for (const auto &[name, value] : kUnits)
+    if (value == u) return name;
+  return "";
+}
+
 nlohmann::json stages(const MotionReport &r) {
   return {{"transfer_ms", r.transfer_ms}, {"pyramid_ms", r.pyramid_ms}, {"gradients_ms", r.gradients_ms},
           {"warp_ms", r.warp_ms},         {"tensor_ms", r.tensor_ms},   {"gaussian_ms", r.gaussian_ms},
@@ -119,7 +130,7 @@ int run_motion(const MotionArgs &a) {
   write_nifti_displacements(out, fields, s.voxel_mm, a.units, s.affine);
   if (!a.report.empty())
     write_json(a.report, {{"inputs", a.in}, {"frames", s.frames.size()}, {"voxel_mm", s.voxel_mm},
-                          {"units", a.units == DisplacementUnits::Millimetres ? "mm" : "voxels"},
+                          {"units", units_name(a.units)},
                           {"read_seconds", read_s}, {"pairs", per_pair},
                           {"total_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}});
   return kOk;
@@ -156,8 +167,9 @@ Runner add_motion(CLI::App &app) {
   cmd->add_option("--out", a->out, "displacement fields: NIfTI (x, y, z, pairs, 3), intent displacement vector")->required();
   cmd->add_option("--reference", a->reference, "fields from this frame to every other (default: frame t to t+1)")
       ->check(CLI::NonNegativeNumber);
-  add_enum(*cmd, "--units", a->units, {{"mm", DisplacementUnits::Millimetres}, {"voxels", DisplacementUnits::Voxels}},
-           "displacements in mm (voxels times the input's voxel sizes) or voxels; along the voxel axes i, j, k");
+  add_enum(*cmd, "--units", a->units, kUnits,
+           "displacements along the voxel axes i, j, k in mm (voxels times the input's voxel sizes) or voxels, "
+           "or in mm along the scanner's R, A, S axes (ras: rotated by the input's qform)");
   add_estimator_options(*cmd, a->options);
   cmd->add_option("--report", a->report, "per pair: stage times (ms) and Jacobian metrics, as JSON to this file");
   cmd->add_flag("-q,--quiet", a->quiet, "no progress line on stderr");

@@ -571,6 +571,13 @@ TEST_CASE("cli: motion recovers a translation of a NIfTI series, fields as NIfTI
   const Nim ref(nifti_image_read((dir / "r.nii").c_str(), 1));
   REQUIRE(ref);
   for (int c = 0; c < 3; ++c) CHECK(std::abs(interior_mean(ref, 1, c) - 2 * truth[c]) < 0.2);
+  // In RAS mm: the series' qform is the diagonal of its voxel sizes, so RAS mm equals mm along i, j, k.
+  REQUIRE(mri_cli(dir, "motion --in series.nii.gz --units ras --out ras.nii --report ras.json --backend cpu --quiet").code == 0);
+  const Nim in_ras(nifti_image_read((dir / "ras.nii").c_str(), 1));
+  REQUIRE(in_ras);
+  CHECK(std::string(in_ras->intent_name) == "disp mm RAS");
+  for (int c = 0; c < 3; ++c) CHECK(interior_mean(in_ras, 0, c) == Approx(interior_mean(nim, 0, c)).epsilon(1e-6));
+  CHECK_THAT(slurp(dir / "ras.json"), test::contains("\"units\": \"ras\""));
 }
 
 TEST_CASE("cli: motion refuses a single frame, frames of different sizes and non-finite voxels, in one line", "[cli]") {

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <string>
+#include <tuple>
 
 using namespace mri;
 
@@ -193,4 +195,38 @@ TEST_CASE("nifti: read_nifti refuses a header the file does not back (fuzzing)",
   std::filesystem::copy_file(good, dir / "short.nii");
   std::filesystem::resize_file(dir / "short.nii", 400);
   CHECK_THROWS_WITH(read_nifti(dir / "short.nii"), Catch::Contains("needs 128 bytes"));
+}
+
+TEST_CASE("nifti: displacement fields along i, j, k in voxels and mm, and rotated into RAS mm", "[nifti]") {
+  test::TempDir dir("nifti");
+  const Grid g(4, 3, 2);
+  std::vector<DisplacementField> fields(2, DisplacementField(g));
+  for (std::size_t f = 0; f < fields.size(); ++f) // field f: (1, 2, 3) voxels times f + 1, varying per voxel
+    for (std::size_t i = 0; i < static_cast<std::size_t>(g.voxels()); ++i) {
+      const float s = static_cast<float>(f + 1) + 0.01f * static_cast<float>(i);
+      fields[f].u[i] = s, fields[f].v[i] = 2 * s, fields[f].w[i] = 3 * s;
+    }
+  // Voxel axes: i along A (2 mm), j along -R (3 mm), k along S (4 mm).
+  const std::array<double, 3> voxel{2, 3, 4};
+  const NiftiAffine affine{{{0, -3, 0, 10}, {2, 0, 0, -20}, {0, 0, 4, 5}}};
+  const std::array<std::array<double, 3>, 3> ras{{{0, -3, 0}, {2, 0, 0}, {0, 0, 4}}}; // component c = ras[c] . (u, v, w)
+  const std::array<std::array<double, 3>, 3> ijk_mm{{{2, 0, 0}, {0, 3, 0}, {0, 0, 4}}};
+  const std::array<std::array<double, 3>, 3> voxels{{{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}};
+  for (const auto &[units, name, m] : {std::tuple{DisplacementUnits::RasMillimetres, "disp mm RAS", ras},
+                                       std::tuple{DisplacementUnits::Millimetres, "disp mm ijk", ijk_mm},
+                                       std::tuple{DisplacementUnits::Voxels, "disp voxels ijk", voxels}}) {
+    INFO(name);
+    write_nifti_displacements(dir / "w.nii", fields, voxel, units, affine);
+    const Nim nim(nifti_image_read((dir / "w.nii").c_str(), 1));
+    REQUIRE(nim);
+    CHECK(std::string(nim->intent_name) == name);
+    const auto *w = static_cast<const float *>(nim->data);
+    const auto n = static_cast<std::size_t>(g.voxels());
+    for (std::size_t f = 0; f < fields.size(); ++f)
+      for (std::size_t i = 0; i < n; ++i) {
+        const double d[3] = {fields[f].u[i], fields[f].v[i], fields[f].w[i]};
+        for (std::size_t c = 0; c < 3; ++c)
+          CHECK(w[(c * fields.size() + f) * n + i] == Approx(m[c][0] * d[0] + m[c][1] * d[1] + m[c][2] * d[2]));
+      }
+  }
 }

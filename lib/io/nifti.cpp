@@ -193,6 +193,33 @@ NiftiAffine nifti_identity_affine(const Grid &grid, const std::array<double, 3> 
   return m;
 }
 
+namespace {
+
+// Written component c = sum_a m[c][a] (displacement along voxel axis a, in voxels).
+using ComponentMatrix = std::array<std::array<float, 3>, 3>;
+ComponentMatrix displacement_matrix(DisplacementUnits units, const std::array<double, 3> &voxel_mm,
+                                    const NiftiAffine &affine) {
+  ComponentMatrix m{};
+  for (int c = 0; c < 3; ++c)
+    for (int a = 0; a < 3; ++a)
+      m[c][a] = units == DisplacementUnits::RasMillimetres ? static_cast<float>(affine[c][a])
+                : c != a                                   ? 0.0f
+                : units == DisplacementUnits::Millimetres  ? static_cast<float>(voxel_mm[c])
+                                                           : 1.0f;
+  return m;
+}
+
+const char *displacement_intent(DisplacementUnits units) {
+  switch (units) {
+  case DisplacementUnits::Millimetres: return "disp mm ijk";
+  case DisplacementUnits::Voxels: return "disp voxels ijk";
+  case DisplacementUnits::RasMillimetres: return "disp mm RAS";
+  }
+  return "";
+}
+
+} // namespace
+
 void write_nifti_displacements(const std::filesystem::path &path, const std::vector<DisplacementField> &fields,
                                const std::array<double, 3> &voxel_mm, DisplacementUnits units, const NiftiAffine &affine) {
   const std::string ext = nifti_extension(path);
@@ -202,16 +229,16 @@ void write_nifti_displacements(const std::filesystem::path &path, const std::vec
   const std::int64_t dims[8] = {5, g.nx(), g.ny(), g.nz(), t, 3, 1, 1};
   const NimPtr nim = new_header(dims, DT_FLOAT32, voxel_mm, affine);
   nim->intent_code = NIFTI_INTENT_DISPVECT;
-  std::snprintf(nim->intent_name, sizeof(nim->intent_name), "%s",
-                units == DisplacementUnits::Millimetres ? "disp mm ijk" : "disp voxels ijk");
+  std::snprintf(nim->intent_name, sizeof(nim->intent_name), "%s", displacement_intent(units));
+  const ComponentMatrix m = displacement_matrix(units, voxel_mm, affine);
   const std::size_t n = static_cast<std::size_t>(g.voxels());
   std::vector<float> data(n * fields.size() * 3);
   for (std::size_t f = 0; f < fields.size(); ++f) {
-    const RealVolume *component[3] = {&fields[f].u, &fields[f].v, &fields[f].w};
+    const RealVolume *along[3] = {&fields[f].u, &fields[f].v, &fields[f].w};
     for (std::size_t c = 0; c < 3; ++c) {
-      const float scale = units == DisplacementUnits::Millimetres ? static_cast<float>(voxel_mm[c]) : 1.0f;
       float *dst = data.data() + (c * fields.size() + f) * n; // vector component slowest (dim 5)
-      for (std::size_t i = 0; i < n; ++i) dst[i] = scale * (*component[c])[i];
+      for (std::size_t i = 0; i < n; ++i)
+        dst[i] = m[c][0] * (*along[0])[i] + m[c][1] * (*along[1])[i] + m[c][2] * (*along[2])[i];
     }
   }
   write_file(path, ext, *nim, data.data());

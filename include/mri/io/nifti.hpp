@@ -63,11 +63,13 @@ struct NiftiVolume {
 // Displacement fields (motion estimation, one per frame pair, all on one grid) as NIfTI-1 with
 // intent NIFTI_INTENT_DISPVECT (1006, displacement vector), float32, dims (x, y, z, fields, 3): the standard's
 // vector layout (the vector along dimension 5, time along 4), so component c of field t at voxel
-// (i, j, k) is value i + nx (j + ny (k + nz (t + T c))). Components along the voxel axes i, j, k
-// (the frames' x, y, z, not rotated into RAS), in mm (voxels times voxel_mm) or voxels; the
-// intent_name says which ("disp mm ijk" / "disp voxels ijk"). `affine` (e.g. the frames'
-// NiftiVolume::qform) becomes qform and sform. Throws as write_nifti.
-enum class DisplacementUnits { Millimetres, Voxels };
+// (i, j, k) is value i + nx (j + ny (k + nz (t + T c))). Units: Millimetres and Voxels give the
+// components along the voxel axes i, j, k (the frames' x, y, z), in mm (voxels times voxel_mm) or
+// voxels; RasMillimetres rotates them into the scanner's R, A, S axes in mm (the 3x3 part of
+// `affine`, whose columns are the voxel steps in RAS mm: what world-space tools such as NiftyReg
+// read). The intent_name says which ("disp mm ijk", "disp voxels ijk", "disp mm RAS"). `affine`
+// (e.g. the frames' NiftiVolume::qform) becomes qform and sform. Throws as write_nifti.
+enum class DisplacementUnits { Millimetres, Voxels, RasMillimetres };
 void write_nifti_displacements(const std::filesystem::path &path, const std::vector<DisplacementField> &fields,
                                const std::array<double, 3> &voxel_mm, DisplacementUnits units,
                                const NiftiAffine &affine);
