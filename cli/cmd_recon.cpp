@@ -41,7 +41,7 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
            "multi-coil data without --sens: estimate the maps, or refuse");
   add_enum(cmd, "--maps", o.sensitivity.method, {{"direct", MapEstimate::Direct}, {"espirit", MapEstimate::Espirit}},
            "how maps are estimated: direct (BART caldir's method) or ESPIRiT");
-  cmd.add_option("--calibration", o.sensitivity.calibration, "map estimate: width of the k-space centre used, cycles/FOV")
+  cmd.add_option("--calibration", o.sensitivity.calibration, "map estimate: width of the k-space centre used, cycles/FOV (0: 24, or the smallest extent when smaller)")
       ->capture_default_str();
   cmd.add_option("--virtual-coils", o.virtual_coils, "compress the coils to this many virtual coils first (0: all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();

@@ -53,7 +53,7 @@ Runner add_sens(CLI::App &app) {
   cmd->add_option("--out", a->out, "BART base name of the maps [x, y, z, coils]")->required();
   add_enum(*cmd, "--maps", a->options.method, {{"direct", MapEstimate::Direct}, {"espirit", MapEstimate::Espirit}},
            "direct (BART caldir's method, RSS-normalised, masked) or ESPIRiT (BART ecalib's, one set)");
-  cmd->add_option("--calibration", a->options.calibration, "width of the k-space centre used, cycles/FOV")
+  cmd->add_option("--calibration", a->options.calibration, "width of the k-space centre used, cycles/FOV (0: 24, or the smallest extent when smaller)")
       ->capture_default_str();
   cmd->add_option("--mask", a->options.mask_threshold, "direct: maps are zero below this fraction of the peak RSS")
       ->capture_default_str();

@@ -323,6 +323,19 @@ TEST_CASE("sense: bad input never becomes a single-coil result", "[sense][bad-in
   CHECK_THROWS_AS(estimate_sensitivities(data, grid, so), InvalidArgument);
 }
 
+TEST_CASE("sense: the automatic calibration width fits small grids; an explicit one is checked", "[sense][coils]") {
+  const Simulated s = simulated_radial(20, 3, 80); // 20^2: below the default width of 24
+  SensitivityOptions so; // calibration 0: min(24, 20) = 20
+  const CoilSensitivities est = estimate_sensitivities(s.data, s.grid, so);
+  so.calibration = 20;
+  CHECK(est.values() == estimate_sensitivities(s.data, s.grid, so).values());
+  so.calibration = 21;
+  CHECK_THROWS_WITH(estimate_sensitivities(s.data, s.grid, so), test::contains("sensitivity.calibration = 21"));
+  ReconOptions o;
+  o.iterations = 2;
+  CHECK_THAT(reconstruct(s.data, s.grid, o).report.maps, test::contains("|k| < 10"));
+}
+
 TEST_CASE("sense: estimated maps are finite and zero where the coils see nothing", "[sense][coils]") {
   const Simulated s = simulated_radial(64, 8, 80);
   const CoilSensitivities est = estimate_sensitivities(s.data, s.grid);

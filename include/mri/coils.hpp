@@ -61,7 +61,8 @@ const char *to_string(MapEstimate);
 
 struct SensitivityOptions {
   MapEstimate method = MapEstimate::Direct;
-  int calibration = 24;          // width of the central region, cycles/FOV, in [4, min extent]
+  int calibration = 0;           // width of the central region, cycles/FOV, in [4, min extent];
+                                 // 0: 24, or the grid's smallest extent where that is smaller
   double mask_threshold = 0.02;  // Direct: in [0, 1)
   int espirit_kernel = 0;        // ESPIRiT: window width, in [2, calibration / 2]; 0: 6 in 2D, 4 in
                                  // 3D (64^3, 8 coils, this 2-core VM: kernel 4 takes 4.0 s, 6 22 s,

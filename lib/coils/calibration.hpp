@@ -19,6 +19,9 @@ namespace mri::detail {
 std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &grid, int calibration, bool taper,
                                           double tolerance, Backend backend);
 
+// The calibration width options ask for on `grid`: SensitivityOptions::calibration, or for 0 (auto)
+// 24 (BART's caldir default) capped at the grid's smallest extent.
+int calibration_width(const SensitivityOptions &options, const Grid &grid);
 // estimate_sensitivities (mri/coils.hpp) with its calibration images on `backend`.
 CoilSensitivities estimate_sensitivities_on(const KSpaceData &data, const Grid &grid, const SensitivityOptions &options,
                                             Backend backend);

@@ -55,7 +55,7 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
     out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities_on(used, grid, o.sensitivity, backend));
     const SensitivityOptions &so = o.sensitivity;
     report.maps = "estimated, " + std::string(to_string(so.method)) + " (k-space centre |k| < " +
-                  std::to_string(so.calibration / 2) + ", " +
+                  std::to_string(calibration_width(so, grid) / 2) + ", " +
                   (used.has_weights() ? "data weights" : "Pipe-Menon weights") + ", " +
                   (so.method == MapEstimate::Direct
                        ? "Hann taper, RSS-normalised, masked below " + std::to_string(so.mask_threshold) + " of the peak"

@@ -14,13 +14,22 @@ namespace mri {
 
 namespace {
 
-void check_options(const SensitivityOptions &o, const Grid &grid) {
+std::int64_t smallest_extent(const Grid &grid) {
   std::int64_t smallest = 0;
   for (int a = 0; a < grid.dims(); ++a)
     smallest = smallest == 0 ? grid.extent(a) : std::min(smallest, grid.extent(a));
-  if (o.calibration < 4 || o.calibration > smallest)
+  return smallest;
+}
+
+// Checks the options; returns them with the calibration width resolved (0: auto).
+SensitivityOptions checked_options(SensitivityOptions o, const Grid &grid) {
+  const std::int64_t smallest = smallest_extent(grid);
+  if (o.calibration != 0 && (o.calibration < 4 || o.calibration > smallest))
     detail::invalid_argument("sensitivity.calibration", o.calibration,
-                             "must be in [4, the grid's smallest extent " + std::to_string(smallest) + "]");
+                             "must be 0 (auto) or in [4, the grid's smallest extent " + std::to_string(smallest) + "]");
+  if (smallest < 4)
+    detail::invalid_argument("grid's smallest extent", smallest, "must be >= 4 to estimate maps");
+  o.calibration = detail::calibration_width(o, grid);
   if (!(o.mask_threshold >= 0 && o.mask_threshold < 1))
     detail::invalid_argument("sensitivity.mask_threshold", o.mask_threshold, "must be in [0, 1)");
   if (o.method == MapEstimate::Espirit) {
@@ -32,6 +41,7 @@ void check_options(const SensitivityOptions &o, const Grid &grid) {
     if (!(o.espirit_crop >= 0 && o.espirit_crop < 1))
       detail::invalid_argument("sensitivity.espirit_crop", o.espirit_crop, "must be in [0, 1)");
   }
+  return o;
 }
 
 } // namespace
@@ -42,9 +52,14 @@ CoilSensitivities estimate_sensitivities(const KSpaceData &data, const Grid &gri
   return detail::estimate_sensitivities_on(data, grid, options, Backend::Cpu);
 }
 
+int detail::calibration_width(const SensitivityOptions &options, const Grid &grid) {
+  return options.calibration != 0 ? options.calibration
+                                  : static_cast<int>(std::min<std::int64_t>(24, smallest_extent(grid)));
+}
+
 CoilSensitivities detail::estimate_sensitivities_on(const KSpaceData &data, const Grid &grid,
-                                                    const SensitivityOptions &options, Backend backend) {
-  check_options(options, grid);
+                                                    const SensitivityOptions &asked, Backend backend) {
+  const SensitivityOptions options = checked_options(asked, grid);
   data.trajectory().check_range(grid);
   if (options.method == MapEstimate::Espirit) return espirit_sensitivities(data, grid, options, backend);
   const int coils = data.coils();
