@@ -12,7 +12,7 @@
 #include "gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
-#include "mri_backend/recon_report.hpp"
+#include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
 #include "recon_cuda.hpp"
 #include "sense_cuda.hpp"
@@ -91,14 +91,16 @@ template <class F> decltype(auto) timed(double &seconds, F &&f) {
   return f();
 }
 
-// One GPU reconstruction, phase by phase (each ends synchronised, its time in the report).
-class GpuRecon {
+// One GPU reconstruction: the steps of mri_backend/recon_driver.hpp on device images (each step
+// ends synchronised; transfers and plans go to their own report fields).
+class GpuSteps {
 public:
-  GpuRecon(const KSpaceData &data, const Grid &grid, const ReconOptions &options, const CoilSensitivities *maps,
-           ReconReport report)
+  using Vec = DeviceImage;
+
+  GpuSteps(const KSpaceData &data, const Grid &grid, const ReconOptions &options, const CoilSensitivities *maps,
+           ReconReport &report)
       : data_(data), maps_(maps), trajectory_(data.trajectory()), grid_(grid), options_(options),
         direct_(options.normal == Normal::Direct), nufft_(options.method == Method::Nufft),
-        use_cache_(!direct_ && !options.q_cache_dir.empty()),
         // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results
         // rounded to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
         policy_(resolve_policy(options.policy, options.precision)),
@@ -107,49 +109,69 @@ public:
         q_policy_(options.precision == Precision::Float32 ? options.policy : policy_),
         nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
         gridding_(options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather),
-        report_(std::move(report)) {
+        report_(report) {
     report_.backend = Backend::Cuda;
-    report_.normal = options.normal;
-    report_.method = options.method;
   }
 
-  ReconResult run(Clock::time_point t_start) {
-    timed(report_.setup_seconds, [&] { check_memory(); });
+  // The memory need, before anything is allocated; then the maps up.
+  void prepare(bool q_cached) {
+    check_memory(q_cached);
     stream_ = default_stream();
     if (maps_)
-      timed(report_.transfer_seconds, [&] {
-        coils_.emplace(*maps_, options_.regularizer, options_.lambda, stream_);
-      });
-    DeviceImage rhs = nufft_ ? rhs_by_nufft() : rhs_by_exact_sum();
-    if (direct_)
-      make_direct_normal();
-    else
-      make_toeplitz();
+      timed(report_.transfer_seconds, [&] { coils_.emplace(*maps_, options_.regularizer, options_.lambda, stream_); });
+  }
 
+  DeviceImage rhs() { return nufft_ ? rhs_by_nufft() : rhs_by_exact_sum(); }
+
+  void make_direct() {
+    if (nufft_)
+      direct_op_.emplace(nufft_plan_, gridding_, data_.weights(), grid_, trajectory_.size());
+    else
+      direct_op_.emplace(trajectory_, data_.weights(), grid_, policy_, options_.precision, stream_);
+    direct_op_->set_regularizer(inner_regularizer(), options_.lambda);
+  }
+
+  // The Toeplitz operator from Q: by the NUFFT on the doubled grid, or the exact sum (3D Auto:
+  // the tensor-core Dirichlet spectrum).
+  void compute_q() {
+    nufft_plan_.reset(); // its oversampled grid is not needed any more
+    if (nufft_)
+      toeplitz_q_by_nufft();
+    else
+      toeplitz_.emplace(trajectory_, data_.weights(), grid_, q_policy_, ToeplitzFft::Auto, stream_);
+    finish_toeplitz();
+  }
+  void load_spectrum(std::span<const float> spectrum) {
+    nufft_plan_.reset();
+    toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_);
+    finish_toeplitz();
+  }
+  std::vector<float> spectrum() const { return toeplitz_->spectrum(); }
+
+  // The CG's operator: the one-coil normal (its regulariser fused in); with SENSE the coil-batched
+  // Toeplitz operator where it applies, else the maps composed around the one-coil normal.
+  template <class F> ReconResult with_normal(const DeviceImage &like, F &&f) {
     const GpuNormal normal{toeplitz_ ? &*toeplitz_ : nullptr, direct_op_ ? &*direct_op_ : nullptr};
-    if (!coils_) return solve(ConjugateGradient<GpuNormal, DeviceImage>(normal), rhs, t_start);
+    if (!coils_) return f(normal);
     if (const int batch = toeplitz_ ? sense_coil_batch(grid_, coils_->count()) : 0; batch > 0) {
       SenseToeplitz batched = timed(report_.fft_setup_seconds, [&] { return SenseToeplitz(*coils_, *toeplitz_, batch); });
       report_.toeplitz_fft = "unfused, " + std::to_string(batch) + " coils per batched transform";
-      return solve(ConjugateGradient<SenseToeplitz, DeviceImage>(std::move(batched)), rhs, t_start);
+      return f(std::move(batched));
     }
-    using Sense = mri::detail::SenseNormal<DeviceImage, DeviceCoils, GpuNormal>;
-    return solve(ConjugateGradient<Sense, DeviceImage>(Sense(*coils_, normal, rhs)), rhs, t_start);
+    return f(mri::detail::SenseNormal<DeviceImage, DeviceCoils, GpuNormal>(*coils_, normal, like));
   }
 
+  void synchronize() const { MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
+  Image to_host(const DeviceImage &x) const { return x.to_host(); }
+
 private:
-  // Conjugate gradient on device vectors: the same template as the CPU path.
-  template <class Cg> ReconResult solve(Cg &&cg, const DeviceImage &rhs, Clock::time_point t_start) {
-    cg.set_max_iterations(options_.iterations).set_tolerance(options_.tolerance);
-    if (options_.on_iteration)
-      cg.set_callback([&](int k, const DeviceImage &x, double residual) { options_.on_iteration(k, x.to_host(), residual); });
-    const DeviceImage x = timed(report_.cg_seconds, [&] {
-      DeviceImage solution = cg.solve(rhs);
-      MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
-      return solution;
-    });
-    Image image = timed(report_.transfer_seconds, [&] { return x.to_host(); }); // the one transfer back
-    return mri::detail::finish_recon(std::move(image), std::move(report_), cg, t_start);
+  // What the Toeplitz operator's construction spent outside Q, and the regulariser.
+  void finish_toeplitz() {
+    report_.fft_setup_seconds += toeplitz_->setup().fft_setup_seconds;
+    report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
+    toeplitz_->set_regularizer(inner_regularizer(), options_.lambda);
+    report_.toeplitz_fft = toeplitz_->fft_note();
+    report_.q_method = toeplitz_->q_path();
   }
 
   // The regulariser inside the one-coil operator, or, with SENSE, once outside it (DeviceCoils).
@@ -177,16 +199,9 @@ private:
     MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
   }
 
-  // The cache key and the memory need, before anything is allocated.
-  void check_memory() {
-    if (use_cache_) {
-      key_ = toeplitz_cache_key(trajectory_, data_.weights(), grid_, options_.precision,
-                                nufft_ ? options_.nufft_tolerance : 0);
-      report_.q_cache_file = toeplitz_cache_file(options_.q_cache_dir, key_);
-      cached_ = std::filesystem::exists(report_.q_cache_file);
-    }
+  void check_memory(bool q_cached) {
     const DeviceBytes need =
-        reconstruct_device_bytes(grid_, trajectory_.size(), direct_, cached_, nufft_, maps_ ? maps_->coils() : 0);
+        reconstruct_device_bytes(grid_, trajectory_.size(), direct_, q_cached, nufft_, maps_ ? maps_->coils() : 0);
     report_.device_bytes = need.peak();
     const DeviceMemory memory = device_memory();
     std::size_t available = memory.free;
@@ -261,42 +276,6 @@ private:
     });
   }
 
-  void make_direct_normal() {
-    timed(report_.setup_seconds, [&] {
-      if (nufft_)
-        direct_op_.emplace(nufft_plan_, gridding_, data_.weights(), grid_, trajectory_.size());
-      else
-        direct_op_.emplace(trajectory_, data_.weights(), grid_, policy_, options_.precision, stream_);
-      direct_op_->set_regularizer(inner_regularizer(), options_.lambda);
-    });
-  }
-
-  // The Toeplitz operator: Q's spectrum from the cache, or Q computed (and stored when caching).
-  void make_toeplitz() {
-    nufft_plan_.reset(); // its oversampled grid is not needed any more
-    const auto compute = [&] {
-      if (nufft_) {
-        toeplitz_q_by_nufft();
-      } else {
-        toeplitz_.emplace(trajectory_, data_.weights(), grid_, q_policy_, ToeplitzFft::Auto, stream_);
-        report_.q_seconds += toeplitz_->setup().q_seconds;
-      }
-    };
-    if (use_cache_)
-      mri::detail::toeplitz_through_cache(
-          report_, key_, grid_, cached_,
-          [&](std::span<const float> spectrum) { toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_); },
-          compute, [&] { return toeplitz_->spectrum(); });
-    else
-      compute();
-    report_.fft_setup_seconds = toeplitz_->setup().fft_setup_seconds;
-    report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
-    toeplitz_->set_regularizer(inner_regularizer(), options_.lambda);
-    report_.toeplitz_fft = toeplitz_->fft_note();
-    report_.q_method = toeplitz_->q_path();
-  }
-
-
   // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device), from the k already
   // uploaded: exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an axis of extent 1 has d = 0 only.
   void toeplitz_q_by_nufft() {
@@ -318,15 +297,13 @@ private:
   const Trajectory &trajectory_;
   const Grid grid_;
   const ReconOptions &options_;
-  const bool direct_, nufft_, use_cache_;
+  const bool direct_, nufft_;
   const KernelPolicy policy_;
   const KernelPolicy q_policy_;
   const NufftOptions nufft_options_;
   const Gridding gridding_;
-  ReconReport report_;
+  ReconReport &report_;
   StreamHandle stream_ = nullptr;
-  ToeplitzCacheKey key_;
-  bool cached_ = false;
   std::optional<DevicePoints> points_;
   std::shared_ptr<NufftDevicePlan> nufft_plan_;
   std::optional<ToeplitzOperator> toeplitz_;
@@ -338,7 +315,8 @@ private:
 
 ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
                              const CoilSensitivities *maps, ReconReport report, Clock::time_point t_start) {
-  return GpuRecon(data, grid, options, maps, std::move(report)).run(t_start);
+  GpuSteps steps(data, grid, options, maps, report);
+  return mri::detail::drive_reconstruction(steps, data, grid, options, report, t_start);
 }
 
 } // namespace mri::cuda::detail

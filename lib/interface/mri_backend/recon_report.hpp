@@ -1,5 +1,5 @@
 #pragma once
-// What the CPU (lib/reconstruct.cpp) and GPU (cuda/recon_cuda.cu) reconstructions write into
+// What the CPU (lib/recon_cpu.cpp) and GPU (cuda/recon_cuda.cu) reconstructions write into
 // their ReconReport alike, so that the two report the same way: a Q spectrum stored in the
 // cache, and the conjugate gradient's outcome at the end.
 #include <chrono>

@@ -1,0 +1,106 @@
+#pragma once
+// The one flow of mri::reconstruct, the same on both backends (lib/recon_cpu.cpp,
+// cuda/recon_cuda.cu); only the operators' implementations differ:
+//   1. setup: the Q cache's key and whether its entry exists (Toeplitz with a cache directory),
+//      then Steps::prepare (the GPU: the memory check before anything is allocated, the maps up)
+//   2. F^H D: Steps::rhs, F^H (w .* D), or sum_c conj(S_c) .* F^H (w .* D_c) with maps (SENSE)
+//   3. the normal operator: Steps::make_direct (F then F^H per application), or the Toeplitz
+//      form from Q (Steps::compute_q) or from its spectrum in the cache (Steps::load_spectrum)
+//   4. CG on the normal operator Steps::with_normal hands over (+ lambda R^H R; with SENSE the
+//      maps around the one-coil operator), then the image to the host and the solver's outcome.
+// Each phase's wall time goes to its report field, less what the Steps themselves put into other
+// fields meanwhile (a phase's transfers, FFT plans): every second is counted once, in the field
+// that says what it was, on both backends.
+//
+// Steps (one reconstruction's state; `report` is the driver's, which Steps may add to):
+//   using Vec;                                        the CG's vectors
+//   void prepare(bool q_cached);
+//   Vec rhs();
+//   void make_direct();
+//   void compute_q();
+//   void load_spectrum(std::span<const float>);       a cached spectrum -> the Toeplitz operator
+//   std::vector<float> spectrum() const;              what the cache stores
+//   template <class F> ReconResult with_normal(const Vec &like, F &&f);  f(the CG's operator)
+//   void synchronize() const;                         the solver's work done (GPU: its stream)
+//   Image to_host(const Vec &) const;                 (the CPU: the image itself, and moved out of a Vec &&)
+#include <chrono>
+#include <filesystem>
+#include <span>
+#include <utility>
+
+#include "mri/conjugate_gradient.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri/toeplitz_cache.hpp"
+#include "recon_report.hpp"
+
+namespace mri::detail {
+
+// The report's time fields, summed: what a phase's own accounting subtracts.
+inline double counted_seconds(const ReconReport &r) {
+  return r.setup_seconds + r.coil_seconds + r.transfer_seconds + r.fhd_seconds + r.q_seconds + r.fft_setup_seconds +
+         r.cg_seconds;
+}
+
+// f(), its wall time added to report.*field less what f added to the report's time fields.
+template <class F> decltype(auto) in_phase(ReconReport &report, double ReconReport::*field, F &&f) {
+  struct Account {
+    ReconReport &report;
+    double ReconReport::*field;
+    double before = counted_seconds(report);
+    ReconClock::time_point t0 = ReconClock::now();
+    ~Account() {
+      const double wall = std::chrono::duration<double>(ReconClock::now() - t0).count();
+      report.*field += wall - (counted_seconds(report) - before);
+    }
+  } account{report, field};
+  return f();
+}
+
+template <class Steps>
+ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Grid &grid, const ReconOptions &o,
+                                 ReconReport &report, ReconClock::time_point t_start) {
+  using Vec = typename Steps::Vec;
+  report.normal = o.normal;
+  report.method = o.method;
+  const bool use_cache = o.normal == Normal::Toeplitz && !o.q_cache_dir.empty();
+  ToeplitzCacheKey key;
+  bool cached = false;
+  in_phase(report, &ReconReport::setup_seconds, [&] {
+    if (use_cache) {
+      key = toeplitz_cache_key(data.trajectory(), data.weights(), grid, o.precision,
+                               o.method == Method::Nufft ? o.nufft_tolerance : 0);
+      report.q_cache_file = toeplitz_cache_file(o.q_cache_dir, key);
+      cached = std::filesystem::exists(report.q_cache_file);
+    }
+    steps.prepare(cached);
+  });
+  const Vec rhs = in_phase(report, &ReconReport::fhd_seconds, [&] { return steps.rhs(); });
+  const auto compute_q = [&] { in_phase(report, &ReconReport::q_seconds, [&] { steps.compute_q(); }); };
+  if (o.normal == Normal::Direct)
+    in_phase(report, &ReconReport::setup_seconds, [&] { steps.make_direct(); });
+  else if (use_cache)
+    toeplitz_through_cache(
+        report, key, grid, cached,
+        [&](std::span<const float> spectrum) {
+          in_phase(report, &ReconReport::fft_setup_seconds, [&] { steps.load_spectrum(spectrum); });
+        },
+        compute_q, [&] { return steps.spectrum(); });
+  else
+    compute_q();
+
+  return steps.with_normal(rhs, [&](auto normal) {
+    ConjugateGradient<decltype(normal), Vec> cg(std::move(normal));
+    cg.set_max_iterations(o.iterations).set_tolerance(o.tolerance);
+    if (o.on_iteration)
+      cg.set_callback([&](int k, const Vec &x, double residual) { o.on_iteration(k, steps.to_host(x), residual); });
+    Vec x = in_phase(report, &ReconReport::cg_seconds, [&] {
+      Vec solution = cg.solve(rhs);
+      steps.synchronize();
+      return solution;
+    });
+    Image image = in_phase(report, &ReconReport::transfer_seconds, [&] { return steps.to_host(std::move(x)); });
+    return finish_recon(std::move(image), std::move(report), cg, t_start);
+  });
+}
+
+} // namespace mri::detail

@@ -1,0 +1,13 @@
+#pragma once
+// mri::reconstruct on the CPU: the steps of mri_backend/recon_driver.hpp on host images.
+#include "mri/coils.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri_backend/recon_report.hpp"
+
+namespace mri::detail {
+
+// The data and options validated, the coils prepared (maps: null without SENSE).
+ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                            const CoilSensitivities *maps, ReconReport report, ReconClock::time_point t_start);
+
+} // namespace mri::detail
