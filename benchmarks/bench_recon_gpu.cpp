@@ -64,29 +64,26 @@ struct Problem {
   std::shared_ptr<const mri::CoilSensitivities> maps; // multi-coil problems: the true maps
 };
 
+// The phantom seen by 8 simulated coils on trajectory t (exact k-space, noise at `snr`), the
+// true maps given.
+void add_coil_data(Problem &p, const mri::Phantom &phantom, mri::Trajectory t, double snr) {
+  const mri::SimulatedCoils array(p.grid.dims(), 8);
+  auto s = array.kspace(phantom, t, p.grid);
+  mri::add_noise(s, snr, 1);
+  p.data.emplace(std::move(t), std::move(s), std::vector<float>{}, 8);
+  p.maps = std::make_shared<const mri::CoilSensitivities>(array.maps(p.grid));
+  p.truth = phantom.rasterize(p.grid, 2);
+}
+
 Problem make_problem(const std::string &name) {
   Problem p;
   p.name = name;
   if (name == "RECON-3D-MC") {
     p.grid = Grid(128, 128, 128);
-    const auto phantom = mri::Phantom::shepp_logan_3d();
-    const mri::SimulatedCoils array(3, 8);
-    auto t = mri::traj::koosh(p.grid, 4096, 256);
-    auto s = array.kspace(phantom, t, p.grid);
-    mri::add_noise(s, 50.0, 1);
-    p.data.emplace(std::move(t), std::move(s), std::vector<float>{}, 8);
-    p.maps = std::make_shared<const mri::CoilSensitivities>(array.maps(p.grid));
-    p.truth = phantom.rasterize(p.grid, 2);
+    add_coil_data(p, mri::Phantom::shepp_logan_3d(), mri::traj::koosh(p.grid, 4096, 256), 50.0);
   } else if (name == "RECON-2D-MC") {
     p.grid = Grid(256, 256);
-    const auto phantom = mri::Phantom::shepp_logan_2d();
-    const mri::SimulatedCoils array(2, 8);
-    auto t = mri::traj::radial(p.grid, 256, 512);
-    auto s = array.kspace(phantom, t, p.grid);
-    mri::add_noise(s, 30.0, 1);
-    p.data.emplace(std::move(t), std::move(s), std::vector<float>{}, 8);
-    p.maps = std::make_shared<const mri::CoilSensitivities>(array.maps(p.grid));
-    p.truth = phantom.rasterize(p.grid, 2);
+    add_coil_data(p, mri::Phantom::shepp_logan_2d(), mri::traj::radial(p.grid, 256, 512), 30.0);
   } else if (name == "RECON-3D" || name == "RECON-3D-256") {
     const std::int64_t n = name == "RECON-3D" ? 128 : 256;
     p.grid = Grid(n, n, n);
