@@ -1,0 +1,361 @@
+// The CPU NUFFT plan (nufft_plan.hpp; the maths and conventions: mri/nufft.hpp).
+//
+// Index conventions. The oversampled grid has G_a points per axis, periodic; grid index j
+// holds the point j (mod G). A sample at k (cycles/FOV of an n-voxel axis) sits at
+// t = k G / n grid points; its window is the W points j0 .. j0 + W - 1, j0 = ceil(t - W/2),
+// with weights kernel(j - t). The adjoint's inverse FFT (FFTW_BACKWARD, exp(+i)) of that grid
+// at voxel coordinate x is sum_m c_m exp(+i 2 pi t_m x / G) Phi(x / G) = sum_m c_m
+// exp(+i 2 pi k_m x / n) Phi(x / G), read at index x mod G and divided by Phi (deapodization);
+// the forward is the same steps transposed (FFTW_FORWARD, exp(-i)). No fftshift is needed.
+#include "mri/nufft.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "fftw_adapter.hpp"
+#include "grid_fft.hpp"
+#include "gridding_cpu.hpp"
+#include "mri/error.hpp"
+#include "nufft_plan.hpp"
+
+namespace mri {
+namespace detail {
+namespace {
+
+using i64 = std::int64_t;
+
+// Smallest even 2^a 3^b 5^c >= n (FFTW's fast sizes).
+i64 fft_size(i64 n) {
+  for (i64 m = std::max<i64>(2, n + (n & 1));; m += 2) {
+    i64 r = m;
+    for (const i64 p : {2, 3, 5})
+      while (r % p == 0) r /= p;
+    if (r == 1) return m;
+  }
+}
+
+// Largest divisor of g not above `target`.
+i64 tile_size(i64 g, i64 target) {
+  for (i64 t = std::min(g, target); t > 1; --t)
+    if (g % t == 0) return t;
+  return 1;
+}
+
+// Per-thread grids for scatter are used up to this many bytes in total, atomics beyond.
+constexpr std::size_t kMaxPrivateGridBytes = std::size_t{1} << 30;
+
+} // namespace
+
+struct NufftPlan::Impl {
+  virtual ~Impl() = default;
+  virtual void adjoint(NufftPlan &p, const cfloat *in, cfloat *out, Gridding g) = 0;
+  virtual void forward(NufftPlan &p, const cfloat *in, cfloat *out) = 0;
+  virtual void grid_then_interpolate(NufftPlan &p, const cfloat *in, cfloat *out, Gridding g) = 0;
+};
+
+template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
+  using C = std::complex<T>;
+  std::vector<T> coef, s;
+  std::array<std::vector<T>, 3> deapod; // 1 / Phi(x / G) per axis, x = -n/2 .. n/2-1
+  C *buffer = nullptr;                  // the oversampled grid
+  std::optional<GridFft<T>> fwd, bwd;
+  std::vector<C> sorted;  // samples in sorted order
+  std::vector<C> scratch; // scatter's per-thread grids
+  GriddingArgs<T> args;
+
+  explicit Typed(NufftPlan &p) {
+    const GriddingLayout &L = p.layout_;
+    coef.assign(p.poly_.coef.begin(), p.poly_.coef.end());
+    s.assign(L.s.begin(), L.s.end());
+    for (int a = 0; a < 3; ++a) {
+      const auto d = deapodization(p.kernel_, p.grid_, a, L.g[static_cast<std::size_t>(a)]);
+      deapod[static_cast<std::size_t>(a)].assign(d.begin(), d.end());
+    }
+    const auto points = static_cast<std::size_t>(L.grid_points());
+    buffer = Fftw<T>::alloc(points);
+    if (!buffer) throw Error("NufftOperator: cannot allocate the oversampled grid (" + std::to_string(points) + " points)");
+    try {
+      fwd.emplace(L.g, FFTW_FORWARD, p.threads_);
+      bwd.emplace(L.g, FFTW_BACKWARD, p.threads_);
+    } catch (...) {
+      release();
+      throw;
+    }
+    sorted.resize(L.order.size());
+    args.layout = &p.layout_;
+    args.degree = p.poly_.degree;
+    args.coef = coef.data();
+    args.s = s.data();
+    args.threads = p.threads_;
+  }
+  ~Typed() override { release(); }
+  void release() {
+    fwd.reset();
+    bwd.reset();
+    if (buffer) Fftw<T>::free(buffer);
+    buffer = nullptr;
+  }
+
+  // Sample order <-> tile order. Walking the samples in their own order keeps one
+  // sequential stream per tile on the sorted side (a counting sort's access pattern), which
+  // the caches serve far better than gathering in[order[i]] at random.
+  void stage(const NufftPlan &p, const cfloat *in) {
+    const i64 m = static_cast<i64>(sorted.size());
+    const std::uint32_t *pos = p.layout_.position.data();
+    C *dst = sorted.data();
+#pragma omp parallel for num_threads(p.threads_) schedule(static)
+    for (i64 i = 0; i < m; ++i) dst[pos[i]] = C(in[i]);
+  }
+  void unstage(const NufftPlan &p, cfloat *out) const {
+    const i64 m = static_cast<i64>(sorted.size());
+    const std::uint32_t *pos = p.layout_.position.data();
+    const C *src = sorted.data();
+#pragma omp parallel for num_threads(p.threads_) schedule(static)
+    for (i64 i = 0; i < m; ++i) {
+      const C v = src[pos[i]];
+      out[i] = cfloat(static_cast<float>(v.real()), static_cast<float>(v.imag()));
+    }
+  }
+  void grid(NufftPlan &p, Gridding g) {
+    if (g == Gridding::Scatter) {
+      grid_scatter<T>(args, sorted.data(), buffer, scratch, kMaxPrivateGridBytes);
+    } else {
+      p.ensure_gather_lists();
+      grid_gather<T>(args, sorted.data(), buffer);
+    }
+  }
+
+  // Voxel (ix, iy, iz) <-> oversampled index of its coordinate mod G.
+  template <class F> void for_each_voxel(const NufftPlan &p, F &&f) const {
+    const Grid &n = p.grid_;
+    const auto &g = p.layout_.g;
+    const i64 nz = n.nz(), ny = n.ny(), nx = n.nx();
+#pragma omp parallel for collapse(2) num_threads(p.threads_) schedule(static)
+    for (i64 iz = 0; iz < nz; ++iz)
+      for (i64 iy = 0; iy < ny; ++iy) {
+        const i64 cz = n.coordinate(2, iz), cy = n.coordinate(1, iy);
+        const i64 jz = cz < 0 ? cz + g[2] : cz, jy = cy < 0 ? cy + g[1] : cy;
+        const T wzy = deapod[2][static_cast<std::size_t>(iz)] * deapod[1][static_cast<std::size_t>(iy)];
+        const i64 row = (jz * g[1] + jy) * g[0];
+        const i64 vrow = (iz * ny + iy) * nx;
+        for (i64 ix = 0; ix < nx; ++ix) {
+          const i64 cx = n.coordinate(0, ix);
+          const i64 jx = cx < 0 ? cx + g[0] : cx;
+          f(vrow + ix, row + jx, wzy * deapod[0][static_cast<std::size_t>(ix)]);
+        }
+      }
+  }
+
+  void adjoint(NufftPlan &p, const cfloat *in, cfloat *out, Gridding g) override {
+    stage(p, in);
+    grid(p, g);
+    bwd->execute(buffer);
+    for_each_voxel(p, [&](i64 v, i64 j, T w) {
+      const C z = buffer[j] * w;
+      out[v] = cfloat(static_cast<float>(z.real()), static_cast<float>(z.imag()));
+    });
+  }
+
+  void forward(NufftPlan &p, const cfloat *in, cfloat *out) override {
+    const i64 points = p.layout_.grid_points();
+#pragma omp parallel for num_threads(p.threads_) schedule(static)
+    for (i64 i = 0; i < points; ++i) buffer[i] = C{};
+    for_each_voxel(p, [&](i64 v, i64 j, T w) { buffer[j] = C(in[v]) * w; });
+    fwd->execute(buffer);
+    interpolate<T>(args, buffer, sorted.data());
+    unstage(p, out);
+  }
+
+  void grid_then_interpolate(NufftPlan &p, const cfloat *in, cfloat *out, Gridding g) override {
+    stage(p, in);
+    grid(p, g);
+    interpolate<T>(args, buffer, sorted.data());
+    unstage(p, out);
+  }
+};
+
+NufftChoice choose_nufft(const Grid &grid, const NufftOptions &options) {
+  NufftChoice c;
+  c.kernel = KaiserBessel::for_tolerance(options.tolerance, grid.dims());
+  if (options.width != 0 || options.oversampling != 0)
+    c.kernel = KaiserBessel::make(options.width != 0 ? options.width : c.kernel.width,
+                                  options.oversampling != 0 ? options.oversampling : 2.0);
+  const int W = c.kernel.width;
+  for (int a = 0; a < 3; ++a) {
+    const auto A = static_cast<std::size_t>(a);
+    c.g[A] = a == 2 && grid.dims() == 2
+                 ? 1
+                 : fft_size(std::max<i64>(static_cast<i64>(std::ceil(c.kernel.oversampling * static_cast<double>(grid.extent(a)))), 2 * W));
+  }
+  // Kernel polynomial to the accuracy for_tolerance's error estimate assumes.
+  c.poly = fit_kernel(c.kernel, c.kernel.fit_accuracy(options.tolerance, grid.dims()));
+  return c;
+}
+
+std::vector<double> deapodization(const KaiserBessel &kernel, const Grid &grid, int axis, i64 g) {
+  std::vector<double> d(static_cast<std::size_t>(grid.extent(axis)), 1.0);
+  if (g == 1) return d;
+  for (i64 i = 0; i < grid.extent(axis); ++i)
+    d[static_cast<std::size_t>(i)] = 1.0 / kernel.fourier(static_cast<double>(grid.coordinate(axis, i)) / static_cast<double>(g));
+  return d;
+}
+
+NufftPlan::NufftPlan(const Trajectory &trajectory, const Grid &grid, const NufftOptions &options)
+    : grid_(grid) {
+  if (trajectory.empty()) invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  trajectory.check_within(grid);
+  if (trajectory.size() > 0xFFFFFFFFu) invalid_argument("trajectory.size()", trajectory.size(), "must be < 2^32");
+  const NufftChoice choice = choose_nufft(grid, options);
+  kernel_ = choice.kernel;
+  poly_ = choice.poly;
+  threads_ = options.threads > 0 ? options.threads : omp_get_max_threads();
+  const int W = kernel_.width;
+  const int dims = grid.dims();
+
+  // Oversampled grid and tiles: 64 x 32 in 2D (the x-run feeds the vector unit), 16^3 in 3D.
+  GriddingLayout &L = layout_;
+  L.dims = dims;
+  L.width = W;
+  for (int a = 0; a < 3; ++a) {
+    const auto A = static_cast<std::size_t>(a);
+    L.g[A] = choice.g[A];
+    L.tile[A] = L.g[A] == 1 ? 1 : tile_size(L.g[A], dims == 2 ? (a == 0 ? 64 : 32) : 16);
+    L.tiles[A] = L.g[A] / L.tile[A];
+  }
+  oversampled_ = Grid(L.g[0], L.g[1], L.g[2]);
+
+  // Window positions and the tile of each sample's first window point.
+  const i64 m_count = static_cast<i64>(trajectory.size());
+  std::vector<std::int32_t> j0(static_cast<std::size_t>(3 * m_count), 0);
+  std::vector<double> sv(static_cast<std::size_t>(3 * m_count), 0.0);
+  std::vector<std::uint32_t> key(static_cast<std::size_t>(m_count));
+  for (i64 m = 0; m < m_count; ++m) {
+    const KPoint &k = trajectory[static_cast<std::size_t>(m)];
+    const double kc[3] = {k.kx, k.ky, k.kz};
+    i64 tile_index = 0;
+    for (int a = dims - 1; a >= 0; --a) {
+      const auto A = static_cast<std::size_t>(a);
+      const double t = kc[a] * static_cast<double>(L.g[A]) / static_cast<double>(grid.extent(a));
+      const double left = t - W / 2.0;
+      const double first = std::ceil(left);
+      double z = first - left; // in [0, 1)
+      if (z >= 1.0) z = 0.0;   // guard against rounding
+      i64 j = static_cast<i64>(first) % L.g[A];
+      if (j < 0) j += L.g[A];
+      j0[static_cast<std::size_t>(3 * m + a)] = static_cast<std::int32_t>(j);
+      sv[static_cast<std::size_t>(3 * m + a)] = 2.0 * z - 1.0;
+      tile_index = tile_index * L.tiles[A] + j / L.tile[A];
+    }
+    key[static_cast<std::size_t>(m)] = static_cast<std::uint32_t>(tile_index);
+  }
+  // Counting sort by tile (stable: original order within a tile).
+  const i64 tiles = L.tiles[0] * L.tiles[1] * L.tiles[2];
+  std::vector<i64> start(static_cast<std::size_t>(tiles + 1), 0);
+  for (i64 m = 0; m < m_count; ++m) ++start[key[static_cast<std::size_t>(m)] + 1];
+  for (i64 t = 0; t < tiles; ++t) start[static_cast<std::size_t>(t + 1)] += start[static_cast<std::size_t>(t)];
+  L.order.resize(static_cast<std::size_t>(m_count));
+  for (i64 m = 0; m < m_count; ++m) L.order[static_cast<std::size_t>(start[key[static_cast<std::size_t>(m)]]++)] = static_cast<std::uint32_t>(m);
+  L.position.resize(static_cast<std::size_t>(m_count));
+  for (i64 i = 0; i < m_count; ++i) L.position[L.order[static_cast<std::size_t>(i)]] = static_cast<std::uint32_t>(i);
+  L.j0.resize(j0.size());
+  L.s.resize(sv.size());
+  for (i64 i = 0; i < m_count; ++i) {
+    const std::size_t src = 3 * static_cast<std::size_t>(L.order[static_cast<std::size_t>(i)]);
+    for (std::size_t a = 0; a < 3; ++a) {
+      L.j0[3 * static_cast<std::size_t>(i) + a] = j0[src + a];
+      L.s[3 * static_cast<std::size_t>(i) + a] = sv[src + a];
+    }
+  }
+
+  if (options.precision == Precision::Float64)
+    impl_ = std::make_unique<Typed<double>>(*this);
+  else
+    impl_ = std::make_unique<Typed<float>>(*this);
+  if (options.gridding != Gridding::Scatter) ensure_gather_lists();
+}
+
+NufftPlan::~NufftPlan() = default;
+
+// The gather lists: sample i (sorted order) goes to every tile its window reaches, with its
+// window start relative to that tile's origin. Walking the window's tiles along an axis in
+// unwrapped coordinates u = floor(j / T) gives each (tile, offset) once, also when the window
+// wraps around a grid of a single tile (then the same tile appears with two offsets).
+void NufftPlan::ensure_gather_lists() {
+  GriddingLayout &L = layout_;
+  if (!L.offsets.empty()) return;
+  const i64 m_count = static_cast<i64>(L.order.size());
+  const i64 tiles = L.tiles[0] * L.tiles[1] * L.tiles[2];
+  const int W = L.width;
+  struct Span {
+    // A window spans at most (W - 1) / T + 2 <= 9 tiles per axis (W <= 16, T >= 2).
+    i64 tile[3][KaiserBessel::kMaxWidth + 1];
+    i64 d[3][KaiserBessel::kMaxWidth + 1];
+    int count[3];
+  };
+  auto spans = [&](i64 i, Span &sp) {
+    for (int a = 0; a < 3; ++a) {
+      const auto A = static_cast<std::size_t>(a);
+      sp.count[a] = 0;
+      if (a == 2 && L.dims == 2) {
+        sp.tile[a][0] = 0;
+        sp.d[a][0] = 0;
+        sp.count[a] = 1;
+        continue;
+      }
+      const i64 j = L.j0[static_cast<std::size_t>(3 * i + a)];
+      for (i64 u = j / L.tile[A]; u <= (j + W - 1) / L.tile[A]; ++u) {
+        sp.tile[a][sp.count[a]] = u % L.tiles[A];
+        sp.d[a][sp.count[a]] = j - u * L.tile[A];
+        ++sp.count[a];
+      }
+    }
+  };
+  auto tile_of = [&](const Span &sp, int x, int y, int z) {
+    return (sp.tile[2][z] * L.tiles[1] + sp.tile[1][y]) * L.tiles[0] + sp.tile[0][x];
+  };
+  L.offsets.assign(static_cast<std::size_t>(tiles + 1), 0);
+  Span sp;
+  for (i64 i = 0; i < m_count; ++i) {
+    spans(i, sp);
+    for (int z = 0; z < sp.count[2]; ++z)
+      for (int y = 0; y < sp.count[1]; ++y)
+        for (int x = 0; x < sp.count[0]; ++x) ++L.offsets[static_cast<std::size_t>(tile_of(sp, x, y, z) + 1)];
+  }
+  for (i64 t = 0; t < tiles; ++t) L.offsets[static_cast<std::size_t>(t + 1)] += L.offsets[static_cast<std::size_t>(t)];
+  L.entries.resize(static_cast<std::size_t>(L.offsets.back()));
+  std::vector<i64> fill(L.offsets.begin(), L.offsets.end() - 1);
+  for (i64 i = 0; i < m_count; ++i) {
+    spans(i, sp);
+    for (int z = 0; z < sp.count[2]; ++z)
+      for (int y = 0; y < sp.count[1]; ++y)
+        for (int x = 0; x < sp.count[0]; ++x) {
+          GriddingLayout::Entry &e = L.entries[static_cast<std::size_t>(fill[static_cast<std::size_t>(tile_of(sp, x, y, z))]++)];
+          e.sample = static_cast<std::uint32_t>(i);
+          e.d[0] = static_cast<std::int16_t>(sp.d[0][x]);
+          e.d[1] = static_cast<std::int16_t>(sp.d[1][y]);
+          e.d[2] = static_cast<std::int16_t>(sp.d[2][z]);
+        }
+  }
+}
+
+void NufftPlan::adjoint(const cfloat *samples, cfloat *image, Gridding gridding) {
+  const std::lock_guard lock(run_mutex_);
+  impl_->adjoint(*this, samples, image, gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather);
+}
+void NufftPlan::forward(const cfloat *image, cfloat *samples) {
+  const std::lock_guard lock(run_mutex_);
+  impl_->forward(*this, image, samples);
+}
+void NufftPlan::grid_then_interpolate(const cfloat *in, cfloat *out, Gridding gridding) {
+  const std::lock_guard lock(run_mutex_);
+  impl_->grid_then_interpolate(*this, in, out, gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather);
+}
+
+} // namespace detail
+} // namespace mri
