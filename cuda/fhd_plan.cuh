@@ -10,52 +10,13 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "device_buffer.cuh"
 #include "fhd_backend.hpp"
 
 namespace mri::cuda::detail {
 
 // ---------------------------------------------------------------------------------------
 // RAII
-
-// One cudaMalloc'd array. grow() reallocates (contents lost) only when more is needed.
-template <class T> class DeviceBuffer {
-public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t count) { grow(count); }
-  ~DeviceBuffer() { release(); }
-  DeviceBuffer(DeviceBuffer &&o) noexcept : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)) {}
-  DeviceBuffer &operator=(DeviceBuffer &&o) noexcept {
-    if (this != &o) {
-      release();
-      p_ = std::exchange(o.p_, nullptr);
-      n_ = std::exchange(o.n_, 0);
-    }
-    return *this;
-  }
-  DeviceBuffer(const DeviceBuffer &) = delete;
-  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
-
-  T *grow(std::size_t count) {
-    if (count <= n_) return p_;
-    release();
-    void *p = nullptr;
-    MRI_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
-    p_ = static_cast<T *>(p);
-    n_ = count;
-    return p_;
-  }
-  T *get() const { return p_; }
-  std::size_t size() const { return n_; }
-
-private:
-  void release() noexcept {
-    if (p_) cudaFree(p_); // a destructor cannot throw; a failing free leaves nothing to undo
-    p_ = nullptr;
-    n_ = 0;
-  }
-  T *p_ = nullptr;
-  std::size_t n_ = 0;
-};
 
 class Stream {
 public:

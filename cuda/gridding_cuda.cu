@@ -57,13 +57,13 @@ struct NufftDevicePlan::State {
   bool fft_held = false;
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   mutable float setup_ms = -1;
-  Buffer<unsigned> keys, perm, offsets;
-  Buffer<int> jxs;
-  Buffer<float4> rec;
-  Buffer<float> consts, wts; // consts: kernel polynomial (kMaxCoef floats), then deapodization
-  Buffer<float2> grid, sorted, samples, image;
-  Buffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
-  Buffer<unsigned char> fft_work;
+  DeviceBuffer<unsigned> keys, perm, offsets;
+  DeviceBuffer<int> jxs;
+  DeviceBuffer<float4> rec;
+  DeviceBuffer<float> consts, wts; // consts: kernel polynomial (kMaxCoef floats), then deapodization
+  DeviceBuffer<float2> grid, sorted, samples, image;
+  DeviceBuffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
+  DeviceBuffer<unsigned char> fft_work;
 
   const float *coef() const { return consts.get(); }
   const float *deapod() const { return consts.get() + kMaxCoef; }
@@ -87,7 +87,7 @@ struct NufftDevicePlan::State {
 NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup)
     : NufftDevicePlan(setup, trajectory.size()) {
   State &s = *s_;
-  Buffer<KPoint> traj;
+  DeviceBuffer<KPoint> traj;
   traj.allocate(trajectory.size(), s.pool, s.stream);
   upload_staged(traj.get(), trajectory.data(), trajectory.size() * sizeof(KPoint), s.stream);
   set_points(traj.get(), {1.0f, 1.0f, 1.0f});
@@ -182,8 +182,8 @@ void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> sc
   const auto points = static_cast<std::size_t>(s.points);
   const double t_upload = ms_since(s.t_start);
   MRI_CUDA_CHECK(cudaEventRecord(s.e0, s.stream));
-  Buffer<unsigned> keys_in, idx_in, outside;
-  Buffer<float4> rec_in;
+  DeviceBuffer<unsigned> keys_in, idx_in, outside;
+  DeviceBuffer<float4> rec_in;
   keys_in.allocate(M, s.pool, s.stream);
   idx_in.allocate(M, s.pool, s.stream);
   rec_in.allocate(M, s.pool, s.stream);
@@ -213,11 +213,11 @@ void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> sc
   std::size_t sort_bytes = 0, scan_bytes = 0;
   MRI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys_in.get(), s.keys.get(), idx_in.get(),
                                                  s.perm.get(), m, 0, bits, s.stream));
-  Buffer<unsigned> counts;
+  DeviceBuffer<unsigned> counts;
   counts.allocate(points + 1, s.pool, s.stream);
   MRI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, counts.get(), s.offsets.get(),
                                                static_cast<int>(s.points) + 1, s.stream));
-  Buffer<unsigned char> temp;
+  DeviceBuffer<unsigned char> temp;
   temp.allocate(std::max(sort_bytes, scan_bytes), s.pool, s.stream);
   MRI_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.get(), sort_bytes, keys_in.get(), s.keys.get(), idx_in.get(),
                                                  s.perm.get(), m, 0, bits, s.stream));

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "cuda_check.cuh"
+#include "device_buffer.cuh"
 
 namespace mri::cuda::detail {
 
@@ -18,46 +19,6 @@ bool trace_enabled();
 // the device memory, at most 8 GiB), so a second plan reuses them instead of mapping new memory;
 // null where the device has no memory pools (plain cudaMalloc).
 cudaMemPool_t plan_pool();
-
-// A device array allocated and freed in stream order (from the pool where there is one).
-template <class T> class Buffer {
-public:
-  Buffer() = default;
-  ~Buffer() { release(); }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  void allocate(std::size_t n, cudaMemPool_t pool, cudaStream_t stream) {
-    release();
-    if (n == 0) return;
-    void *p = nullptr;
-    if (pool)
-      MRI_CUDA_CHECK(cudaMallocFromPoolAsync(&p, n * sizeof(T), pool, stream));
-    else
-      MRI_CUDA_CHECK(cudaMalloc(&p, n * sizeof(T)));
-    p_ = static_cast<T *>(p);
-    n_ = n;
-    pooled_ = pool != nullptr;
-    stream_ = stream;
-  }
-  void release() noexcept {
-    if (p_) {
-      if (pooled_)
-        cudaFreeAsync(p_, stream_);
-      else
-        cudaFree(p_);
-    }
-    p_ = nullptr;
-    n_ = 0;
-  }
-  T *get() const { return p_; }
-  std::size_t size() const { return n_; }
-
-private:
-  T *p_ = nullptr;
-  std::size_t n_ = 0;
-  bool pooled_ = false;
-  cudaStream_t stream_ = nullptr;
-};
 
 // cuFFT plans without their own work area, kept idle per (device, dims, grid) between plans: a
 // plan checks one out for its lifetime (so two live plans never share one) and gives it back.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "device_buffer.cuh"
 #include "mri/detail/motion_stencil.hpp"
 #include "mri/grid.hpp"
 #include "mri/motion.hpp"
@@ -16,20 +17,12 @@ namespace mri::cuda::detail::motion {
 
 using mri::detail::motion::kChannels;
 
-struct CudaFree {
-  void operator()(float *p) const noexcept { cudaFree(p); }
-};
-
 // A float volume in device memory (movable, owning).
 struct DeviceVolume {
   Grid grid;
-  std::unique_ptr<float, CudaFree> d;
+  DeviceBuffer<float> d;
   DeviceVolume() = default;
-  explicit DeviceVolume(const Grid &g) : grid(g) {
-    float *p = nullptr;
-    MRI_CUDA_CHECK(cudaMalloc(&p, sizeof(float) * static_cast<std::size_t>(g.voxels())));
-    d.reset(p);
-  }
+  explicit DeviceVolume(const Grid &g) : grid(g), d(static_cast<std::size_t>(g.voxels())) {}
   float *data() { return d.get(); }
   const float *data() const { return d.get(); }
 };
