@@ -1,6 +1,7 @@
 // HDF5's answers about a file before libismrmrd reads it (ismrmrd_guard.hpp).
 #include "ismrmrd_guard.hpp"
 
+#include "hdf5_heap_guard.hpp"
 #include "ismrmrd_common.hpp"
 
 namespace mri::detail {
@@ -69,6 +70,12 @@ IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string 
     close();
     ismrmrd_io_error(path, "the acquisitions' type in " + data + " has no header and trajectory and sample arrays");
   }
+  try {
+    check_vlen_heaps(path, file_, acquisitions_, data); // before AcquisitionBlocks reads the arrays
+  } catch (...) {
+    close();
+    throw;
+  }
 }
 
 hid_t IsmrmrdGuard::sizes_type() {
@@ -109,15 +116,23 @@ void IsmrmrdGuard::check_header() const {
   const hid_t set = H5Dopen2(file_, xml.c_str(), H5P_DEFAULT);
   if (set < 0) ismrmrd_io_error(path_, "HDF5 cannot open the XML header " + xml);
   const hssize_t points = elements(set);
+  if (points != 1) {
+    H5Dclose(set);
+    ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
+  }
+  try {
+    check_vlen_heaps(path_, file_, set, xml); // before this H5Dread and libismrmrd's
+  } catch (...) {
+    H5Dclose(set);
+    throw;
+  }
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
   char *text = nullptr;
-  const herr_t read = points == 1 ? H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) : -1;
+  const herr_t read = H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
   H5free_memory(text);
   H5Tclose(type);
   H5Dclose(set);
-  if (points != 1)
-    ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
   if (read < 0) ismrmrd_io_error(path_, "HDF5 cannot read the XML header " + xml + " as a string");
 }
 

@@ -6,7 +6,9 @@
 // (a heap overflow). The guard asks HDF5 the same questions first and turns a file that would
 // reach those paths into an IoError naming what disagrees (found by fuzzing: tests/fuzz/). The
 // acquisitions themselves are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each
-// one's stored arrays against its header.
+// one's stored arrays against its header. Every variable-length value the reader reads (the XML
+// header, each acquisition's trajectory and samples) is first checked in the file's global heap
+// by check_vlen_heaps (hdf5_heap_guard.hpp): HDF5 1.10.8 loops forever on a damaged one.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -19,13 +21,15 @@ namespace mri::detail {
 class IsmrmrdGuard {
 public:
   // Opens the file read-only; after libismrmrd's Dataset (HDF5 refuses to open read-write a file
-  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1.
+  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1
+  // and for damaged global heap collections under the acquisitions' arrays.
   IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
   ~IsmrmrdGuard();
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
   IsmrmrdGuard &operator=(const IsmrmrdGuard &) = delete;
 
-  // Before libismrmrd reads the XML header: one variable-length string that HDF5 can read.
+  // Before libismrmrd reads the XML header: one variable-length string, its global heap object
+  // intact, that HDF5 can read.
   void check_header() const;
 
 private:
