@@ -241,6 +241,13 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     ISMRMRD::Dataset ds((dir / "notraj.h5").c_str(), "dataset", false);
     ds.appendAcquisition(ISMRMRD::Acquisition(40, 2, 0));
   }
+  SECTION("an acquisition without samples that discards some (fuzzing: UBSan, an offset to its null array)") {
+    write_header_and(dir / "discard.h5", 1, false);
+    ISMRMRD::Dataset ds((dir / "discard.h5").c_str(), "dataset", false);
+    ISMRMRD::Acquisition a(0, 1, 0);
+    a.discard_pre() = 6656;
+    ds.appendAcquisition(a);
+  }
   SECTION("only noise scans") { write_header_and(dir / "noise.h5", 1, true); }
   SECTION("zero coils") { write_header_and(dir / "zero.h5", 0, false); }
   if (std::filesystem::exists(dir / "nohdr.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "nohdr.h5"), test::contains("no XML header"));
@@ -250,6 +257,9 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     CHECK_THROWS_WITH(read_ismrmrd(dir / "noisenan.h5"), test::contains("acquisition 0 coil 0 sample 5"));
   if (std::filesystem::exists(dir / "notraj.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "notraj.h5"), test::contains("acquisition 18 has no trajectory"));
+  if (std::filesystem::exists(dir / "discard.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "discard.h5"),
+                      test::contains("acquisition 1: discard_pre + discard_post = 6656 of 0 samples"));
   if (std::filesystem::exists(dir / "noise.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "noise.h5"), test::contains("imaging acquisitions = 0"));
   if (std::filesystem::exists(dir / "zero.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "zero.h5"), test::contains("no coil data"));

@@ -54,6 +54,15 @@ hssize_t elements(hid_t set) {
 
 } // namespace
 
+void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
+                    std::size_t index) {
+  const int discarded = head.discard_pre + head.discard_post;
+  if (discarded > head.number_of_samples)
+    ismrmrd_io_error(path, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +
+                               std::to_string(discarded) + " of " + std::to_string(head.number_of_samples) +
+                               " samples");
+}
+
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");

@@ -16,7 +16,16 @@
 
 #include <hdf5.h>
 
+#include <ismrmrd/ismrmrd.h>
+
 namespace mri::detail {
+
+// Throws IoError when acquisition `index` discards more samples than it has: the reader indexes
+// coil c's kept samples from c * number_of_samples + discard_pre, past the stored array then even
+// when none are kept (UBSan: an offset applied to the null array of an acquisition without
+// samples; found by fuzzing).
+void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
+                    std::size_t index);
 
 class IsmrmrdGuard {
 public:
