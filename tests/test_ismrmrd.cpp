@@ -16,6 +16,11 @@
 #include <random>
 #include <sstream>
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace mri;
 
 namespace {
@@ -236,6 +241,13 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     ISMRMRD::Dataset ds((dir / "notraj.h5").c_str(), "dataset", false);
     ds.appendAcquisition(ISMRMRD::Acquisition(40, 2, 0));
   }
+  SECTION("an acquisition without samples that discards some (fuzzing: UBSan, an offset to its null array)") {
+    write_header_and(dir / "discard.h5", 1, false);
+    ISMRMRD::Dataset ds((dir / "discard.h5").c_str(), "dataset", false);
+    ISMRMRD::Acquisition a(0, 1, 0);
+    a.discard_pre() = 6656;
+    ds.appendAcquisition(a);
+  }
   SECTION("only noise scans") { write_header_and(dir / "noise.h5", 1, true); }
   SECTION("zero coils") { write_header_and(dir / "zero.h5", 0, false); }
   if (std::filesystem::exists(dir / "nohdr.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "nohdr.h5"), test::contains("no XML header"));
@@ -245,6 +257,9 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     CHECK_THROWS_WITH(read_ismrmrd(dir / "noisenan.h5"), test::contains("acquisition 0 coil 0 sample 5"));
   if (std::filesystem::exists(dir / "notraj.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "notraj.h5"), test::contains("acquisition 18 has no trajectory"));
+  if (std::filesystem::exists(dir / "discard.h5"))
+    CHECK_THROWS_WITH(read_ismrmrd(dir / "discard.h5"),
+                      test::contains("acquisition 1: discard_pre + discard_post = 6656 of 0 samples"));
   if (std::filesystem::exists(dir / "noise.h5"))
     CHECK_THROWS_WITH(read_ismrmrd(dir / "noise.h5"), test::contains("imaging acquisitions = 0"));
   if (std::filesystem::exists(dir / "zero.h5")) CHECK_THROWS_WITH(read_ismrmrd(dir / "zero.h5"), test::contains("no coil data"));
@@ -312,4 +327,59 @@ TEST_CASE("ismrmrd: images written into a new file are read back by libismrmrd",
   }
   CHECK_THROWS_AS(write_ismrmrd_images(dir / "none.h5", {}, {1, 1, 1}), InvalidArgument);
   CHECK_THROWS_AS(write_ismrmrd_images(dir / "no-dir" / "x.h5", images, {1, 1, 1}), IoError);
+}
+
+namespace {
+
+// A fuzz regression input as the file it stands for (the harness's first byte chooses the mode).
+std::filesystem::path regression_file(const std::string &name, const test::TempDir &dir) {
+  std::ifstream in(std::filesystem::path(MRI_TEST_FUZZ_REGRESSIONS) / "ismrmrd_reader" / name, std::ios::binary);
+  in.get();
+  const std::filesystem::path out = dir / name;
+  std::ofstream(out, std::ios::binary) << in.rdbuf();
+  return out;
+}
+
+// What read_ismrmrd throws for `file`, run in a child process killed after `seconds`: a hang
+// fails the test instead of stopping the suite. "" for a read that succeeds.
+std::string error_within(const std::filesystem::path &file, int seconds) {
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string what;
+    try {
+      (void)read_ismrmrd(file);
+    } catch (const Error &e) {
+      what = e.what();
+    } catch (...) {
+      what = "not an mri::Error";
+    }
+    (void)!::write(fds[1], what.data(), what.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  pollfd p{fds[0], POLLIN, 0};
+  const bool answered = ::poll(&p, 1, seconds * 1000) == 1;
+  std::string what;
+  char buf[4096];
+  for (ssize_t got; answered && (got = ::read(fds[0], buf, sizeof buf)) > 0;) what.append(buf, static_cast<std::size_t>(got));
+  ::close(fds[0]);
+  if (!answered) ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  if (!answered) FAIL("read_ismrmrd(" << file << ") did not return within " << seconds << " s");
+  return what;
+}
+
+} // namespace
+
+TEST_CASE("ismrmrd: a damaged global heap is refused, not looped on by HDF5 1.10.8 (fuzzing)", "[ismrmrd]") {
+  test::TempDir dir("ismrmrd");
+  const std::filesystem::path file = regression_file("hdf5-global-heap-xml-header.h5", dir);
+  const std::string what = error_within(file, 30); // refused in milliseconds; HDF5 alone: never
+  CHECK_THAT(what, test::contains(file.string() + ": dataset/data: element 0 names the global heap collection at "
+                                                  "5824: object 0 at byte 1752 of its 4096 has size "
+                                                  "18446744073709518888, which runs past the collection's end"));
 }

@@ -7,6 +7,7 @@
 #include <nifti2_io.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -229,4 +230,34 @@ TEST_CASE("nifti: displacement fields along i, j, k in voxels and mm, and rotate
           CHECK(w[(c * fields.size() + f) * n + i] == Approx(m[c][0] * d[0] + m[c][1] * d[1] + m[c][2] * d[2]));
       }
   }
+
+namespace {
+
+std::vector<char> float_bytes(float v) {
+  std::vector<char> b(sizeof v);
+  std::memcpy(b.data(), &v, sizeof v);
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("nifti: a .nii vox_offset below 352 reads from byte 352, as the standard says; no position is refused",
+          "[nifti]") {
+  test::TempDir dir("nifti");
+  const Image image = test::random_image(Grid(4, 4, 2), 3);
+  const std::filesystem::path good = dir / "good.nii";
+  write_nifti(good, {image}, {1, 1, 1});
+  const NiftiVolume expected = read_nifti(good);
+  // vox_offset is the float at header offset 108. libnifti alone reads 0 as 348: the 4 extension
+  // bytes became the first voxel and every voxel moved by one.
+  for (const float low : {0.0f, 16.0f, 348.0f, -16.0f}) {
+    const std::string name = "low" + std::to_string(static_cast<int>(low)) + ".nii";
+    const NiftiVolume v = read_nifti(patched(good, dir / name, 108, float_bytes(low)));
+    CHECK(v.data == expected.data);
+  }
+  CHECK_THROWS_WITH(read_nifti(patched(good, dir / "nan.nii", 108, float_bytes(std::nanf("")))),
+                    test::contains("nan.nii: vox_offset = nan: not a position in the file"));
+  CHECK_THROWS_AS(read_nifti(patched(good, dir / "inf.nii", 108, float_bytes(-INFINITY))), IoError);
+  CHECK_THROWS_WITH(read_nifti(patched(good, dir / "far.nii", 108, float_bytes(1e30f))),
+                    test::contains("vox_offset = 1e+30: past the end of any file"));
 }

@@ -1,6 +1,7 @@
 // HDF5's answers about a file before libismrmrd reads it (ismrmrd_guard.hpp).
 #include "ismrmrd_guard.hpp"
 
+#include "hdf5_heap_guard.hpp"
 #include "ismrmrd_common.hpp"
 
 namespace mri::detail {
@@ -53,6 +54,15 @@ hssize_t elements(hid_t set) {
 
 } // namespace
 
+void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
+                    std::size_t index) {
+  const int discarded = head.discard_pre + head.discard_post;
+  if (discarded > head.number_of_samples)
+    ismrmrd_io_error(path, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +
+                               std::to_string(discarded) + " of " + std::to_string(head.number_of_samples) +
+                               " samples");
+}
+
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");
@@ -68,6 +78,12 @@ IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string 
   if (sizes_type_ < 0) {
     close();
     ismrmrd_io_error(path, "the acquisitions' type in " + data + " has no header and trajectory and sample arrays");
+  }
+  try {
+    check_vlen_heaps(path, file_, acquisitions_, data); // before AcquisitionBlocks reads the arrays
+  } catch (...) {
+    close();
+    throw;
   }
 }
 
@@ -109,15 +125,23 @@ void IsmrmrdGuard::check_header() const {
   const hid_t set = H5Dopen2(file_, xml.c_str(), H5P_DEFAULT);
   if (set < 0) ismrmrd_io_error(path_, "HDF5 cannot open the XML header " + xml);
   const hssize_t points = elements(set);
+  if (points != 1) {
+    H5Dclose(set);
+    ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
+  }
+  try {
+    check_vlen_heaps(path_, file_, set, xml); // before this H5Dread and libismrmrd's
+  } catch (...) {
+    H5Dclose(set);
+    throw;
+  }
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
   char *text = nullptr;
-  const herr_t read = points == 1 ? H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) : -1;
+  const herr_t read = H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
   H5free_memory(text);
   H5Tclose(type);
   H5Dclose(set);
-  if (points != 1)
-    ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
   if (read < 0) ismrmrd_io_error(path_, "HDF5 cannot read the XML header " + xml + " as a string");
 }
 

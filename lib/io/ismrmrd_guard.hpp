@@ -6,7 +6,9 @@
 // (a heap overflow). The guard asks HDF5 the same questions first and turns a file that would
 // reach those paths into an IoError naming what disagrees (found by fuzzing: tests/fuzz/). The
 // acquisitions themselves are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each
-// one's stored arrays against its header.
+// one's stored arrays against its header. Every variable-length value the reader reads (the XML
+// header, each acquisition's trajectory and samples) is first checked in the file's global heap
+// by check_vlen_heaps (hdf5_heap_guard.hpp): HDF5 1.10.8 loops forever on a damaged one.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -14,18 +16,29 @@
 
 #include <hdf5.h>
 
+#include <ismrmrd/ismrmrd.h>
+
 namespace mri::detail {
+
+// Throws IoError when acquisition `index` discards more samples than it has: the reader indexes
+// coil c's kept samples from c * number_of_samples + discard_pre, past the stored array then even
+// when none are kept (UBSan: an offset applied to the null array of an acquisition without
+// samples; found by fuzzing).
+void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
+                    std::size_t index);
 
 class IsmrmrdGuard {
 public:
   // Opens the file read-only; after libismrmrd's Dataset (HDF5 refuses to open read-write a file
-  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1.
+  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1
+  // and for damaged global heap collections under the acquisitions' arrays.
   IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
   ~IsmrmrdGuard();
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
   IsmrmrdGuard &operator=(const IsmrmrdGuard &) = delete;
 
-  // Before libismrmrd reads the XML header: one variable-length string that HDF5 can read.
+  // Before libismrmrd reads the XML header: one variable-length string, its global heap object
+  // intact, that HDF5 can read.
   void check_header() const;
 
 private:

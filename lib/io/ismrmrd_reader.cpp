@@ -229,6 +229,7 @@ private:
 
   void add_imaging(const detail::AcquisitionView &acq, std::uint32_t index) {
     check_channels(acq, index);
+    detail::check_discards(path_, acq.head, index);
     const int ns = acq.head.number_of_samples, pre = acq.head.discard_pre, post = acq.head.discard_post;
     if (pre + post >= ns && ns > 0)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <memory>
@@ -157,6 +158,35 @@ std::vector<float> read_floats(const std::filesystem::path &path, const nifti_im
   return f;
 }
 
+// Where the data starts, by the standard (nifti1.h, "DETAILS ABOUT vox_offset"): at (int)vox_offset;
+// in a one-file .nii a vox_offset below the header's 352 bytes (NIfTI-2: 544) "is equivalent to
+// 352". libnifti 2.0 moves it to 348 instead (the header struct without its 4 extension bytes):
+// the extension flag became the first voxel and every value moved by 4 bytes, without a word.
+// Refused: a vox_offset that is no position (NaN, infinite), negative in a two-file pair (no
+// rule moves it), or past any file (its (int) would overflow).
+std::int64_t data_offset(const std::filesystem::path &path, const nifti_image &nim) {
+  int version = 0;
+  const char *header = nim.fname != nullptr ? nim.fname : path.c_str(); // a pair's .hdr, as libnifti found it
+  void *raw = nifti_read_header(header, &version, 0);                    // in this machine's byte order
+  if (raw == nullptr) throw IoError(path.string() + ": not a readable NIfTI header");
+  const double vox_offset = version == 2 ? static_cast<double>(static_cast<nifti_2_header *>(raw)->vox_offset)
+                                         : static_cast<nifti_1_header *>(raw)->vox_offset;
+  std::free(raw);
+  const bool one_file = nim.nifti_type == NIFTI_FTYPE_NIFTI1_1 || nim.nifti_type == NIFTI_FTYPE_NIFTI2_1;
+  const double header_bytes = version == 2 ? 544 : 352;
+  const char *why = !std::isfinite(vox_offset)    ? "not a position in the file"
+                    : vox_offset < 0 && !one_file ? "a position before the start of the data file"
+                    : vox_offset > 0x1p62         ? "past the end of any file"
+                                                  : nullptr;
+  if (why != nullptr) {
+    std::ostringstream os;
+    os << path.string() << ": vox_offset = " << vox_offset << ": " << why;
+    throw IoError(os.str());
+  }
+  const double offset = one_file ? std::max(header_bytes, vox_offset) : vox_offset;
+  return static_cast<std::int64_t>(offset);
+}
+
 // The bytes the header's dims and datatype ask for must be in the data file before they are
 // allocated (read_floats; a 352-byte header can ask for 2^60). A .gz file of n bytes holds at most
 // 1032 n (deflate's largest ratio). In double: dims up to 2^63 in 7 axes overflow an int64.
@@ -268,6 +298,7 @@ NiftiVolume read_nifti(const std::filesystem::path &path) {
   if (nim->datatype != DT_FLOAT32 && nim->datatype != DT_COMPLEX64)
     throw IoError(path.string() + ": datatype " + std::to_string(nim->datatype) + " (float32 or complex64 expected)");
   if (nim->ndim > 4) throw IoError(path.string() + ": " + std::to_string(nim->ndim) + " dimensions (at most 4)");
+  nim->iname_offset = data_offset(path, *nim);
   check_data_size(*nim, path);
   NiftiVolume v;
   for (int a = 0; a < 4; ++a) v.dims[a] = std::max<std::int64_t>(1, a < nim->ndim ? nim->dim[a + 1] : 1);

@@ -1,0 +1,28 @@
+#pragma once
+// HDF5 1.10.8 (Debian 12) trusts the global heap collections that hold variable-length values.
+// H5HG__cache_heap_deserialize walks a collection's objects with `p = begin + need`, `need` read
+// from the file, checking neither that p advances nor that it stays inside the collection: a
+// damaged free-space object of size 2^64 - 32728 moves p 32 KiB before the collection's buffer,
+// onto zeroed memory, where an "object" of index 0 and size 0 (need = 0) is decoded forever (the
+// hang under H5Dread of ISMRMRD's XML header, found by fuzzing:
+// tests/fuzz/regressions/ismrmrd_reader/hdf5-global-heap-xml-header.h5). H5HG_read then copies
+// the object's stored size into a buffer sized by the value's own length (a heap overflow when
+// they differ), and an object index the collection lacks is only an assertion.
+//
+// check_vlen_heaps reads a dataset's raw variable-length descriptors (length, collection
+// address, object index) and walks every collection they name in the file's bytes, before HDF5
+// reads them: "GCOL", version 1, the collection inside the file, each object step advancing and
+// ending inside it, the named object present with the stored size its length implies.
+#include <filesystem>
+#include <string>
+
+#include <hdf5.h>
+
+namespace mri::detail {
+
+// Throws IoError naming `path`, the dataset `name` and what is wrong; also for a dataset whose
+// variable-length values it cannot see (filtered, compact, virtual, or inside arrays), which
+// HDF5 would read unchecked. Call with lock_hdf5() held.
+void check_vlen_heaps(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name);
+
+} // namespace mri::detail
