@@ -10,7 +10,7 @@
 namespace mri::detail {
 namespace {
 
-constexpr std::size_t kBlock = 1024;
+constexpr std::size_t kBlock = 256;
 
 hid_t array_of(hid_t base, hsize_t n) { return H5Tarray_create2(base, 1, &n); }
 
@@ -117,7 +117,7 @@ void AcquisitionBlocks::reclaim() {
   if (block_.empty()) return;
   const hsize_t n = block_.size();
   const hid_t space = H5Screate_simple(1, &n, nullptr);
-  H5Dvlen_reclaim(type_, space, H5P_DEFAULT, block_.data());
+  H5Dvlen_reclaim(type_, space, buffers_.transfer(), block_.data());
   H5Sclose(space);
   block_.clear();
 }
@@ -128,9 +128,10 @@ void AcquisitionBlocks::load(std::size_t first) {
   Record blank{};
   blank.head = ISMRMRD::AcquisitionHeader(); // libismrmrd's defaults for the fields not read
   block_.assign(count, blank);
+  buffers_.restart();
   const hid_t file_space = H5Dget_space(dataset_), memory = H5Screate_simple(1, &count, nullptr);
   herr_t status = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
-  if (status >= 0) status = H5Dread(dataset_, type_, memory, file_space, H5P_DEFAULT, block_.data());
+  if (status >= 0) status = H5Dread(dataset_, type_, memory, file_space, buffers_.transfer(), block_.data());
   H5Sclose(memory);
   H5Sclose(file_space);
   first_ = first;

@@ -1,7 +1,8 @@
 #pragma once
-// The acquisitions of an ISMRMRD file read in blocks: one H5Dread per 1024 acquisitions, where
+// The acquisitions of an ISMRMRD file read in blocks: one H5Dread per 256 acquisitions, where
 // libismrmrd's readAcquisition makes one per acquisition, and HDF5 1.10 allocates and zeroes a
 // 1 MiB buffer per H5Dread (0.3 ms an acquisition: 5 s for a 64-slice file of 16384 readouts).
+// Blocks no larger, so that a streaming reader hands a slice over soon after its last readout.
 #include <hdf5.h>
 
 #include <ismrmrd/ismrmrd.h>
@@ -11,6 +12,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "transfer_buffers.hpp"
 
 namespace mri::detail {
 
@@ -60,6 +63,7 @@ private:
   hid_t file_ = -1, dataset_ = -1, type_ = -1;
   std::size_t size_ = 0, first_ = 0;
   std::vector<Record> block_;
+  TransferBuffers buffers_; // the block's samples and trajectories, HDF5's conversion buffers
 };
 
 } // namespace mri::detail
