@@ -93,7 +93,7 @@ void check_recon(const ReconArgs &a) {
 }
 
 int run_recon(const ReconArgs &a, bool regularizer_given) {
-  const ReconInputs in = load_inputs(a.input, a.quiet);
+  ReconInputs in = load_inputs(a.input, a.quiet);
   const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
   for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
   const ReconOptions o = effective_options(a, in, regularizer_given);
