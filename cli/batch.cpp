@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <cmath>
@@ -78,19 +79,26 @@ private:
   std::filesystem::path path_;
 };
 
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
 // One worker: the queue's items until it closes, each with its OpenMP team; an item's data are
 // released once it has run.
-void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, Progress &progress, std::vector<ItemOutcome> &out) {
+void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, Progress &progress, std::vector<ItemOutcome> &out,
+          Clock::time_point t0) {
   while (const std::optional<BatchQueue::Task> task = queue.next()) {
     const std::size_t i = task->item;
     if (!task->keyed && !queue.settle(i, q_key(in.problems[i].data, in, o))) continue; // waits for its Q
     omp_set_num_threads(task->threads);
+    out[i].started = seconds_since(t0);
     try {
       out[i].image = reconstruct_item(take_data(in, i), in, o, progress, out[i].reports);
     } catch (...) { // one item failing does not lose the others
       out[i].error = std::current_exception();
       out[i].image = Image(in.output);
     }
+    out[i].finished = seconds_since(t0);
     queue.done(i);
   }
 }
@@ -107,17 +115,25 @@ std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &
     o.q_cache_dir = run_cache.emplace().path();
   const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), in.problems.size()));
   BatchQueue queue(workers, omp_get_max_threads());
+  const Clock::time_point t0 = Clock::now();
   std::vector<std::thread> pool;
-  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, progress, out); });
+  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, progress, out, t0); });
   std::exception_ptr read_error;
   try {
-    read_problems(in, [&queue](std::size_t i) { queue.arrive(i); });
+    read_problems(in, [&](std::size_t i) {
+      out[i].data_in = seconds_since(t0);
+      queue.arrive(i);
+    });
+    in.source["read_seconds"] = seconds_since(t0);
   } catch (...) { // a file damaged mid-way: the items not started are dropped, the run fails
     read_error = std::current_exception();
   }
   queue.close(read_error != nullptr);
   for (std::thread &t : pool) t.join();
   if (read_error) std::rethrow_exception(read_error);
+  for (ItemOutcome &item : out)
+    for (nlohmann::json &r : item.reports)
+      r["batch"] = {{"data_in_s", item.data_in}, {"started_s", item.started}, {"finished_s", item.finished}};
   return out;
 }
 

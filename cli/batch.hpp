@@ -18,6 +18,9 @@ struct ItemOutcome {
   Image image;                                               // on the output grid (zeros on failure)
   nlohmann::json reports = nlohmann::json::array();          // the item's reconstruction report
   std::exception_ptr error;                                  // set when the item failed
+  // Seconds from the start of the batch: its data in, its reconstruction started and finished
+  // (the report's "batch" of the item: how reading and reconstructions overlapped).
+  double data_in = 0, started = 0, finished = 0;
 };
 
 // Reads the inputs' data (read_problems) on the calling thread while the workers reconstruct.
@@ -25,6 +28,7 @@ struct ItemOutcome {
 // run (at most jobs; at least 1 thread), so the machine is shared, not oversubscribed.
 // Multi-coil items: SENSE, with the maps of options.sensitivities or estimated per item. Throws
 // the reading's error (after the items already running have finished; the others are dropped).
+// inputs.source["read_seconds"]: from the start of the batch to the end of the file.
 std::vector<ItemOutcome> reconstruct_batch(ReconInputs &inputs, const ReconOptions &options, int jobs,
                                            Progress &progress);
 
