@@ -4,6 +4,7 @@
 #include "ismrmrd_blocks.hpp"
 
 #include <algorithm>
+#include <exception>
 
 #include "ismrmrd_common.hpp"
 
@@ -97,7 +98,7 @@ AcquisitionBlocks::AcquisitionBlocks(const std::filesystem::path &path, const st
 }
 
 AcquisitionBlocks::~AcquisitionBlocks() {
-  reclaim();
+  for (Slot &slot : slots_) reclaim(slot);
   if (type_ >= 0) H5Tclose(type_);
   if (dataset_ >= 0) H5Dclose(dataset_);
   if (file_ >= 0) H5Fclose(file_);
@@ -113,38 +114,85 @@ std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> AcquisitionBlocks::headers() {
   return heads;
 }
 
-void AcquisitionBlocks::reclaim() {
-  if (block_.empty()) return;
-  const hsize_t n = block_.size();
+void AcquisitionBlocks::reclaim(Slot &slot) {
+  if (slot.block.empty()) return;
+  const hsize_t n = slot.block.size();
   const hid_t space = H5Screate_simple(1, &n, nullptr);
-  H5Dvlen_reclaim(type_, space, buffers_.transfer(), block_.data());
+  H5Dvlen_reclaim(type_, space, slot.buffers.transfer(), slot.block.data());
   H5Sclose(space);
-  block_.clear();
+  slot.block.clear();
 }
 
-void AcquisitionBlocks::load(std::size_t first) {
-  reclaim();
-  const hsize_t start = first, count = std::min(kBlock, size_ - first);
+// Block `number` into `slot`, with the HDF5 lock held.
+void AcquisitionBlocks::load(Slot &slot, std::size_t number) {
+  reclaim(slot);
+  const hsize_t start = number * kBlock, count = std::min(kBlock, size_ - number * kBlock);
   Record blank{};
   blank.head = ISMRMRD::AcquisitionHeader(); // libismrmrd's defaults for the fields not read
-  block_.assign(count, blank);
-  buffers_.restart();
+  slot.block.assign(count, blank);
+  slot.buffers.restart();
   const hid_t file_space = H5Dget_space(dataset_), memory = H5Screate_simple(1, &count, nullptr);
   herr_t status = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
-  if (status >= 0) status = H5Dread(dataset_, type_, memory, file_space, buffers_.transfer(), block_.data());
+  if (status >= 0) status = H5Dread(dataset_, type_, memory, file_space, slot.buffers.transfer(), slot.block.data());
   H5Sclose(memory);
   H5Sclose(file_space);
-  first_ = first;
   if (status < 0) {
-    block_.clear(); // HDF5 frees what a failed read allocated
-    ismrmrd_io_error(path_, "cannot read acquisitions " + std::to_string(first) + " to " +
-                                std::to_string(first + count - 1));
+    slot.block.clear(); // HDF5 frees what a failed read allocated
+    ismrmrd_io_error(path_, "cannot read acquisitions " + std::to_string(start) + " to " +
+                                std::to_string(start + count - 1));
   }
 }
 
+// Block after block, each into the slot the caller has left, until the last, a failure or stop().
+void AcquisitionBlocks::read_blocks() {
+  const std::size_t blocks = (size_ + kBlock - 1) / kBlock;
+  for (std::size_t number = 0; number < blocks; ++number) {
+    Slot &slot = slots_[number % 2];
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [&] { return stop_ || slot.number == kNone; });
+      if (stop_) return;
+    }
+    std::exception_ptr error;
+    try {
+      const auto hdf5 = lock_hdf5();
+      H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); // per thread: no HDF5 error stack on stderr, ours is the message
+      load(slot, number);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    {
+      const std::lock_guard lock(mutex_);
+      slot.number = number;
+      slot.error = error;
+    }
+    changed_.notify_all();
+    if (error) return;
+  }
+}
+
+void AcquisitionBlocks::stop() {
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  if (reader_.joinable()) reader_.join();
+}
+
 AcquisitionView AcquisitionBlocks::read(std::size_t index) {
-  if (block_.empty() || index < first_ || index >= first_ + block_.size()) load(index - index % kBlock);
-  const Record &r = block_[index - first_];
+  const std::size_t number = index / kBlock;
+  Slot &slot = slots_[number % 2];
+  if (number != held_) {
+    if (!reader_.joinable()) reader_ = std::thread(&AcquisitionBlocks::read_blocks, this);
+    std::unique_lock lock(mutex_);
+    if (held_ != kNone) slots_[held_ % 2].number = kNone; // done with it: the thread may refill it
+    held_ = number;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return slot.number == number; });
+    if (slot.error) std::rethrow_exception(slot.error);
+  }
+  const Record &r = slot.block[index - number * kBlock];
   const std::size_t ns = r.head.number_of_samples;
   const std::size_t samples = ns * r.head.active_channels, traj = ns * r.head.trajectory_dimensions;
   if (r.data.len != 2 * samples || r.traj.len != traj)

@@ -143,10 +143,13 @@ public:
   const IsmrmrdHeader &header() const { return out_.header; }
   const std::vector<IsmrmrdItem> &items() const { return items_; }
 
-  // `lock` (the HDF5 lock, held) is released while on_item runs.
-  IsmrmrdData read(const ItemHandler &on_item, std::unique_lock<std::mutex> &lock) {
+  // Without the HDF5 lock: the blocks' thread takes it.
+  IsmrmrdData read(const ItemHandler &on_item) {
     on_item_ = &on_item;
-    lock_ = &lock;
+    struct Stop { // the blocks' thread ends with this call, however it ends
+      detail::AcquisitionBlocks &blocks;
+      ~Stop() { blocks.stop(); }
+    } stop{acquisitions_};
     const std::size_t n = acquisitions_.size();
     out_.counts.acquisitions = n;
     auto next = plan_.completions.cbegin();
@@ -200,9 +203,7 @@ private:
   void hand_over(bool scaled) {
     for (const std::size_t k : std::exchange(waiting_, {})) {
       IsmrmrdItem item = make_item(k, scaled);
-      lock_->unlock(); // the handler may take its time, or read another file
       (*on_item_)(k, std::move(item), out_);
-      lock_->lock();
     }
   }
 
@@ -335,7 +336,7 @@ private:
   std::unique_ptr<ISMRMRD::Dataset> dataset_;
   detail::IsmrmrdGuard guard_; // after dataset_: HDF5 opens the file read-write for libismrmrd first
   ISMRMRD::IsmrmrdHeader xml_;
-  detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each
+  detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each, by a thread of their own
   IsmrmrdData out_;
   Grid grid_;
   bool non_cartesian_ = false;
@@ -344,7 +345,6 @@ private:
   std::vector<Group> groups_;        // per item, while it is read
   std::vector<std::size_t> waiting_; // complete items waiting for the units to settle
   const ItemHandler *on_item_ = nullptr;
-  std::unique_lock<std::mutex> *lock_ = nullptr;
 };
 
 const char *to_string(TrajUnits u) {
@@ -372,8 +372,7 @@ const std::vector<IsmrmrdItem> &IsmrmrdReader::items() const { return impl_->ite
 IsmrmrdData IsmrmrdReader::read(const ItemHandler &on_item) {
   if (read_) detail::invalid_argument("IsmrmrdReader::read", "a second call", "a reader reads its file once");
   read_ = true;
-  auto lock = detail::lock_hdf5();
-  return impl_->read(on_item, lock);
+  return impl_->read(on_item);
 }
 
 IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options) {
