@@ -78,6 +78,16 @@ hid_t header_record_type() {
   return t;
 }
 
+// Rows [start, start + count) of the dataset into `out`, as `type`; false when HDF5 fails.
+bool read_rows(hid_t dataset, hid_t type, hsize_t start, hsize_t count, hid_t transfer, void *out) {
+  const hid_t file_space = H5Dget_space(dataset), memory = H5Screate_simple(1, &count, nullptr);
+  herr_t status = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
+  if (status >= 0) status = H5Dread(dataset, type, memory, file_space, transfer, out);
+  H5Sclose(memory);
+  H5Sclose(file_space);
+  return status >= 0;
+}
+
 } // namespace
 
 AcquisitionBlocks::AcquisitionBlocks(const std::filesystem::path &path, const std::string &group) : path_(path) {
@@ -104,13 +114,16 @@ AcquisitionBlocks::~AcquisitionBlocks() {
   if (file_ >= 0) H5Fclose(file_);
 }
 
+// In blocks too: one H5Dread of every row makes HDF5 hold the selection of each (libismrmrd's
+// one-row chunks) at once, 16384 fresh allocations for the 64-slice file (0.1 s of faults here).
 std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> AcquisitionBlocks::headers() {
   std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> heads(size_, ISMRMRD::AcquisitionHeader());
-  if (heads.empty()) return heads;
   const hid_t type = header_record_type();
-  const herr_t status = H5Dread(dataset_, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, heads.data());
+  bool read = true;
+  for (std::size_t first = 0; read && first < size_; first += kBlock)
+    read = read_rows(dataset_, type, first, std::min(kBlock, size_ - first), H5P_DEFAULT, heads.data() + first);
   H5Tclose(type);
-  if (status < 0) ismrmrd_io_error(path_, "cannot read the acquisitions' headers");
+  if (!read) ismrmrd_io_error(path_, "cannot read the acquisitions' headers");
   return heads;
 }
 
@@ -131,12 +144,7 @@ void AcquisitionBlocks::load(Slot &slot, std::size_t number) {
   blank.head = ISMRMRD::AcquisitionHeader(); // libismrmrd's defaults for the fields not read
   slot.block.assign(count, blank);
   slot.buffers.restart();
-  const hid_t file_space = H5Dget_space(dataset_), memory = H5Screate_simple(1, &count, nullptr);
-  herr_t status = H5Sselect_hyperslab(file_space, H5S_SELECT_SET, &start, nullptr, &count, nullptr);
-  if (status >= 0) status = H5Dread(dataset_, type_, memory, file_space, slot.buffers.transfer(), slot.block.data());
-  H5Sclose(memory);
-  H5Sclose(file_space);
-  if (status < 0) {
+  if (!read_rows(dataset_, type_, start, count, slot.buffers.transfer(), slot.block.data())) {
     slot.block.clear(); // HDF5 frees what a failed read allocated
     ismrmrd_io_error(path_, "cannot read acquisitions " + std::to_string(start) + " to " +
                                 std::to_string(start + count - 1));
