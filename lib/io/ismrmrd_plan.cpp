@@ -68,6 +68,10 @@ IsmrmrdPlan plan_items(const std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> &he
     plan.items.push_back({key, s.per_coil, geometry_of(heads[s.first])});
   }
   std::sort(plan.completions.begin(), plan.completions.end());
+  std::vector<std::pair<std::size_t, std::size_t>> firsts; // (first acquisition, item)
+  for (const auto &[key, s] : seen) firsts.emplace_back(s.first, index[key]);
+  std::sort(firsts.begin(), firsts.end());
+  for (const auto &f : firsts) plan.starts.push_back(f.second);
   plan.item_of.assign(heads.size(), IsmrmrdPlan::kNoItem);
   for (std::size_t i = 0; i < heads.size(); ++i)
     if (is_image_data(heads[i])) plan.item_of[i] = index[key_of(heads[i].idx)];

@@ -34,6 +34,7 @@ struct IsmrmrdPlan {
   // (acquisition, item), sorted: the item is complete once that acquisition is read, its own
   // last and every noise scan (the coils' covariance comes before any item).
   std::vector<std::pair<std::size_t, std::size_t>> completions;
+  std::vector<std::size_t> starts; // the items in the order of their first acquisitions
   int coils = 0; // active channels of the first noise or image acquisition (0: none)
 };
 

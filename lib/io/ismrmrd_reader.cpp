@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
@@ -21,7 +22,7 @@
 #include "ismrmrd_common.hpp"
 #include "ismrmrd_guard.hpp"
 #include "ismrmrd_plan.hpp"
-#include "huge_pages.hpp"
+#include "item_memory.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
@@ -30,6 +31,9 @@ namespace {
 // |k| up to this in a non-Cartesian file: normalised units (TrajUnits::Auto); cycles per FOV
 // reach n/2 > 0.5 on any real grid.
 constexpr double kNormalizedLimit = 0.5 + 1e-6;
+
+// Items whose arrays are prepared before the reader meets them: 40 MB for 256^2, 8 coils.
+constexpr std::size_t kItemsAhead = 4;
 
 // One item while reading: points in the file's units, samples coil-major in place (sized from
 // the headers first, so each sample is written once: no growing and concatenating).
@@ -150,6 +154,10 @@ public:
       detail::AcquisitionBlocks &blocks;
       ~Stop() { blocks.stop(); }
     } stop{acquisitions_};
+    std::vector<std::size_t> sizes; // the items' sizes in the order the loop below meets them
+    for (const std::size_t k : plan_.starts) sizes.push_back(plan_.items[k].per_coil);
+    detail::ItemMemory memory(std::move(sizes), static_cast<std::size_t>(out_.header.coils), kItemsAhead);
+    memory_ = &memory;
     const std::size_t n = acquisitions_.size();
     out_.counts.acquisitions = n;
     auto next = plan_.completions.cbegin();
@@ -256,11 +264,12 @@ private:
     Group &g = groups_[plan_.item_of[index]];
     const std::size_t per_coil = plan_.items[plan_.item_of[index]].per_coil;
     const auto coils = static_cast<std::size_t>(out_.header.coils);
-    if (!g.seen) { // allocated at the item's first acquisition: an interleaved file's items grow together
+    if (!g.seen) { // at the item's first acquisition: an interleaved file's items grow together
       g.seen = true;
-      detail::reserve_on_huge_pages(g.points, per_coil);
-      detail::reserve_on_huge_pages(g.samples, per_coil * coils);
-      g.samples.resize(per_coil * coils);
+      detail::ItemMemory::Arrays arrays = memory_->take();
+      if (arrays.samples.size() != per_coil * coils) throw std::logic_error("ismrmrd reader: items taken out of order");
+      g.points = std::move(arrays.points);
+      g.samples = std::move(arrays.samples);
     }
     const std::size_t at = g.points.size(); // samples per coil so far
     const int kept = detail::kept_samples(ns, pre, post);
@@ -345,6 +354,7 @@ private:
   std::vector<Group> groups_;        // per item, while it is read
   std::vector<std::size_t> waiting_; // complete items waiting for the units to settle
   const ItemHandler *on_item_ = nullptr;
+  detail::ItemMemory *memory_ = nullptr; // during read(): the items' arrays, prepared ahead
 };
 
 const char *to_string(TrajUnits u) {
