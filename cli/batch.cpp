@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <cmath>
 #include <thread>
 #include <unistd.h>
 
+#include "batch_queue.hpp"
 #include "report.hpp"
 
 namespace mri::cli {
@@ -35,32 +37,25 @@ void to_bart_units(Image &x) {
   for (cfloat &v : x.values()) v *= s;
 }
 
-Image reconstruct_item(const ReconProblem &p, const ReconInputs &in, const ReconOptions &o, Progress &progress,
+Image reconstruct_item(const KSpaceData &data, const ReconInputs &in, const ReconOptions &o, Progress &progress,
                        nlohmann::json &reports) {
-  ReconResult r = reconstruct_one(p.data, in.grid, o, progress);
+  ReconResult r = reconstruct_one(data, in.grid, o, progress);
   reports.push_back(to_json(r.report));
   Image x = std::move(r.image);
   if (in.bart) to_bart_units(x);
   return centre_crop(x, in.output);
 }
 
-// Item i's Q is computed by leader[i], the first item with the same trajectory, weights, grid
-// and way of computing Q (the Toeplitz cache's key): the others can load its spectrum. An item
-// whose key cannot be made (weights of the wrong length) leads itself: reconstruct reports it.
-std::vector<std::size_t> q_leaders(const ReconInputs &in, const ReconOptions &o) {
-  const double q_tolerance = o.method == Method::Nufft ? o.nufft_tolerance : 0.0;
-  std::vector<std::optional<ToeplitzCacheKey>> keys;
-  std::vector<std::size_t> leader;
-  for (const ReconProblem &p : in.problems) {
-    try {
-      keys.emplace_back(toeplitz_cache_key(p.data.trajectory(), p.data.weights(), in.grid, o.precision, q_tolerance));
-    } catch (const InvalidArgument &) {
-      keys.emplace_back();
-    }
-    const auto same = keys.back() ? std::find(keys.begin(), keys.end(), keys.back()) : keys.end() - 1;
-    leader.push_back(static_cast<std::size_t>(same - keys.begin()));
+// The key of the Q that item i's reconstruction computes or loads (the Toeplitz cache's): items
+// with one key share Q. None when it cannot be made (weights of the wrong length): the item
+// runs alone, and reconstruct reports the problem.
+std::optional<ToeplitzCacheKey> q_key(const KSpaceData &data, const ReconInputs &in, const ReconOptions &o) {
+  try {
+    return toeplitz_cache_key(data.trajectory(), data.weights(), in.grid, o.precision,
+                              o.method == Method::Nufft ? o.nufft_tolerance : 0.0);
+  } catch (const InvalidArgument &) {
+    return std::nullopt;
   }
-  return leader;
 }
 
 // A Q cache directory for one run (under TMPDIR), removed with everything in it at the end.
@@ -84,47 +79,61 @@ private:
   std::filesystem::path path_;
 };
 
-// The items `todo`, `jobs` at a time (the calling thread is one of them); the cores are shared
-// among the threads that run (one leader alone gets them all).
-void run_items(const std::vector<std::size_t> &todo, const ReconInputs &in, const ReconOptions &o, int jobs,
-               Progress &progress, std::vector<ItemOutcome> &out) {
-  if (todo.empty()) return;
-  std::atomic<std::size_t> next{0};
-  jobs = std::min<int>(jobs, static_cast<int>(todo.size()));
-  const int threads = std::max(1, omp_get_max_threads() / jobs);
-  const auto work = [&] {
-    omp_set_num_threads(threads); // this thread's OpenMP team for its reconstructions
-    for (std::size_t n = next++; n < todo.size(); n = next++) {
-      const std::size_t i = todo[n];
-      try {
-        out[i].image = reconstruct_item(in.problems[i], in, o, progress, out[i].reports);
-      } catch (...) { // one item failing does not lose the others
-        out[i].error = std::current_exception();
-        out[i].image = Image(in.output);
-      }
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// One worker: the queue's items until it closes, each with its OpenMP team; an item's data are
+// released once it has run.
+void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, Progress &progress, std::vector<ItemOutcome> &out,
+          Clock::time_point t0) {
+  while (const std::optional<BatchQueue::Task> task = queue.next()) {
+    const std::size_t i = task->item;
+    if (!task->keyed && !queue.settle(i, q_key(in.problems[i].data, in, o))) continue; // waits for its Q
+    omp_set_num_threads(task->threads);
+    out[i].started = seconds_since(t0);
+    try {
+      out[i].image = reconstruct_item(take_data(in, i), in, o, progress, out[i].reports);
+    } catch (...) { // one item failing does not lose the others
+      out[i].error = std::current_exception();
+      out[i].image = Image(in.output);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int j = 1; j < jobs; ++j) pool.emplace_back(work);
-  work();
-  for (std::thread &t : pool) t.join();
+    out[i].finished = seconds_since(t0);
+    queue.done(i);
+  }
 }
 
 } // namespace
 
-std::vector<ItemOutcome> reconstruct_batch(const ReconInputs &in, const ReconOptions &options, int jobs,
-                                           Progress &progress) {
+std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &options, int jobs, Progress &progress) {
   std::vector<ItemOutcome> out(in.problems.size());
   ReconOptions o = options;
-  const std::vector<std::size_t> leader = q_leaders(in, o);
-  std::vector<std::size_t> first, rest;
-  for (std::size_t i = 0; i < leader.size(); ++i) (leader[i] == i ? first : rest).push_back(i);
-  // Items sharing a Q: their leaders run first and store it, the rest load it (report: miss,
-  // then hit). Without --q-cache the store is a directory of this run only.
+  // Items sharing a Q: the first stores it, the others load it (report: miss, then hit).
+  // Without --q-cache the store is a directory of this run only.
   std::optional<RunQCache> run_cache;
-  if (!rest.empty() && o.normal == Normal::Toeplitz && o.q_cache_dir.empty()) o.q_cache_dir = run_cache.emplace().path();
-  run_items(first, in, o, jobs, progress, out);
-  run_items(rest, in, o, jobs, progress, out);
+  if (in.problems.size() > 1 && o.normal == Normal::Toeplitz && o.q_cache_dir.empty())
+    o.q_cache_dir = run_cache.emplace().path();
+  const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), in.problems.size()));
+  BatchQueue queue(workers, omp_get_max_threads());
+  const Clock::time_point t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, progress, out, t0); });
+  std::exception_ptr read_error;
+  try {
+    read_problems(in, [&](std::size_t i) {
+      out[i].data_in = seconds_since(t0);
+      queue.arrive(i);
+    });
+    in.source["read_seconds"] = seconds_since(t0);
+  } catch (...) { // a file damaged mid-way: the items not started are dropped, the run fails
+    read_error = std::current_exception();
+  }
+  queue.close(read_error != nullptr);
+  for (std::thread &t : pool) t.join();
+  if (read_error) std::rethrow_exception(read_error);
+  for (ItemOutcome &item : out)
+    for (nlohmann::json &r : item.reports)
+      r["batch"] = {{"data_in_s", item.data_in}, {"started_s", item.started}, {"finished_s", item.finished}};
   return out;
 }
 

@@ -1,10 +1,11 @@
 #pragma once
-// The items of `mri recon` (slices, repetitions ... of a file), `jobs` at a time on host threads
-// (each calls mri::reconstruct: on the CPU with its own OpenMP team, on the GPU on its own
-// stream), results in the items' order; an item that fails is kept as its error, the others go
-// on. One Q per distinct trajectory: the first item of each trajectory runs before the items
-// that share it and stores the Toeplitz spectrum in the Q cache (options.q_cache_dir, or a
-// directory of this run under TMPDIR, removed at the end); the others load it.
+// The items of `mri recon` (slices, repetitions ... of a file), reconstructed while the file is
+// read (an item starts as soon as its data are in), `jobs` at a time on host threads (each calls
+// mri::reconstruct: on the CPU with its own OpenMP team, on the GPU on its own stream), results
+// in the items' order; an item that fails is kept as its error, the others go on. One Q per
+// distinct trajectory: the first item of each trajectory to be read runs before the items that
+// share it and stores the Toeplitz spectrum in the Q cache (options.q_cache_dir, or a directory
+// of this run under TMPDIR, removed at the end); the others load it.
 #include <exception>
 #include <nlohmann/json.hpp>
 
@@ -17,12 +18,18 @@ struct ItemOutcome {
   Image image;                                               // on the output grid (zeros on failure)
   nlohmann::json reports = nlohmann::json::array();          // the item's reconstruction report
   std::exception_ptr error;                                  // set when the item failed
+  // Seconds from the start of the batch: its data in, its reconstruction started and finished
+  // (the report's "batch" of the item: how reading and reconstructions overlapped).
+  double data_in = 0, started = 0, finished = 0;
 };
 
-// Each thread runs its own OpenMP team of omp_get_max_threads() / jobs threads (at least 1), so
-// the machine is shared, not oversubscribed. Multi-coil items: SENSE, with the maps of
-// options.sensitivities or estimated per item.
-std::vector<ItemOutcome> reconstruct_batch(const ReconInputs &inputs, const ReconOptions &options, int jobs,
+// Reads the inputs' data (read_problems) on the calling thread while the workers reconstruct.
+// Each worker runs its own OpenMP team of omp_get_max_threads() / the items running or ready to
+// run (at most jobs; at least 1 thread), so the machine is shared, not oversubscribed.
+// Multi-coil items: SENSE, with the maps of options.sensitivities or estimated per item. Throws
+// the reading's error (after the items already running have finished; the others are dropped).
+// inputs.source["read_seconds"]: from the start of the batch to the end of the file.
+std::vector<ItemOutcome> reconstruct_batch(ReconInputs &inputs, const ReconOptions &options, int jobs,
                                            Progress &progress);
 
 } // namespace mri::cli

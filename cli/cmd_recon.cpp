@@ -2,6 +2,7 @@
 // outputs by extension, --report FILE.json. Multi-coil data: SENSE, with --sens maps or maps
 // estimated per item (--coil-maps, --maps), optionally compressed (--virtual-coils).
 #include <cmath>
+#include <thread>
 
 #include "commands.hpp"
 #include "outputs.hpp"
@@ -92,8 +93,16 @@ void check_recon(const ReconArgs &a) {
   check_inputs(a.input);
 }
 
+// The CUDA plugin loaded (with cuFFT) and the driver started on a thread of their own while the
+// file is read, rather than when the first item needs them.
+std::jthread warm_up_cuda(Backend backend) {
+  if (backend == Backend::Cpu) return {};
+  return std::jthread([] { (void)cuda_available(); });
+}
+
 int run_recon(const ReconArgs &a, bool regularizer_given) {
-  const ReconInputs in = load_inputs(a.input, a.quiet);
+  const std::jthread warm_up = warm_up_cuda(a.options.backend);
+  ReconInputs in = load_inputs(a.input, a.quiet);
   const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
   for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
   const ReconOptions o = effective_options(a, in, regularizer_given);

@@ -16,12 +16,13 @@ struct SensArgs {
 };
 
 int run_sens(const SensArgs &a) {
-  const ReconInputs in = load_inputs(a.input, a.quiet);
+  ReconInputs in = load_inputs(a.input, a.quiet);
+  read_problems(in, [](std::size_t) {}); // the whole file first: one item at a time gains nothing here
   const Grid &g = in.grid;
   std::vector<cfloat> all;
   int coils = 0;
-  for (const ReconProblem &p : in.problems) {
-    const CoilSensitivities maps = estimate_sensitivities(p.data, g, a.options);
+  for (std::size_t i = 0; i < in.problems.size(); ++i) {
+    const CoilSensitivities maps = estimate_sensitivities(take_data(in, i), g, a.options);
     coils = maps.coils();
     all.insert(all.end(), maps.values().begin(), maps.values().end());
   }

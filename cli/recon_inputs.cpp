@@ -2,6 +2,7 @@
 #include "recon_inputs.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "report.hpp"
 
@@ -14,13 +15,13 @@ std::string item_label(const IsmrmrdItem &it) {
          std::to_string(it.phase) + " set " + std::to_string(it.set);
 }
 
-void tell_counts(const std::string &file, const IsmrmrdData &d, bool quiet) {
+void tell_counts(const std::string &file, const IsmrmrdData &d, std::size_t items, bool quiet) {
   for (const std::string &note : d.notes)
     if (!quiet || note.rfind("warning", 0) == 0) say("recon", file + ": " + note);
   const IsmrmrdCounts &c = d.counts;
   if (!quiet)
     say("recon", file + ": " + std::to_string(c.acquisitions) + " acquisitions: " + std::to_string(c.imaging) +
-                     " imaging in " + std::to_string(d.items.size()) + " item(s), skipped " + std::to_string(c.noise) +
+                     " imaging in " + std::to_string(items) + " item(s), skipped " + std::to_string(c.noise) +
                      " noise, " + std::to_string(c.navigation) + " navigator, " + std::to_string(c.other) +
                      " other, " + std::to_string(c.other_encoding) + " of other encoding spaces");
 }
@@ -29,31 +30,38 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
   IsmrmrdReadOptions options;
   options.units = a.units;
   options.group = a.group;
-  IsmrmrdData d = read_ismrmrd(a.in, options);
-  tell_counts(a.in, d, quiet);
+  auto reader = std::make_unique<IsmrmrdReader>(a.in, options);
+  const IsmrmrdHeader &h = reader->header();
   ReconInputs r;
-  r.grid = d.header.encoded_grid();
+  r.grid = h.encoded_grid();
   if (!a.matrix.empty() && parse_matrix(a.matrix, "--matrix").extents() != r.grid.extents())
     throw UsageError("--matrix = " + a.matrix + " contradicts the file's encoded matrix; leave it out for ISMRMRD input");
-  r.output = Grid(std::min(r.grid.nx(), std::int64_t{d.header.recon_matrix[0]}),
-                  std::min(r.grid.ny(), std::int64_t{d.header.recon_matrix[1]}),
-                  std::min(r.grid.nz(), std::int64_t{d.header.recon_matrix[2]}));
+  r.output = Grid(std::min(r.grid.nx(), std::int64_t{h.recon_matrix[0]}),
+                  std::min(r.grid.ny(), std::int64_t{h.recon_matrix[1]}),
+                  std::min(r.grid.nz(), std::int64_t{h.recon_matrix[2]}));
   for (int ax = 0; ax < 3; ++ax) // 1 mm where the header has no FOV
-    if (d.header.recon_fov_mm[ax] > 0) r.voxel_mm[ax] = d.header.recon_fov_mm[ax] / d.header.recon_matrix[ax];
+    if (h.recon_fov_mm[ax] > 0) r.voxel_mm[ax] = h.recon_fov_mm[ax] / h.recon_matrix[ax];
+  for (const IsmrmrdItem &it : reader->items()) r.problems.push_back({item_label(it), {}, it.geometry});
+  r.ismrmrd = ReconInputs::Ismrmrd{std::move(reader), a.in, a.prewhiten, quiet, {}};
+  return r;
+}
+
+// The file's counts, notes and noise into the report, once it is read.
+void describe_h5(ReconInputs &r, const IsmrmrdData &d) {
+  const ReconInputs::Ismrmrd &src = *r.ismrmrd;
+  tell_counts(src.file, d, r.problems.size(), src.quiet);
   r.source = to_json(d);
+  r.source["items"] = r.problems.size(); // d holds none: they were handed over
   const std::vector<cdouble> cov = noise_covariance(d.noise, d.header.coils);
   for (std::size_t c = 0; c * c < cov.size(); ++c)
     r.source["noise_variance"].push_back(cov[c * static_cast<std::size_t>(d.header.coils) + c].real());
-  const bool whiten = a.prewhiten && !cov.empty();
+  const bool whiten = src.prewhiten && !cov.empty();
   r.source["prewhitened"] = whiten;
-  if (!quiet && !cov.empty())
-    say("recon", a.in + ": noise covariance of " + std::to_string(d.counts.noise) + " noise scan(s): " +
+  if (!src.quiet && !cov.empty())
+    say("recon", src.file + ": noise covariance of " + std::to_string(d.counts.noise) + " noise scan(s): " +
                      (whiten ? "samples prewhitened" : "not applied (--no-prewhiten)"));
-  for (IsmrmrdItem &it : d.items)
-    r.problems.push_back({item_label(it), whiten ? prewhiten(it.data, cov) : std::move(it.data), it.geometry});
   r.source["orientation"] = scanner_geometry(r).empty() ? "identity: an acquisition without read/phase/slice_dir"
                                                         : "from the acquisitions' read/phase/slice_dir and position";
-  return r;
 }
 
 // The voxel sizes of --fov for a BART grid (mm per voxel).
@@ -101,6 +109,28 @@ void check_inputs(const InputArgs &a) {
 
 ReconInputs load_inputs(const InputArgs &a, bool quiet) {
   return a.in.empty() ? load_cfl(a) : load_h5(a, quiet);
+}
+
+void read_problems(ReconInputs &in, const std::function<void(std::size_t)> &ready) {
+  if (!in.ismrmrd) {
+    for (std::size_t i = 0; i < in.problems.size(); ++i) ready(i);
+    return;
+  }
+  ReconInputs::Ismrmrd &src = *in.ismrmrd;
+  bool first = true;
+  const IsmrmrdData d = src.reader->read([&](std::size_t i, IsmrmrdItem &&item, const IsmrmrdData &file) {
+    if (std::exchange(first, false) && src.prewhiten) // every noise scan is in before the first item
+      src.covariance = noise_covariance(file.noise, file.header.coils);
+    in.problems[i].data = std::move(item.data);
+    ready(i);
+  });
+  describe_h5(in, d);
+}
+
+KSpaceData take_data(ReconInputs &in, std::size_t i) {
+  KSpaceData data = std::move(in.problems[i].data);
+  if (!in.ismrmrd || in.ismrmrd->covariance.empty()) return data;
+  return prewhiten(data, in.ismrmrd->covariance);
 }
 
 std::vector<ScannerGeometry> scanner_geometry(const ReconInputs &in) {

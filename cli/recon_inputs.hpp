@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +16,7 @@ namespace mri::cli {
 
 struct ReconProblem {
   std::string label; // "slice 0 contrast 0 repetition 1 ..." or the k-space file
-  KSpaceData data;
+  KSpaceData data;   // ISMRMRD: empty until read_problems has read it
   std::optional<ScannerGeometry> geometry; // ISMRMRD: where the item lies in the scanner
 };
 
@@ -24,7 +26,16 @@ struct ReconInputs {
   std::array<double, 3> voxel_mm{1, 1, 1}; // of the output
   bool bart = false;                       // BART inputs: --lambda and the image in BART's unitary units
   std::vector<ReconProblem> problems;
-  nlohmann::json source;                   // for the report
+  nlohmann::json source;                   // for the report (ISMRMRD: complete once read_problems returns)
+
+  // An ISMRMRD file whose samples are read by read_problems.
+  struct Ismrmrd {
+    std::unique_ptr<IsmrmrdReader> reader; // its headers read
+    std::string file;
+    bool prewhiten = true, quiet = false;
+    std::vector<cdouble> covariance; // of the noise scans, once the first problem is read (empty: none)
+  };
+  std::optional<Ismrmrd> ismrmrd; // none: BART inputs, read whole by load_inputs
 };
 
 struct InputArgs {
@@ -38,9 +49,19 @@ struct InputArgs {
 // no file (the subcommands call it while the command line is parsed).
 void check_inputs(const InputArgs &args);
 
-// The inputs of arguments that passed check_inputs. Throws the SDK's errors for bad files, and
-// UsageError for a --matrix that contradicts an ISMRMRD file.
+// The inputs of arguments that passed check_inputs: BART files read, an ISMRMRD file's headers
+// read (its problems' labels and geometry, their data not yet). Throws the SDK's errors for bad
+// files, and UsageError for a --matrix that contradicts an ISMRMRD file.
 ReconInputs load_inputs(const InputArgs &args, bool quiet);
+
+// Stores each problem's data, then calls ready(i), on the calling thread: an ISMRMRD file's
+// problems as it is read (slice after slice for a file written so), BART's at once. Then
+// completes `source` and says the file's counts (unless quiet). Throws the reader's errors.
+void read_problems(ReconInputs &inputs, const std::function<void(std::size_t)> &ready);
+
+// Problem i's data, moved out of the inputs, prewhitened with the noise scans' covariance where
+// there is one (unless --no-prewhiten): what its reconstruction gets.
+KSpaceData take_data(ReconInputs &inputs, std::size_t i);
 
 // Each problem's geometry, or none when one of them has none (BART inputs): the NIfTI placement.
 std::vector<ScannerGeometry> scanner_geometry(const ReconInputs &inputs);

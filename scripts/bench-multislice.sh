@@ -78,3 +78,9 @@ done
 q=$(grep -c '"q_cache": "hit"' "$work/r.json" || true)
 backend_ran=$(grep -m1 -o '"backend": "[a-z]*"' "$work/r.json" | cut -d'"' -f4)
 echo "last run: backend $backend_ran; Q loaded from the run's cache by $q of $slices slices"
+# How reading and reconstructing overlapped (seconds from the batch's start, after the headers
+# are read): the report's source.read_seconds and each item's "batch" times.
+field() { grep -o "\"$1\": [0-9.e+-]*" "$work/r.json" | awk '{ print $2 }'; }
+echo "last run: file read by $(field read_seconds | head -1) s; first slice: data in $(field data_in_s | head -1) s," \
+     "started $(field started_s | head -1) s, done $(field finished_s | head -1) s; last slice done" \
+     "$(field finished_s | sort -g | tail -1) s (from the batch's start)"

@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libfftw3-dev libpng-dev
           catch2 libbenchmark-dev libcli11-dev bart
-          libismrmrd-dev ismrmrd-tools libnifti2-dev nlohmann-json3-dev)
+          libismrmrd-dev ismrmrd-tools libnifti2-dev zlib1g-dev nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -468,6 +468,22 @@ TEST_CASE("cli: slices that one NIfTI affine cannot hold are refused before the 
   REQUIRE(mri_cli(dir, "recon --in side.h5 --out side.cfl -q").code == 0); // BART output: no affine needed
 }
 
+TEST_CASE("cli: a file damaged mid-way fails the run naming the file, and nothing is written", "[cli]") {
+  test::TempDir dir("cli");
+  // 4 slices of 128 readouts: the reader's second block of 256 acquisitions holds slices 2 and 3.
+  REQUIRE(mri_cli(dir, "phantom --matrix 16,16 --traj radial --spokes 128 --readout 32 --coils 2 --snr 20 --slices 4 "
+                       "--out ms.h5").code == 0);
+  REQUIRE(test::damage_late_heap(dir / "ms.h5"));
+  const Run r = mri_cli(dir, "recon --in ms.h5 --iterations 2 --jobs 2 --out ms.nii.gz --report r.json --quiet");
+  CHECK(r.code == 1);
+  CHECK(lines(r.err) == 1);
+  CHECK_THAT(r.err, test::contains("ms.h5: cannot read acquisitions"));
+  std::vector<std::string> left;
+  for (const auto &e : std::filesystem::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{"err.txt", "ms.h5", "out.txt"}); // no image, no report, no temporary
+}
+
 TEST_CASE("cli: a batch computes one Q per distinct trajectory and keeps the items in order", "[cli]") {
   test::TempDir dir("cli");
   REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 48 --readout 64 --snr 20 --slices 4 --out ms.h5").code == 0);

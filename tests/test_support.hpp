@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <complex>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <random>
@@ -156,5 +158,18 @@ public:
 private:
   std::filesystem::path path_;
 };
+
+// Damages an HDF5 file mid-way: the signature of the last global heap collection ("GCOL", where
+// HDF5 keeps variable-length data such as ISMRMRD's samples) that starts in the file's last
+// quarter, before its last tenth. The file's structure (and so the acquisitions' headers) stays
+// readable; those samples do not. False when there is no such collection.
+inline bool damage_late_heap(const std::filesystem::path &path) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::size_t at = bytes.rfind("GCOL", bytes.size() * 9 / 10);
+  if (at == std::string::npos || at < bytes.size() * 3 / 4) return false;
+  f.seekp(static_cast<std::streamoff>(at));
+  return static_cast<bool>(f.write("XXXX", 4));
+}
 
 } // namespace mri::test

@@ -1,16 +1,26 @@
 #pragma once
-// The acquisitions of an ISMRMRD file read in blocks: one H5Dread per 1024 acquisitions, where
+// The acquisitions of an ISMRMRD file read in blocks: one H5Dread per 256 acquisitions, where
 // libismrmrd's readAcquisition makes one per acquisition, and HDF5 1.10 allocates and zeroes a
 // 1 MiB buffer per H5Dread (0.3 ms an acquisition: 5 s for a 64-slice file of 16384 readouts).
+// Blocks no larger, so that a streaming reader hands a slice over soon after its last readout.
+// A thread of its own reads the next block while the caller works on the current one (HDF5's
+// copies and the caller's overlap: two cores).
 #include <hdf5.h>
 
 #include <ismrmrd/ismrmrd.h>
 
+#include <array>
 #include <complex>
+#include <condition_variable>
 #include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "transfer_buffers.hpp"
 
 namespace mri::detail {
 
@@ -28,10 +38,10 @@ struct AcquisitionView {
 
 class AcquisitionBlocks {
 public:
-  // Opens <group>/data of `path` (none: no acquisitions). Call with lock_hdf5() held, as every
-  // other member. Throws IoError when HDF5 cannot open it.
+  // Opens <group>/data of `path` (none: no acquisitions). Construct, call headers() and destroy
+  // with lock_hdf5() held. Throws IoError when HDF5 cannot open it.
   AcquisitionBlocks(const std::filesystem::path &path, const std::string &group);
-  ~AcquisitionBlocks();
+  ~AcquisitionBlocks(); // after stop()
   AcquisitionBlocks(const AcquisitionBlocks &) = delete;
   AcquisitionBlocks &operator=(const AcquisitionBlocks &) = delete;
 
@@ -40,9 +50,13 @@ public:
   // and trajectories on disk: what the reader sizes its items from.
   std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> headers();
   // Acquisition `index` (the header fields the reader uses, the samples and the trajectory),
-  // without a copy. Fastest in ascending order. Throws IoError for a read that fails or data
-  // whose length disagrees with its header.
+  // without a copy; valid until the next read(). The indices must come one after the other from
+  // 0. Call without the HDF5 lock: the reading thread (started by the first call) takes it for
+  // each block. Throws IoError for a block that cannot be read (once the acquisitions before it
+  // were read) or data whose length disagrees with its header.
   AcquisitionView read(std::size_t index);
+  // Ends the reading thread (it finishes the block it reads). Call without the HDF5 lock.
+  void stop();
 
   // One acquisition as HDF5 hands it over: the header, then the variable-length trajectory and
   // samples (float, interleaved complex), as libismrmrd stores them.
@@ -53,13 +67,27 @@ public:
   };
 
 private:
-  void load(std::size_t first);
-  void reclaim();
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  // Two blocks' memory: the caller reads one while the thread fills the other.
+  struct Slot {
+    std::vector<Record> block;
+    TransferBuffers buffers; // its samples and trajectories, HDF5's conversion buffers
+    std::size_t number = kNone; // the block it holds once loaded (kNone: free for the next)
+    std::exception_ptr error;   // its read failed
+  };
+  void read_blocks(); // the thread
+  void load(Slot &slot, std::size_t number);
+  void reclaim(Slot &slot);
 
   std::filesystem::path path_;
   hid_t file_ = -1, dataset_ = -1, type_ = -1;
-  std::size_t size_ = 0, first_ = 0;
-  std::vector<Record> block_;
+  std::size_t size_ = 0;
+  std::array<Slot, 2> slots_;
+  std::size_t held_ = kNone; // the block the caller reads
+  std::thread reader_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stop_ = false;
 };
 
 } // namespace mri::detail

@@ -10,50 +10,38 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "ismrmrd_blocks.hpp"
 #include "ismrmrd_common.hpp"
 #include "ismrmrd_guard.hpp"
+#include "ismrmrd_plan.hpp"
+#include "item_memory.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
 namespace {
 
-using Key = std::tuple<int, int, int, int, int, int>; // slice, contrast, repetition, average, phase, set
+// |k| up to this in a non-Cartesian file: normalised units (TrajUnits::Auto); cycles per FOV
+// reach n/2 > 0.5 on any real grid.
+constexpr double kNormalizedLimit = 0.5 + 1e-6;
 
-Key key_of(const ISMRMRD::ISMRMRD_EncodingCounters &idx) {
-  return {idx.slice, idx.contrast, idx.repetition, idx.average, idx.phase, idx.set};
-}
-
-// Samples an acquisition contributes per coil, after the discarded ones.
-int kept_samples(int samples, int pre, int post) { return std::max(0, samples - pre - post); }
+// Items whose arrays are prepared before the reader meets them: 40 MB for 256^2, 8 coils.
+constexpr std::size_t kItemsAhead = 4;
 
 // One item while reading: points in the file's units, samples coil-major in place (sized from
 // the headers first, so each sample is written once: no growing and concatenating).
 struct Group {
-  std::size_t per_coil = 0;         // samples per coil, from the headers
-  std::vector<KPoint> points;       // the samples per coil read so far
-  std::vector<cfloat> samples;      // coil c's sample m at c * per_coil + m
+  std::vector<KPoint> points;  // the samples per coil read so far
+  std::vector<cfloat> samples; // coil c's sample m at c * per_coil + m
   bool seen = false;
-  std::optional<ScannerGeometry> geometry; // of the group's first acquisition
 };
-
-// The acquisition's directions and position; none when a direction is zero (the file does not say).
-std::optional<ScannerGeometry> geometry_of(const ISMRMRD::ISMRMRD_AcquisitionHeader &h) {
-  ScannerGeometry g;
-  for (int a = 0; a < 3; ++a) {
-    g.read_dir[a] = h.read_dir[a], g.phase_dir[a] = h.phase_dir[a];
-    g.slice_dir[a] = h.slice_dir[a], g.position[a] = h.position[a];
-  }
-  const auto zero = [](const std::array<double, 3> &v) { return v[0] == 0 && v[1] == 0 && v[2] == 0; };
-  if (zero(g.read_dir) || zero(g.phase_dir) || zero(g.slice_dir)) return std::nullopt;
-  return g;
-}
 
 // Whether `path` is HDF5 with the group, asked of HDF5 itself: libismrmrd's Dataset constructor
 // leaks its file and group names when it throws, so the usual bad files never reach it.
@@ -136,59 +124,63 @@ int limit_centre(const ISMRMRD::Optional<ISMRMRD::Limit> &limit, int matrix) {
   return limit ? limit->center : matrix / 2;
 }
 
-enum class Kind { Imaging, Noise, Navigation, Other };
+} // namespace
 
-Kind classify(std::uint64_t flags) {
-  const auto set = [flags](std::uint64_t flag) { return ISMRMRD::ismrmrd_is_flag_set(flags, flag); };
-  if (set(ISMRMRD::ISMRMRD_ACQ_IS_NOISE_MEASUREMENT)) return Kind::Noise;
-  if (set(ISMRMRD::ISMRMRD_ACQ_IS_NAVIGATION_DATA)) return Kind::Navigation;
-  for (const auto flag : {ISMRMRD::ISMRMRD_ACQ_IS_PHASECORR_DATA, ISMRMRD::ISMRMRD_ACQ_IS_DUMMYSCAN_DATA,
-                          ISMRMRD::ISMRMRD_ACQ_IS_HPFEEDBACK_DATA, ISMRMRD::ISMRMRD_ACQ_IS_RTFEEDBACK_DATA,
-                          ISMRMRD::ISMRMRD_ACQ_IS_PHASE_STABILIZATION_REFERENCE,
-                          ISMRMRD::ISMRMRD_ACQ_IS_PHASE_STABILIZATION})
-    if (set(flag)) return Kind::Other;
-  return Kind::Imaging;
-}
-
-// Everything read_ismrmrd needs while it walks the acquisitions.
-class Reader {
+// Everything the reader needs while it walks the acquisitions.
+class IsmrmrdReader::Impl {
 public:
-  Reader(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
+  Impl(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
       : path_(path), options_(options), dataset_(open_dataset(path, options.group)), guard_(path, options.group),
         xml_(read_xml(*dataset_, guard_, path)), acquisitions_(path, options.group) {
     out_.header = header_facts(xml_, path);
     grid_ = out_.header.encoded_grid();
+    plan_ = detail::plan_items(acquisitions_.headers());
+    if (out_.header.coils == 0) out_.header.coils = plan_.coils; // no receiverChannels in the header
+    groups_.resize(plan_.items.size());
+    for (const detail::PlannedItem &p : plan_.items) {
+      IsmrmrdItem &item = items_.emplace_back();
+      std::tie(item.slice, item.contrast, item.repetition, item.average, item.phase, item.set) = p.key;
+      item.geometry = p.geometry;
+    }
   }
 
-  IsmrmrdData read() {
-    const auto n = static_cast<std::uint32_t>(acquisitions_.size());
+  const IsmrmrdHeader &header() const { return out_.header; }
+  const std::vector<IsmrmrdItem> &items() const { return items_; }
+
+  // Without the HDF5 lock: the blocks' thread takes it.
+  IsmrmrdData read(const ItemHandler &on_item) {
+    on_item_ = &on_item;
+    struct Stop { // the blocks' thread ends with this call, however it ends
+      detail::AcquisitionBlocks &blocks;
+      ~Stop() { blocks.stop(); }
+    } stop{acquisitions_};
+    std::vector<std::size_t> sizes; // the items' sizes in the order the loop below meets them
+    for (const std::size_t k : plan_.starts) sizes.push_back(plan_.items[k].per_coil);
+    detail::ItemMemory memory(std::move(sizes), static_cast<std::size_t>(out_.header.coils), kItemsAhead);
+    memory_ = &memory;
+    const std::size_t n = acquisitions_.size();
     out_.counts.acquisitions = n;
-    size_groups(acquisitions_.headers());
-    for (std::uint32_t i = 0; i < n; ++i) read_one(i);
-    if (groups_.empty())
+    auto next = plan_.completions.cbegin();
+    for (std::size_t i = 0; i < n; ++i) {
+      read_one(i);
+      for (; next != plan_.completions.cend() && next->first == i; ++next) complete(next->second);
+    }
+    if (plan_.items.empty())
       detail::invalid_argument(path_.string() + ": imaging acquisitions", 0,
                                "the file holds none (" + std::to_string(n) + " acquisitions in all)");
     choose_units();
-    make_items();
+    hand_over(non_cartesian_ && out_.units == TrajUnits::Normalized); // the items that waited for the units
     return std::move(out_);
   }
 
 private:
-  // Every item and its samples per coil, from the headers alone.
-  void size_groups(const std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> &heads) {
-    for (const auto &h : heads)
-      if (classify(h.flags) == Kind::Imaging && h.encoding_space_ref == 0)
-        groups_[key_of(h.idx)].per_coil +=
-            static_cast<std::size_t>(kept_samples(h.number_of_samples, h.discard_pre, h.discard_post));
-  }
-
-  void read_one(std::uint32_t index) {
+  void read_one(std::size_t index) {
     const detail::AcquisitionView acq = acquisitions_.read(index); // checks the arrays' lengths
-    switch (classify(acq.head.flags)) {
-    case Kind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
-    case Kind::Navigation: ++out_.counts.navigation; return;
-    case Kind::Other: ++out_.counts.other; return;
-    case Kind::Imaging: break;
+    switch (detail::classify(acq.head.flags)) {
+    case detail::AcquisitionKind::Noise: ++out_.counts.noise; out_.noise.push_back(noise_samples(acq, index)); return;
+    case detail::AcquisitionKind::Navigation: ++out_.counts.navigation; return;
+    case detail::AcquisitionKind::Other: ++out_.counts.other; return;
+    case detail::AcquisitionKind::Imaging: break;
     }
     if (acq.head.encoding_space_ref != 0) {
       ++out_.counts.other_encoding;
@@ -198,9 +190,45 @@ private:
     add_imaging(acq, index);
   }
 
-  void check_channels(const detail::AcquisitionView &acq, std::uint32_t index) {
+  // Item `item` has all its acquisitions (and the noise scans): handed over once the units are
+  // settled, with those that waited for them.
+  void complete(std::size_t item) {
+    waiting_.push_back(item);
+    if (const std::optional<bool> scaled = scaling_settled()) hand_over(*scaled);
+  }
+
+  // Whether the points are scaled from normalised units, once no later acquisition can change
+  // what choose_units will say; none while it still can.
+  std::optional<bool> scaling_settled() const {
+    switch (options_.units) {
+    case TrajUnits::CyclesPerFov: return false;
+    case TrajUnits::Normalized: return non_cartesian_ ? std::optional<bool>(true) : std::nullopt;
+    case TrajUnits::Auto: return out_.max_abs_k > kNormalizedLimit ? std::optional<bool>(false) : std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  void hand_over(bool scaled) {
+    for (const std::size_t k : std::exchange(waiting_, {})) {
+      IsmrmrdItem item = make_item(k, scaled);
+      (*on_item_)(k, std::move(item), out_);
+    }
+  }
+
+  IsmrmrdItem make_item(std::size_t k, bool scaled) {
+    Group &g = groups_[k];
+    if (scaled)
+      for (KPoint &p : g.points)
+        p = {p.kx * static_cast<float>(grid_.nx()), p.ky * static_cast<float>(grid_.ny()),
+             p.kz * static_cast<float>(grid_.nz())};
+    IsmrmrdItem item = items_[k]; // counters and geometry
+    item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {}, out_.header.coils);
+    g = Group{};
+    return item;
+  }
+
+  void check_channels(const detail::AcquisitionView &acq, std::size_t index) {
     const int c = acq.head.active_channels;
-    if (out_.header.coils == 0) out_.header.coils = c; // no receiverChannels in the header
     if (c != out_.header.coils)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has " + std::to_string(c) +
                                           " active channels, the header " + std::to_string(out_.header.coils));
@@ -209,7 +237,7 @@ private:
   }
 
   // A NaN in a noise scan would make the covariance, and so every prewhitened sample, NaN.
-  std::vector<cfloat> noise_samples(const detail::AcquisitionView &acq, std::uint32_t index) {
+  std::vector<cfloat> noise_samples(const detail::AcquisitionView &acq, std::size_t index) {
     check_channels(acq, index);
     const std::size_t ns = acq.head.number_of_samples;
     for (std::size_t c = 0; c < acq.head.active_channels; ++c)
@@ -218,7 +246,7 @@ private:
   }
 
   // Samples [first, last) of coil `coil` of acquisition `index`, numbered from `offset`.
-  void check_finite(std::uint32_t index, std::size_t coil, const cfloat *first, const cfloat *last, int offset) const {
+  void check_finite(std::size_t index, std::size_t coil, const cfloat *first, const cfloat *last, int offset) const {
     const cfloat *bad =
         std::find_if(first, last, [](cfloat v) { return !std::isfinite(v.real()) || !std::isfinite(v.imag()); });
     if (bad != last)
@@ -227,35 +255,37 @@ private:
                                *bad, "not finite");
   }
 
-  void add_imaging(const detail::AcquisitionView &acq, std::uint32_t index) {
+  void add_imaging(const detail::AcquisitionView &acq, std::size_t index) {
     check_channels(acq, index);
     detail::check_discards(path_, acq.head, index);
     const int ns = acq.head.number_of_samples, pre = acq.head.discard_pre, post = acq.head.discard_post;
     if (pre + post >= ns && ns > 0)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": discard_pre + discard_post = " +
                                           std::to_string(pre + post) + " of " + std::to_string(ns) + " samples");
-    Group &g = groups_[key_of(acq.head.idx)];
+    Group &g = groups_[plan_.item_of[index]];
+    const std::size_t per_coil = plan_.items[plan_.item_of[index]].per_coil;
     const auto coils = static_cast<std::size_t>(out_.header.coils);
-    if (!g.seen) {
+    if (!g.seen) { // at the item's first acquisition: an interleaved file's items grow together
       g.seen = true;
-      g.geometry = geometry_of(acq.head);
-      g.points.reserve(g.per_coil);
-      g.samples.resize(g.per_coil * coils);
+      detail::ItemMemory::Arrays arrays = memory_->take();
+      if (arrays.samples.size() != per_coil * coils) throw std::logic_error("ismrmrd reader: items taken out of order");
+      g.points = std::move(arrays.points);
+      g.samples = std::move(arrays.samples);
     }
     const std::size_t at = g.points.size(); // samples per coil so far
-    const int kept = kept_samples(ns, pre, post);
-    if (at + static_cast<std::size_t>(kept) > g.per_coil)
+    const int kept = detail::kept_samples(ns, pre, post);
+    if (at + static_cast<std::size_t>(kept) > per_coil)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": more samples than its header said");
     for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
     for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
       const cfloat *first = acq.data + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
       check_finite(index, c, first, last, pre);
-      std::copy(first, last, g.samples.begin() + static_cast<std::ptrdiff_t>(c * g.per_coil + at));
+      std::copy(first, last, g.samples.begin() + static_cast<std::ptrdiff_t>(c * per_coil + at));
     }
   }
 
   // Sample i's position in the file's units (Cartesian: from the counters, in cycles/FOV).
-  KPoint point(const detail::AcquisitionView &acq, std::uint32_t index, int i) {
+  KPoint point(const detail::AcquisitionView &acq, std::size_t index, int i) {
     const int td = acq.head.trajectory_dimensions;
     if (td == 0 && out_.header.trajectory != "cartesian" && out_.header.trajectory != "epi")
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + " has no trajectory, but the header's is " +
@@ -298,7 +328,7 @@ private:
       out_.units = TrajUnits::CyclesPerFov;
       return;
     }
-    const bool looks_normalized = out_.max_abs_k <= 0.5 + 1e-6;
+    const bool looks_normalized = out_.max_abs_k <= kNormalizedLimit;
     std::ostringstream os;
     os << "largest |k| in the file = " << out_.max_abs_k;
     if (out_.units == TrajUnits::Auto) {
@@ -311,34 +341,22 @@ private:
     }
   }
 
-  void make_items() {
-    for (auto &[key, g] : groups_) {
-      if (non_cartesian_ && out_.units == TrajUnits::Normalized)
-        for (KPoint &p : g.points)
-          p = {p.kx * static_cast<float>(grid_.nx()), p.ky * static_cast<float>(grid_.ny()),
-               p.kz * static_cast<float>(grid_.nz())};
-      IsmrmrdItem item;
-      std::tie(item.slice, item.contrast, item.repetition, item.average, item.phase, item.set) = key;
-      item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {},
-                             out_.header.coils);
-      item.geometry = g.geometry;
-      out_.items.push_back(std::move(item));
-    }
-  }
-
   std::filesystem::path path_;
   IsmrmrdReadOptions options_;
   std::unique_ptr<ISMRMRD::Dataset> dataset_;
   detail::IsmrmrdGuard guard_; // after dataset_: HDF5 opens the file read-write for libismrmrd first
   ISMRMRD::IsmrmrdHeader xml_;
-  detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each
+  detail::AcquisitionBlocks acquisitions_; // read in blocks, not one H5Dread each, by a thread of their own
   IsmrmrdData out_;
   Grid grid_;
   bool non_cartesian_ = false;
-  std::map<Key, Group> groups_; // ordered by the counters: the items' order
+  detail::IsmrmrdPlan plan_;
+  std::vector<IsmrmrdItem> items_;   // the plan's items, without data
+  std::vector<Group> groups_;        // per item, while it is read
+  std::vector<std::size_t> waiting_; // complete items waiting for the units to settle
+  const ItemHandler *on_item_ = nullptr;
+  detail::ItemMemory *memory_ = nullptr; // during read(): the items' arrays, prepared ahead
 };
-
-} // namespace
 
 const char *to_string(TrajUnits u) {
   switch (u) {
@@ -349,9 +367,31 @@ const char *to_string(TrajUnits u) {
   return "?";
 }
 
-IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options) {
+IsmrmrdReader::IsmrmrdReader(const std::filesystem::path &path, const IsmrmrdReadOptions &options) {
   const auto lock = detail::lock_hdf5();
-  return Reader(path, options).read();
+  impl_ = std::make_unique<Impl>(path, options);
+}
+
+IsmrmrdReader::~IsmrmrdReader() {
+  const auto lock = detail::lock_hdf5(); // closing the file is HDF5 too
+  impl_.reset();
+}
+
+const IsmrmrdHeader &IsmrmrdReader::header() const { return impl_->header(); }
+const std::vector<IsmrmrdItem> &IsmrmrdReader::items() const { return impl_->items(); }
+
+IsmrmrdData IsmrmrdReader::read(const ItemHandler &on_item) {
+  if (read_) detail::invalid_argument("IsmrmrdReader::read", "a second call", "a reader reads its file once");
+  read_ = true;
+  return impl_->read(on_item);
+}
+
+IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options) {
+  IsmrmrdReader reader(path, options);
+  std::vector<IsmrmrdItem> items(reader.items().size());
+  IsmrmrdData d = reader.read([&items](std::size_t i, IsmrmrdItem &&item, const IsmrmrdData &) { items[i] = std::move(item); });
+  d.items = std::move(items);
+  return d;
 }
 
 } // namespace mri

@@ -2,6 +2,7 @@
 #include "mri/io/nifti.hpp"
 
 #include <nifti2_io.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "mri/error.hpp"
+#include "gzip_parallel.hpp"
 #include "nifti_placement.hpp"
 
 namespace mri {
@@ -113,8 +115,9 @@ NiftiAffine rows(const nifti_dmat44 &m) {
   return r;
 }
 
-// Writes header and data to a temporary name with the same extension (libnifti compresses by
-// it), renamed at the end: nothing half-written.
+// Writes header and data to a temporary name, renamed at the end: nothing half-written. libnifti
+// writes .nii; a .nii.gz is that file gzipped on every core (gzip_parallel.hpp: the same bytes
+// once decompressed; libnifti's own gzip runs on one).
 void write_file(const std::filesystem::path &path, const std::string &ext, nifti_image &nim, void *data) {
   quiet_nifti();
   std::error_code exists;
@@ -122,8 +125,8 @@ void write_file(const std::filesystem::path &path, const std::string &ext, nifti
     throw IoError(path.string() + ": cannot write: no folder " + path.parent_path().string()); // libnifti would print
   std::string name(1, '.'); // built in steps: GCC 12 warns falsely (-Wrestrict) on "." + string
   name += path.filename().string();
-  name += ".tmp-" + std::to_string(::getpid()) + ext;
-  const std::filesystem::path tmp = path.parent_path() / name;
+  name += ".tmp-" + std::to_string(::getpid());
+  const std::filesystem::path tmp = path.parent_path() / (name + ".nii"), packed = path.parent_path() / (name + ext);
   if (nifti_set_filenames(&nim, tmp.c_str(), 0, 1) != 0) throw IoError(path.string() + ": libnifti rejected the file name");
   nim.data = data;
   // write_data = 3: the data too, and the file left open, so a failed open is seen (NULL);
@@ -134,11 +137,18 @@ void write_file(const std::filesystem::path &path, const std::string &ext, nifti
   if (written) znzclose(fp);
   std::error_code ec;
   written = written && std::filesystem::file_size(tmp, ec) > 0 && !ec;
-  if (written) std::filesystem::rename(tmp, path, ec);
+  try {
+    if (written && packed != tmp) detail::gzip_file(tmp, packed, Z_DEFAULT_COMPRESSION); // libnifti's level
+  } catch (const IoError &) {
+    written = false;
+  }
+  if (written) std::filesystem::rename(packed, path, ec);
   if (!written || ec) {
+    std::filesystem::remove(packed, ec);
     std::filesystem::remove(tmp, ec);
     throw IoError(path.string() + ": cannot write the NIfTI file");
   }
+  if (packed != tmp) std::filesystem::remove(tmp, ec); // the uncompressed one of a .nii.gz
 }
 
 // The data as float32 values in this machine's byte order, read here rather than by libnifti's

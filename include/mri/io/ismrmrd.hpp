@@ -31,6 +31,8 @@
 #include <array>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -107,6 +109,43 @@ struct IsmrmrdData {
 // InvalidArgument for a header with zero coils or an empty matrix, NaN/Inf samples (noise scans too) or
 // trajectories (naming the acquisition), or a file without imaging acquisitions.
 IsmrmrdData read_ismrmrd(const std::filesystem::path &path, const IsmrmrdReadOptions &options = {});
+
+// The same reading, streamed: each item is handed over as soon as the acquisitions it is made
+// of are read, so that work on the first slices starts while later ones are still read (a file
+// written slice after slice completes its items one by one; an interleaved one at its end).
+// read_ismrmrd is this reader keeping every item. Same conventions, checks and errors.
+class IsmrmrdReader {
+public:
+  // Opens the file and reads the XML header and every acquisition's header (not the samples).
+  // Throws what read_ismrmrd throws for those.
+  explicit IsmrmrdReader(const std::filesystem::path &path, const IsmrmrdReadOptions &options = {});
+  ~IsmrmrdReader();
+  IsmrmrdReader(const IsmrmrdReader &) = delete;
+  IsmrmrdReader &operator=(const IsmrmrdReader &) = delete;
+
+  // The header; coils from the first noise or image acquisition where the XML has none.
+  const IsmrmrdHeader &header() const;
+  // The items in read_ismrmrd's order, with their counters and geometry, and empty data.
+  const std::vector<IsmrmrdItem> &items() const;
+
+  // Item `index` of items(), with its data; `file`: the header and every noise scan (all are
+  // read before the first item is handed over), the counts so far.
+  using ItemHandler = std::function<void(std::size_t index, IsmrmrdItem &&item, const IsmrmrdData &file)>;
+  // Reads the samples, calling on_item once per item, on this thread, as soon as the item's
+  // acquisitions and the noise scans are read and the trajectory units are settled (explicit
+  // units at once; Auto as soon as a |k| above 0.5 shows cycles/FOV, else at the end of the
+  // file). Returns what read_ismrmrd returns, without the items. Throws what read_ismrmrd
+  // throws, after handing over the items completed before the error (a file damaged mid-way);
+  // an exception of on_item stops the reading and propagates. Call once. A thread of the reader
+  // reads the next acquisitions (taking the HDF5 lock) while this one copies them into the items
+  // and while on_item runs.
+  IsmrmrdData read(const ItemHandler &on_item);
+
+private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  bool read_ = false;
+};
 
 // The coils' noise covariance (C x C, row-major, Hermitian) from the noise scans: sum over
 // samples of n_i conj(n_j) / (S - 1), S the total noise samples per coil. Empty without noise

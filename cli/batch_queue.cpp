@@ -1,0 +1,72 @@
+#include "batch_queue.hpp"
+
+#include <algorithm>
+
+namespace mri::cli {
+
+void BatchQueue::arrive(std::size_t item) {
+  {
+    const std::lock_guard lock(mutex_);
+    fresh_.push_back(item);
+  }
+  changed_.notify_one();
+}
+
+void BatchQueue::close(bool aborted) {
+  {
+    const std::lock_guard lock(mutex_);
+    closed_ = true;
+    aborted_ = aborted;
+    if (aborted) fresh_.clear(), keyed_.clear();
+  }
+  changed_.notify_all();
+}
+
+// An item alone gets every thread (the first one, computing Q while later ones are read); items
+// that run or wait to run share them, jobs at a time.
+int BatchQueue::team() const {
+  const auto busy = static_cast<int>(std::min<std::size_t>(jobs_, running_ + fresh_.size() + keyed_.size()));
+  return std::max(1, threads_ / std::max(1, busy));
+}
+
+std::optional<BatchQueue::Task> BatchQueue::next() {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [this] { return !keyed_.empty() || !fresh_.empty() || (closed_ && running_ == 0); });
+  if (keyed_.empty() && fresh_.empty()) return std::nullopt; // closed, and no leader left to release items
+  const bool keyed = !keyed_.empty(); // items released by their leader first: they are older
+  std::deque<std::size_t> &from = keyed ? keyed_ : fresh_;
+  const std::size_t item = from.front();
+  from.pop_front();
+  ++running_;
+  return Task{item, keyed, team()};
+}
+
+bool BatchQueue::settle(std::size_t item, const std::optional<ToeplitzCacheKey> &key) {
+  const std::lock_guard lock(mutex_);
+  if (!key) return true;
+  const auto same = std::find_if(leaders_.begin(), leaders_.end(), [&](const Leader &l) { return l.key == *key; });
+  if (same == leaders_.end()) {
+    leaders_.push_back({*key, item, false, {}});
+    return true;
+  }
+  if (same->done) return true;
+  same->waiting.push_back(item);
+  --running_; // it waits without running
+  return false;
+}
+
+void BatchQueue::done(std::size_t item) {
+  {
+    const std::lock_guard lock(mutex_);
+    --running_;
+    const auto led = std::find_if(leaders_.begin(), leaders_.end(), [&](const Leader &l) { return l.item == item; });
+    if (led != leaders_.end()) {
+      led->done = true;
+      if (!aborted_) keyed_.insert(keyed_.end(), led->waiting.begin(), led->waiting.end());
+      led->waiting.clear();
+    }
+  }
+  changed_.notify_all();
+}
+
+} // namespace mri::cli
