@@ -230,6 +230,7 @@ TEST_CASE("nifti: displacement fields along i, j, k in voxels and mm, and rotate
           CHECK(w[(c * fields.size() + f) * n + i] == Approx(m[c][0] * d[0] + m[c][1] * d[1] + m[c][2] * d[2]));
       }
   }
+}
 
 namespace {
 
