@@ -477,7 +477,7 @@ TEST_CASE("cli: a file damaged mid-way fails the run naming the file, and nothin
   const Run r = mri_cli(dir, "recon --in ms.h5 --iterations 2 --jobs 2 --out ms.nii.gz --report r.json --quiet");
   CHECK(r.code == 1);
   CHECK(lines(r.err) == 1);
-  CHECK_THAT(r.err, test::contains("ms.h5: cannot read acquisitions"));
+  CHECK_THAT(r.err, test::contains("ms.h5: dataset/data: element ") && test::contains("global heap"));
   std::vector<std::string> left;
   for (const auto &e : std::filesystem::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
   std::sort(left.begin(), left.end());
