@@ -81,6 +81,10 @@ private:
 
 using Clock = std::chrono::steady_clock;
 
+// The ISMRMRD reader's threads: the caller's, the next block's read-ahead, the items' allocation
+// (lib/io/ismrmrd_blocks.cpp).
+constexpr int kReaderThreads = 3;
+
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // One worker: the queue's items until it closes, each with its OpenMP team; an item's data are
@@ -114,7 +118,7 @@ std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &
   if (in.problems.size() > 1 && o.normal == Normal::Toeplitz && o.q_cache_dir.empty())
     o.q_cache_dir = run_cache.emplace().path();
   const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), in.problems.size()));
-  BatchQueue queue(workers, omp_get_max_threads());
+  BatchQueue queue(workers, omp_get_max_threads(), kReaderThreads);
   const Clock::time_point t0 = Clock::now();
   std::vector<std::thread> pool;
   for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, progress, out, t0); });

@@ -16,8 +16,10 @@ namespace mri::cli {
 
 class BatchQueue {
 public:
-  // `threads`: the OpenMP threads of the machine, shared among the items that run at once.
-  BatchQueue(int jobs, int threads) : jobs_(jobs), threads_(threads) {}
+  // `threads`: the OpenMP threads of the machine, shared among the items that run at once; while
+  // the file is read (until close), `reader_threads` of them are left to the reader.
+  BatchQueue(int jobs, int threads, int reader_threads = 0)
+      : jobs_(jobs), threads_(threads), reader_threads_(reader_threads) {}
 
   void arrive(std::size_t item); // its data are in
   // No more items. aborted (the reading failed): the items not started are dropped.
@@ -45,7 +47,7 @@ private:
   };
   int team() const;
 
-  const int jobs_, threads_;
+  const int jobs_, threads_, reader_threads_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::size_t> fresh_, keyed_; // arrived; settled and free to run
