@@ -136,9 +136,9 @@ public:
   // units at once; Auto as soon as a |k| above 0.5 shows cycles/FOV, else at the end of the
   // file). Returns what read_ismrmrd returns, without the items. Throws what read_ismrmrd
   // throws, after handing over the items completed before the error (a file damaged mid-way);
-  // an exception of on_item stops the reading and propagates. Call once. A thread of the reader
-  // reads the next acquisitions (taking the HDF5 lock) while this one copies them into the items
-  // and while on_item runs.
+  // an exception of on_item stops the reading and propagates. Call once. Two threads of the
+  // reader read the next acquisitions (taking the HDF5 lock) and prepare the next items' memory
+  // while this one copies the acquisitions into the items and while on_item runs.
   IsmrmrdData read(const ItemHandler &on_item);
 
 private:
