@@ -21,8 +21,9 @@
 // - An item's geometry (read_dir, phase_dir, slice_dir, position) is that of its first
 //   acquisition; none when one of the directions is zero (files that do not say).
 //
-// Thread safety: the readers and writers may be called from any number of threads, but run one
-// at a time (HDF5 as Debian builds it is not thread-safe: one process-wide lock); prewhiten and
+// Thread safety: the readers and writers may be called from any number of threads, but their
+// HDF5 calls run one at a time (HDF5 as Debian builds it is not thread-safe: one process-wide
+// lock; a reader takes it per block of acquisitions, so readers interleave); prewhiten and
 // noise_covariance run in parallel freely. The first call switches libismrmrd's and HDF5's error
 // printing off process-wide (their messages become the IoError's text instead), and raises
 // glibc's malloc mmap and trim thresholds to 8 and 32 MiB (mallopt, process-wide): HDF5 zeroes a
