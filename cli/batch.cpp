@@ -89,11 +89,11 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 
 // One worker: the queue's items until it closes, each with its OpenMP team; an item's data are
 // released once it has run.
-void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, Progress &progress, std::vector<ItemOutcome> &out,
-          Clock::time_point t0) {
+void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, bool share_q, Progress &progress,
+          std::vector<ItemOutcome> &out, Clock::time_point t0) {
   while (const std::optional<BatchQueue::Task> task = queue.next()) {
     const std::size_t i = task->item;
-    if (!task->keyed && !queue.settle(i, q_key(in.problems[i].data, in, o))) continue; // waits for its Q
+    if (share_q && !task->keyed && !queue.settle(i, q_key(in.problems[i].data, in, o))) continue; // waits for its Q
     omp_set_num_threads(task->threads);
     out[i].started = seconds_since(t0);
     try {
@@ -109,19 +109,20 @@ void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, Progress &p
 
 } // namespace
 
-std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &options, int jobs, Progress &progress) {
+std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &options, const BatchOptions &batch,
+                                           Progress &progress) {
   std::vector<ItemOutcome> out(in.problems.size());
   ReconOptions o = options;
   // Items sharing a Q: the first stores it, the others load it (report: miss, then hit).
   // Without --q-cache the store is a directory of this run only.
   std::optional<RunQCache> run_cache;
-  if (in.problems.size() > 1 && o.normal == Normal::Toeplitz && o.q_cache_dir.empty())
+  if (batch.share_q && in.problems.size() > 1 && o.normal == Normal::Toeplitz && o.q_cache_dir.empty())
     o.q_cache_dir = run_cache.emplace().path();
-  const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(jobs), in.problems.size()));
+  const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch.jobs), in.problems.size()));
   BatchQueue queue(workers, omp_get_max_threads(), kReaderThreads);
   const Clock::time_point t0 = Clock::now();
   std::vector<std::thread> pool;
-  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, progress, out, t0); });
+  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, batch.share_q, progress, out, t0); });
   std::exception_ptr read_error;
   try {
     read_problems(in, [&](std::size_t i) {

@@ -23,13 +23,17 @@ struct ItemOutcome {
   double data_in = 0, started = 0, finished = 0;
 };
 
-// Reads the inputs' data (read_problems) on the calling thread while the workers reconstruct.
+// Reads the inputs' data (read_problems) on the calling thread while batch.jobs workers reconstruct.
 // Each worker runs its own OpenMP team of omp_get_max_threads() / the items running or ready to
 // run (at most jobs; at least 1 thread), so the machine is shared, not oversubscribed.
 // Multi-coil items: SENSE, with the maps of options.sensitivities or estimated per item. Throws
 // the reading's error (after the items already running have finished; the others are dropped).
 // inputs.source["read_seconds"]: from the start of the batch to the end of the file.
-std::vector<ItemOutcome> reconstruct_batch(ReconInputs &inputs, const ReconOptions &options, int jobs,
+struct BatchOptions {
+  int jobs = 1;         // items at once
+  bool share_q = true;  // false: no Q cache of the run, no waiting: each item computes its own Q
+};
+std::vector<ItemOutcome> reconstruct_batch(ReconInputs &inputs, const ReconOptions &options, const BatchOptions &batch,
                                            Progress &progress);
 
 } // namespace mri::cli

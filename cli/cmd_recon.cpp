@@ -20,7 +20,7 @@ struct ReconArgs {
   ReconOptions options;
   double device_memory_mib = 0;
   bool quiet = false, complex = false;
-  int jobs = 1;
+  BatchOptions batch;
 };
 
 void add_solver_options(CLI::App &cmd, ReconArgs &a) {
@@ -65,9 +65,12 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_flag("!--no-prewhiten", a.input.prewhiten, "ISMRMRD: do not prewhiten with the noise scans' covariance");
   cmd.add_flag("--complex", a.complex, "NIfTI, ISMRMRD: complex values instead of float32 magnitude");
   cmd.add_option("--report", a.report, "write every report field as JSON to this file");
-  cmd.add_option("-j,--jobs", a.jobs, "items (slices, repetitions ...) reconstructed at once: host threads, each an OpenMP "
+  cmd.add_option("-j,--jobs", a.batch.jobs, "items (slices, repetitions ...) reconstructed at once: host threads, each an OpenMP "
                                       "team of cores/N (CPU) or its own CUDA stream (GPU); one Q per distinct trajectory")
       ->check(CLI::Range(1, 256))->capture_default_str();
+  cmd.add_flag("!--no-q-share", a.batch.share_q,
+               "batches: every item computes its own Q at once instead of waiting for the first item of its "
+               "trajectory to store it (where Q is cheap: the GPU's NUFFT)");
   cmd.add_flag("-q,--quiet", a.quiet, "no progress line and no notes on stderr (warnings and errors stay)");
 }
 
@@ -107,7 +110,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
   for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
   const ReconOptions o = effective_options(a, in, regularizer_given);
   Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
-  std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.jobs, progress);
+  std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.batch, progress);
   nlohmann::json reports = nlohmann::json::array();
   std::vector<Image> images;
   int failed = 0;

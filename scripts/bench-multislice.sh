@@ -9,9 +9,11 @@
 # slices of 256^2 (FOV 256 mm, 1 mm voxels, 3 mm apart), 8 receive coils, 256 spokes of 512
 # samples (2x oversampled readout; 256 of the ~402 Nyquist spokes, as radial scans undersample),
 # SNR 30, SENSE with maps estimated per slice, 20 CG iterations, the NUFFT (--method nufft).
-#   SLICES MATRIX SPOKES READOUT COILS ITERATIONS METHOD BACKEND JOBS RUNS EXT
+#   SLICES MATRIX SPOKES READOUT COILS ITERATIONS METHOD BACKEND JOBS RUNS EXT NO_Q_SHARE
 # EXT=nii writes uncompressed NIfTI: gzip of the 16 MB of float32 magnitudes (they hardly
 # compress: 15.0 MB) costs ~0.6 s on one core of the development VM.
+# NO_Q_SHARE=1 adds --no-q-share (each slice computes its own Q at once instead of waiting for
+# the first slice to store it: where Q is cheap, the GPU's NUFFT).
 # A quick CPU check: SLICES=8 MATRIX=64 SPOKES=64 READOUT=128 COILS=4 ITERATIONS=5 JOBS="1 2"
 #
 #   scripts/bench-multislice.sh BUILD_DIR
@@ -48,7 +50,7 @@ echo "mri ${phantom[*]}: $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { prin
 # installed (a bare device machine), from Python's clock and getrusage of the child instead.
 run_once() {
   local cmd=("$mri" recon --in "$work/ms.h5" --out "$work/ms.$ext" --quiet --iterations "$iterations"
-             --method "$method" --backend "$backend" --jobs "$1" --report "$work/r.json")
+             --method "$method" --backend "$backend" --jobs "$1" --report "$work/r.json" ${NO_Q_SHARE:+--no-q-share})
   if [ -x /usr/bin/time ]; then
     /usr/bin/time -v -o "$work/time.txt" "${cmd[@]}" >/dev/null
     awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0; for (i = 1; i <= n; ++i) s = s * 60 + t[i] }
@@ -61,7 +63,7 @@ print("%.3f %.0f" % (time.perf_counter() - t, resource.getrusage(resource.RUSAGE
   fi
 }
 
-echo "mri recon --in ms.h5 --out ms.$ext --quiet --iterations $iterations --method $method --backend $backend --jobs J"
+echo "mri recon --in ms.h5 --out ms.$ext --quiet --iterations $iterations --method $method --backend $backend --jobs J${NO_Q_SHARE:+ --no-q-share}"
 printf '| %-4s | %-13s | %-22s | %-13s | %-9s |\n' jobs "best wall (s)" "runs (s)" "peak RSS (MB)" "ms/slice"
 printf '|------|---------------|------------------------|---------------|-----------|\n'
 for j in $jobs; do

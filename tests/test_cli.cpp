@@ -515,6 +515,12 @@ TEST_CASE("cli: a batch computes one Q per distinct trajectory and keeps the ite
   REQUIRE(std::system(("cd '" + dir.path().string() + "' && TMPDIR=\"$PWD/tmp\" '" MRI_TEST_CLI
                        "' recon --in ms.h5 --iterations 2 --jobs 2 --out t.nii --quiet").c_str()) == 0);
   CHECK(std::filesystem::is_empty(dir / "tmp")); // the run's Q cache is gone
+  // --no-q-share: no waiting, every item its own Q (none loaded), the same volumes.
+  REQUIRE(mri_cli(dir, "recon --in ms.h5 --iterations 5 --jobs 2 --no-q-share --out own.nii --report own.json --quiet").code == 0);
+  CHECK(slurp(dir / "own.json").find("\"q_cache\": \"hit\"") == std::string::npos);
+  const NiftiVolume c = read_nifti(dir / "own.nii");
+  REQUIRE(c.dims == a.dims);
+  CHECK(test::relative_error(std::span<const cfloat>(c.data), std::span<const cfloat>(a.data)) < 1e-4);
 }
 
 namespace {

@@ -21,8 +21,9 @@
 // - An item's geometry (read_dir, phase_dir, slice_dir, position) is that of its first
 //   acquisition; none when one of the directions is zero (files that do not say).
 //
-// Thread safety: the readers and writers may be called from any number of threads, but run one
-// at a time (HDF5 as Debian builds it is not thread-safe: one process-wide lock); prewhiten and
+// Thread safety: the readers and writers may be called from any number of threads, but their
+// HDF5 calls run one at a time (HDF5 as Debian builds it is not thread-safe: one process-wide
+// lock; a reader takes it per block of acquisitions, so readers interleave); prewhiten and
 // noise_covariance run in parallel freely. The first call switches libismrmrd's and HDF5's error
 // printing off process-wide (their messages become the IoError's text instead), and raises
 // glibc's malloc mmap and trim thresholds to 8 and 32 MiB (mallopt, process-wide): HDF5 zeroes a
@@ -136,9 +137,9 @@ public:
   // units at once; Auto as soon as a |k| above 0.5 shows cycles/FOV, else at the end of the
   // file). Returns what read_ismrmrd returns, without the items. Throws what read_ismrmrd
   // throws, after handing over the items completed before the error (a file damaged mid-way);
-  // an exception of on_item stops the reading and propagates. Call once. A thread of the reader
-  // reads the next acquisitions (taking the HDF5 lock) while this one copies them into the items
-  // and while on_item runs.
+  // an exception of on_item stops the reading and propagates. Call once. Two threads of the
+  // reader read the next acquisitions (taking the HDF5 lock) and prepare the next items' memory
+  // while this one copies the acquisitions into the items and while on_item runs.
   IsmrmrdData read(const ItemHandler &on_item);
 
 private:
