@@ -121,7 +121,10 @@ void IsmrmrdGuard::close() {
 
 void IsmrmrdGuard::check_header() const {
   const std::string xml = group_ + "/xml";
-  if (H5Lexists(file_, xml.c_str(), H5P_DEFAULT) <= 0) return; // libismrmrd says "no header"
+  // Said here, not by libismrmrd: its readHeader builds the exception's text from its error
+  // stack, which keeps pointers into HDF5 error records that HDF5 has freed since an earlier
+  // failure in the process (ASan: heap-use-after-free in build_exception_string, found by fuzzing).
+  if (H5Lexists(file_, xml.c_str(), H5P_DEFAULT) <= 0) ismrmrd_io_error(path_, "no XML header (" + xml + ")");
   const hid_t set = H5Dopen2(file_, xml.c_str(), H5P_DEFAULT);
   if (set < 0) ismrmrd_io_error(path_, "HDF5 cannot open the XML header " + xml);
   const hssize_t points = elements(set);

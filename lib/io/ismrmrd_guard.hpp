@@ -37,8 +37,8 @@ public:
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
   IsmrmrdGuard &operator=(const IsmrmrdGuard &) = delete;
 
-  // Before libismrmrd reads the XML header: one variable-length string, its global heap object
-  // intact, that HDF5 can read.
+  // Before libismrmrd reads the XML header: there is one, a variable-length string whose global
+  // heap object is intact and that HDF5 can read.
   void check_header() const;
 
 private:
