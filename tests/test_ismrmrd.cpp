@@ -226,6 +226,7 @@ TEST_CASE("ismrmrd: bad files are IoError / InvalidArgument naming the file", "[
     write_ismrmrd(dir / "nan.h5", f.input(TrajUnits::CyclesPerFov));
     ISMRMRD::Dataset ds((dir / "nan.h5").c_str(), "dataset", false);
     ISMRMRD::Acquisition acq(40, 2, 2);
+    std::fill(acq.getDataPtr(), acq.getDataPtr() + acq.getNumberOfDataElements(), std::complex<float>(0, 0)); // not left uninitialised
     acq.data(3, 1) = std::complex<float>(std::nanf(""), 0);
     ds.appendAcquisition(acq);
   }
