@@ -389,6 +389,11 @@ void check_vlen_heaps(const std::filesystem::path &path, hid_t file, hid_t datas
     walk.fail("addresses of " + std::to_string(f.address) + " and lengths of " + std::to_string(f.length) +
               " bytes: not checked");
   if (layout.bytes == 0) walk.fail("HDF5 cannot tell the size of its type");
+  // A damaged compound can place a member past the element's end (fuzzing: a read past the chunk).
+  for (const VlenField &field : layout.fields)
+    if (field.offset > layout.bytes || layout.bytes - field.offset < f.descriptor())
+      walk.fail("a variable-length member at byte " + std::to_string(field.offset) + " of a " +
+                std::to_string(layout.bytes) + "-byte element");
   if (!layout.visible) walk.fail("holds variable-length values inside arrays or sequences: not checked");
   walk_storage(walk, dataset, layout);
 }

@@ -63,6 +63,28 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
                                " samples");
 }
 
+void check_heaps(const std::filesystem::path &path, const std::string &group) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (file < 0) ismrmrd_io_error(path, "HDF5 cannot open it");
+  for (const std::string &name : {group + "/xml", group + "/data"}) {
+    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) continue; // absent: the guard says so
+    const hid_t set = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+    if (set < 0) {
+      H5Fclose(file);
+      ismrmrd_io_error(path, "HDF5 cannot open " + name);
+    }
+    try {
+      check_vlen_heaps(path, file, set, name);
+    } catch (...) {
+      H5Dclose(set);
+      H5Fclose(file);
+      throw;
+    }
+    H5Dclose(set);
+  }
+  H5Fclose(file);
+}
+
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");
@@ -78,12 +100,6 @@ IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string 
   if (sizes_type_ < 0) {
     close();
     ismrmrd_io_error(path, "the acquisitions' type in " + data + " has no header and trajectory and sample arrays");
-  }
-  try {
-    check_vlen_heaps(path, file_, acquisitions_, data); // before AcquisitionBlocks reads the arrays
-  } catch (...) {
-    close();
-    throw;
   }
 }
 
@@ -131,12 +147,6 @@ void IsmrmrdGuard::check_header() const {
   if (points != 1) {
     H5Dclose(set);
     ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
-  }
-  try {
-    check_vlen_heaps(path_, file_, set, xml); // before this H5Dread and libismrmrd's
-  } catch (...) {
-    H5Dclose(set);
-    throw;
   }
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);

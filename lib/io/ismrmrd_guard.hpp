@@ -8,7 +8,8 @@
 // acquisitions themselves are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each
 // one's stored arrays against its header. Every variable-length value the reader reads (the XML
 // header, each acquisition's trajectory and samples) is first checked in the file's global heap
-// by check_vlen_heaps (hdf5_heap_guard.hpp): HDF5 1.10.8 loops forever on a damaged one.
+// by check_heaps (below, with check_vlen_heaps of hdf5_heap_guard.hpp): HDF5 1.10.8 loops forever
+// on a damaged one.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -27,18 +28,24 @@ namespace mri::detail {
 void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
                     std::size_t index);
 
+// Every variable-length value the reader reads (<group>/xml, <group>/data's arrays) checked in
+// the file's global heap (check_vlen_heaps), on a read-only handle of its own, before
+// libismrmrd opens the file read-write: after a failed chunk lookup on a damaged file HDF5
+// 1.10.8 cannot close a read-write handle, and closing it at exit crashed (SEGV in
+// H5F__close_cb; found by fuzzing).
+void check_heaps(const std::filesystem::path &path, const std::string &group);
+
 class IsmrmrdGuard {
 public:
   // Opens the file read-only; after libismrmrd's Dataset (HDF5 refuses to open read-write a file
-  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1
-  // and for damaged global heap collections under the acquisitions' arrays.
+  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1.
   IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
   ~IsmrmrdGuard();
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
   IsmrmrdGuard &operator=(const IsmrmrdGuard &) = delete;
 
-  // Before libismrmrd reads the XML header: there is one, a variable-length string whose global
-  // heap object is intact and that HDF5 can read.
+  // Before libismrmrd reads the XML header: there is one, a string HDF5 can read (its global heap
+  // checked by check_heaps before).
   void check_header() const;
 
 private:

@@ -62,6 +62,7 @@ std::unique_ptr<ISMRMRD::Dataset> open_dataset(const std::filesystem::path &path
   if (group.empty() || group.find('/') != std::string::npos)
     detail::invalid_argument("IsmrmrdReadOptions::group", group, "one HDF5 group name, without '/'");
   check_hdf5_group(path, group);
+  detail::check_heaps(path, group); // read-only, before libismrmrd opens the file read-write
   try {
     // create_file_if_needed = false: a reader must never create the file it was asked to read.
     return std::make_unique<ISMRMRD::Dataset>(path.c_str(), group.c_str(), false);
