@@ -126,6 +126,15 @@ inline double relative_error(std::span<const cfloat> a, std::span<const cfloat> 
 inline double relative_error(const Image &a, const Image &b) {
   return relative_error(std::span<const cfloat>(a.values()), std::span<const cfloat>(b.values()));
 }
+// ||a - ref|| / ||ref|| against a float64 reference.
+inline double relative_error(std::span<const cfloat> a, std::span<const cdouble> ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    num += std::norm(cdouble(a[i]) - ref[i]);
+    den += std::norm(ref[i]);
+  }
+  return std::sqrt(num / den);
+}
 
 // sum conj(a) b in double.
 inline cdouble inner(std::span<const cfloat> a, std::span<const cfloat> b) {

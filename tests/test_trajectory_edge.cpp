@@ -32,15 +32,6 @@ std::vector<cdouble> forward_definition(const Trajectory &t, const Image &x) {
   return out;
 }
 
-double relative_error(std::span<const cfloat> a, const std::vector<cdouble> &b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    num += std::norm(cdouble(a[i]) - b[i]);
-    den += std::norm(b[i]);
-  }
-  return std::sqrt(num / den);
-}
-
 } // namespace
 
 TEST_CASE("edge: wrapped() maps every k to its periodic image in [-n/2, n/2)", "[edge][trajectory]") {
@@ -77,7 +68,7 @@ TEST_CASE("edge: F, F^H and Q on samples beyond the edge are the definition's su
     const std::vector<cdouble> reference = forward_definition(t, x);
     for (const Precision p : {Precision::Float32, Precision::Float64}) {
       const FourierOperator f(t, g, {Backend::Cpu, p});
-      CHECK(relative_error(f.apply(x), reference) < 1e-5);
+      CHECK(test::relative_error(f.apply(x), reference) < 1e-5);
       // Adjointness against the same definition: <F x, y> = <x, F^H y>.
       const auto y = test::random_complex(t.size(), seed + 2);
       cdouble lhs = 0;
@@ -87,7 +78,7 @@ TEST_CASE("edge: F, F^H and Q on samples beyond the edge are the definition's su
     }
     NufftOptions o;
     o.tolerance = 1e-4;
-    CHECK(relative_error(NufftOperator(t, g, o).apply(x), reference) < 1e-4);
+    CHECK(test::relative_error(NufftOperator(t, g, o).apply(x), reference) < 1e-4);
     const Image q_edge = QOperator(t, {}, g, {Backend::Cpu, Precision::Float64}).q();
     const Image q_inside = QOperator(t.wrapped(g), {}, g, {Backend::Cpu, Precision::Float64}).q();
     CHECK(test::relative_error(q_edge, q_inside) < 1e-12);
