@@ -31,8 +31,4 @@ void grid_gather(const GriddingArgs<T> &a, const std::complex<T> *c, std::comple
 template <class T>
 void interpolate(const GriddingArgs<T> &a, const std::complex<T> *grid, std::complex<T> *c);
 
-// Which vector ISA the kernels run with: "avx512", "avx2" or "generic". MRI_GRIDDING_KERNEL
-// (same names) caps it, for tests.
-const char *gridding_isa();
-
 } // namespace mri::detail

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,31 +25,6 @@ double norm2(std::span<const cfloat> v) {
   return std::sqrt(s);
 }
 
-// Sets MRI_SEPARABLE_KERNEL (the float32 path's kernel cap, see lib/separable_dft.cpp) for
-// one scope, so each kernel the CPU supports is compared with the reference. "" = best.
-class KernelScope {
-public:
-  explicit KernelScope(const std::string &kernel) {
-    if (const char *old = std::getenv(kName)) old_ = old;
-    if (kernel.empty())
-      ::unsetenv(kName);
-    else
-      ::setenv(kName, kernel.c_str(), 1);
-  }
-  ~KernelScope() {
-    if (old_)
-      ::setenv(kName, old_->c_str(), 1);
-    else
-      ::unsetenv(kName);
-  }
-  KernelScope(const KernelScope &) = delete;
-  KernelScope &operator=(const KernelScope &) = delete;
-
-private:
-  static constexpr const char *kName = "MRI_SEPARABLE_KERNEL";
-  std::optional<std::string> old_;
-};
-
 // Why 1e-5 (the requirement) is the right bound for the float32 path: every phase
 // table entry is within a few float ulps (~2e-7 relative) of the exact phasor, and the
 // GEMM sums at most 256 samples (adjoint) or nx voxels (forward) in float before adding into
@@ -65,7 +39,7 @@ void check_adjoint_f32(const Trajectory &t, const Grid &out, const Grid &period,
   std::vector<cfloat> reference(static_cast<std::size_t>(out.voxels()));
   detail::adjoint_sum_f64(t, c, out, period, reference.data());
   for (const char *kernel : kKernels) {
-    KernelScope scope(kernel);
+    const test::EnvScope scope("MRI_SEPARABLE_KERNEL", kernel);
     std::vector<cfloat> fast(reference.size(), cfloat(NAN, NAN));
     detail::adjoint_sum_f32(t, c, out, period, fast.data());
     const double err = test::relative_error(fast, reference);
@@ -81,7 +55,7 @@ void check_forward_f32(const Trajectory &t, const Grid &grid, std::uint64_t seed
   std::vector<cfloat> reference(t.size());
   detail::forward_sum_f64(t, x, reference.data());
   for (const char *kernel : kKernels) {
-    KernelScope scope(kernel);
+    const test::EnvScope scope("MRI_SEPARABLE_KERNEL", kernel);
     std::vector<cfloat> fast(t.size(), cfloat(NAN, NAN));
     detail::forward_sum_f32(t, x, fast.data());
     const double err = test::relative_error(fast, reference);

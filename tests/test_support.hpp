@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <random>
@@ -144,6 +146,30 @@ inline cdouble inner(std::span<const cfloat> a, std::span<const cfloat> b) {
 }
 
 // A fresh directory under the system temp dir, removed with everything in it at scope exit.
+// Sets an environment variable for one scope and restores it after ("" unsets it): the CPU
+// kernel caps (MRI_SEPARABLE_KERNEL, MRI_GRIDDING_KERNEL), so that each kernel this machine
+// supports is compared with the reference.
+class EnvScope {
+public:
+  EnvScope(const char *name, const std::string &value) : name_(name) {
+    if (const char *old = std::getenv(name)) old_ = old;
+    set(value);
+  }
+  ~EnvScope() { set(old_.value_or("")); }
+  EnvScope(const EnvScope &) = delete;
+  EnvScope &operator=(const EnvScope &) = delete;
+
+private:
+  void set(const std::string &value) const {
+    if (value.empty())
+      ::unsetenv(name_);
+    else
+      ::setenv(name_, value.c_str(), 1);
+  }
+  const char *name_;
+  std::optional<std::string> old_;
+};
+
 class TempDir {
 public:
   explicit TempDir(const std::string &tag) {
