@@ -19,13 +19,25 @@ namespace {
 
 // One item through mri::reconstruct (SENSE for multi-coil data), advancing the progress line per
 // CG iteration (and by the iterations left when CG stops early).
+// The phases before CG (coil maps, F^H D, Q) are named on the line while they run.
 ReconResult reconstruct_one(const KSpaceData &data, const Grid &grid, ReconOptions options, Progress &progress) {
   int seen = 0;
-  if (progress.active())
+  if (progress.active()) {
     options.on_iteration = [&progress, &seen](int, const Image &, double residual) {
       ++seen;
       progress.advance(1, "residual " + std::to_string(residual));
     };
+    options.on_phase = [&progress](const ReconPhase &phase) {
+      if (phase.fraction == 0 && phase.name != "CG")
+        progress.phase_started(std::string(phase.name), phase.expected_seconds);
+      else
+        progress.phase_ended();
+    };
+  }
+  struct PhaseOver { // the item's phase leaves the line however reconstruct ends
+    Progress &progress;
+    ~PhaseOver() { progress.phase_ended(); }
+  } phase_over{progress};
   ReconResult r = reconstruct(data, grid, options);
   progress.advance(options.iterations - seen);
   return r;

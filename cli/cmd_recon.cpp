@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "outputs.hpp"
 #include "batch.hpp"
+#include "process_clock.hpp"
 #include "recon_inputs.hpp"
 #include "report.hpp"
 
@@ -104,13 +105,18 @@ std::jthread warm_up_cuda(Backend backend) {
 }
 
 int run_recon(const ReconArgs &a, bool regularizer_given) {
+  // The report's "process": seconds since exec at each stage (the rest, to the exit, is what the
+  // caller's wall clock adds: freeing, the CUDA driver's teardown).
+  nlohmann::json process = {{"recon_started_s", seconds_since_process_start()}};
   const std::jthread warm_up = warm_up_cuda(a.options.backend);
   ReconInputs in = load_inputs(a.input, a.quiet);
+  process["headers_read_s"] = seconds_since_process_start();
   const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
   for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
   const ReconOptions o = effective_options(a, in, regularizer_given);
   Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
   std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.batch, progress);
+  process["batch_done_s"] = seconds_since_process_start();
   nlohmann::json reports = nlohmann::json::array();
   std::vector<Image> images;
   int failed = 0;
@@ -129,7 +135,9 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
     }
   }
   for (const std::string &path : a.out) write_images(path, images, out);
-  if (!a.report.empty()) write_json(a.report, {{"source", in.source}, {"reconstructions", reports}, {"failed_items", failed}});
+  process["outputs_written_s"] = seconds_since_process_start();
+  if (!a.report.empty())
+    write_json(a.report, {{"source", in.source}, {"reconstructions", reports}, {"failed_items", failed}, {"process", process}});
   return failed > 0 ? kDataError : kOk;
 }
 

@@ -1,10 +1,15 @@
 #pragma once
 // A progress line on stderr with an estimate of the time left, shown only once the work has
 // taken over a second (short runs stay quiet), rewritten in place with '\r'. Thread-safe: the
-// items of a batch advance it from several threads.
+// items of a batch advance it from several threads. Besides the counted steps (CG iterations),
+// the line names a phase that runs without steps (Q, coil maps: ReconOptions::on_phase) with its
+// own estimate, redrawn twice a second while one runs.
 #include <chrono>
+#include <condition_variable>
+#include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace mri::cli {
 
@@ -20,13 +25,33 @@ public:
   bool active() const { return !quiet_; }
   // `steps` more of `total` finished; `detail` is appended (e.g. the residual).
   void advance(long steps, const std::string &detail = {});
+  // The calling thread's item started a phase (expected_seconds: its estimate, NaN for none) or
+  // ended it. The line shows the longest-running phase of all threads.
+  void phase_started(const std::string &name, double expected_seconds);
+  void phase_ended();
 
 private:
-  std::string label_;
+  using Clock = std::chrono::steady_clock;
+  struct Phase {
+    std::string name;
+    Clock::time_point start;
+    double expected_seconds;
+  };
+  void draw(); // with mutex_ held
+  std::string phase_text() const;
+  void tick(std::stop_token stop);
+
+  std::string label_, detail_;
   long total_, done_ = 0;
+  long first_done_ = 0;           // steps counted at the first advance, at first_step_
+  Clock::time_point first_step_; // the rate of steps is measured from here: not the phases before
   bool quiet_, shown_ = false;
-  std::chrono::steady_clock::time_point start_;
+  std::size_t width_ = 0; // of the last line drawn: a shorter one is padded over it
+  Clock::time_point start_;
+  std::map<std::thread::id, Phase> phases_;
   std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::jthread ticker_; // last: stopped and joined before the members it reads go
 };
 
 } // namespace mri::cli

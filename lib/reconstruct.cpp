@@ -1,12 +1,14 @@
 #include "mri/reconstruct.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <optional>
 
 #include "backend.hpp"
 #include "coils/recon_coils.hpp"
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "mri_backend/recon_report.hpp"
 #include "recon_cpu.hpp"
 
 namespace mri {
@@ -68,7 +70,9 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   const KSpaceData &inside = wrapped ? *wrapped : data;
   ReconReport report;
   const Backend backend = recon_backend(options);
-  const detail::ReconCoils coils = detail::prepare_coils(inside, grid, options, backend, report);
+  const detail::ReconCoils coils = detail::announced_phase(options, "coil maps", NAN, [&] {
+    return detail::prepare_coils(inside, grid, options, backend, report);
+  });
   const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
   const CoilSensitivities *maps = coils.maps.get();
   ReconResult r = backend == Backend::Cuda

@@ -86,3 +86,8 @@ field() { grep -o "\"$1\": [0-9.e+-]*" "$work/r.json" | awk '{ print $2 }'; }
 echo "last run: file read by $(field read_seconds | head -1) s; first slice: data in $(field data_in_s | head -1) s," \
      "started $(field started_s | head -1) s, done $(field finished_s | head -1) s; last slice done" \
      "$(field finished_s | sort -g | tail -1) s (from the batch's start)"
+# Where the whole process's time went (seconds since exec; the report's "process"): start-up to
+# `mri recon`'s start, the headers read, the batch done, the outputs written; the wall time after
+# the last is the exit.
+echo "last run: process: recon started $(field recon_started_s) s, headers read $(field headers_read_s) s," \
+     "batch done $(field batch_done_s) s, outputs written $(field outputs_written_s) s (since exec)"

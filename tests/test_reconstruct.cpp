@@ -1,5 +1,8 @@
 // reconstruct() end to end on the CPU: analytic phantom k-space (no inverse crime) + noise.
+#include <cmath>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "catch.hpp"
 #include "mri/error.hpp"
@@ -66,6 +69,38 @@ TEST_CASE("reconstruct: CG on the spiral phantom beats the adjoint and PSNR rise
   CHECK(t.total_seconds >= t.setup_seconds + t.coil_seconds + t.transfer_seconds + t.fhd_seconds + t.q_seconds +
                                t.fft_setup_seconds + t.cg_seconds);
   for (double phase : {t.setup_seconds, t.coil_seconds, t.transfer_seconds, t.fft_setup_seconds}) CHECK(phase >= 0);
+}
+
+TEST_CASE("reconstruct: on_phase announces each phase's start and end, with Q's estimate on the CPU",
+          "[reconstruct]") {
+  const Problem p = spiral_phantom(48);
+  const test::TempDir cache("mri-phase-cache");
+  std::vector<std::string> events;
+  double q_expected = NAN;
+  ReconOptions o;
+  o.iterations = 3;
+  o.backend = Backend::Cpu;
+  o.q_cache_dir = cache.path();
+  o.on_phase = [&](const ReconPhase &phase) {
+    events.push_back(std::string(phase.name) + (phase.fraction == 0 ? " start" : " end"));
+    if (phase.name == "Q" && phase.fraction == 0) q_expected = phase.expected_seconds;
+  };
+  const ReconResult computed = reconstruct(p.data, p.grid, o);
+  const std::vector<std::string> with_q = {"coil maps start", "coil maps end", "F^H D start", "F^H D end",
+                                           "Q start",         "Q end",         "CG start",    "CG end"};
+  CHECK(events == with_q);
+  // F^H D's seconds x voxels(doubled) / voxels / coils: the same sums on a 4x larger grid.
+  CHECK(q_expected == Approx(4 * computed.report.fhd_seconds));
+  events.clear();
+  const ReconResult loaded = reconstruct(p.data, p.grid, o); // Q from the cache: no Q phase
+  REQUIRE(loaded.report.q_cache == QCacheStatus::Hit);
+  const std::vector<std::string> without_q = {"coil maps start", "coil maps end", "F^H D start", "F^H D end",
+                                              "CG start",        "CG end"};
+  CHECK(events == without_q);
+  events.clear();
+  o.iterations = -1; // refused before any phase: nothing announced
+  CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), InvalidArgument);
+  CHECK(events.empty());
 }
 
 TEST_CASE("reconstruct: regularisers and float64 operators agree in kind", "[reconstruct]") {

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mri/coils.hpp"
@@ -72,6 +73,18 @@ enum class CoilMaps {
 };
 const char *to_string(CoilMaps);
 
+// A phase of reconstruct starting (fraction 0) or ending (fraction 1), for progress displays (the
+// command line's line): "coil maps" (estimating them, compressing coils), "F^H D", "Q" (computed,
+// not when the Q cache had it) and "CG". expected_seconds, at a start: an estimate of the phase's
+// duration, NaN where there is none. Q on the CPU has one: it runs the same sums (exact, or the
+// NUFFT's gridding) as the F^H D just measured, over grid.doubled() for one coil instead of the
+// grid for each coil, so its time is about F^H D's times voxels(doubled) / (voxels x coils).
+struct ReconPhase {
+  std::string_view name;
+  double fraction = 0;
+  double expected_seconds = 0;
+};
+
 struct ReconOptions {
   int iterations = 20;
   double tolerance = 1e-6; // relative residual at which CG stops early
@@ -106,6 +119,8 @@ struct ReconOptions {
   // Called after each CG iteration with (iteration, iterate, relative residual). On the GPU this
   // costs one download of the iterate per iteration.
   std::function<void(int, const Image &, double)> on_iteration;
+  // Called when each phase starts and ends (ReconPhase), on the thread that called reconstruct.
+  std::function<void(const ReconPhase &)> on_phase;
 };
 
 struct ReconReport {

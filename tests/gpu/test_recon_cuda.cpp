@@ -407,7 +407,16 @@ TEST_CASE("gpu reconstruct: same iterates as the CPU CG, same PSNR within 0.05 d
   const PhantomProblem p = spiral_problem(64, 8, 1024, weighted);
   ReconOptions o;
   o.iterations = 15;
+  std::vector<std::string> phases; // the one driver announces the same phases on the GPU
+  double q_expected = 0;
+  o.on_phase = [&](const ReconPhase &phase) {
+    if (phase.fraction == 0) phases.push_back(std::string(phase.name));
+    if (phase.name == "Q" && phase.fraction == 0) q_expected = phase.expected_seconds;
+  };
   const auto [cpu, gpu] = reconstruct_on_both(p, o);
+  const std::vector<std::string> twice = {"coil maps", "F^H D", "Q", "CG", "coil maps", "F^H D", "Q", "CG"};
+  CHECK(phases == twice);
+  CHECK(std::isnan(q_expected)); // the GPU's last: its Q kernels have no estimate from F^H D
   const double psnr_cpu = psnr(cpu.image, p.truth), psnr_gpu = psnr(gpu.image, p.truth);
   WARN("PSNR cpu " << psnr_cpu << " dB, gpu " << psnr_gpu << " dB");
   CHECK(std::abs(psnr_gpu - psnr_cpu) <= 0.05);

@@ -24,6 +24,7 @@
 //   void synchronize() const;                         the solver's work done (GPU: its stream)
 //   Image to_host(const Vec &) const;                 (the CPU: the image itself, and moved out of a Vec &&)
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <span>
 #include <utility>
@@ -56,6 +57,16 @@ template <class F> decltype(auto) in_phase(ReconReport &report, double ReconRepo
   return f();
 }
 
+// ReconPhase's estimate of computing Q, made once F^H D is measured: on the CPU Q runs the same
+// sums as F^H D (the exact separable sums, or the NUFFT's gridding and FFTs) over grid.doubled()
+// for one coil instead of the grid for each coil. None on the GPU, where Q has kernels of its own
+// (the Dirichlet spectrum on the tensor cores) whose rate F^H D does not predict.
+inline double expected_q_seconds(const ReconReport &report, const Grid &grid) {
+  if (report.backend != Backend::Cpu) return NAN;
+  return report.fhd_seconds * static_cast<double>(grid.doubled().voxels()) /
+         (static_cast<double>(grid.voxels()) * static_cast<double>(report.coils));
+}
+
 template <class Steps>
 ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Grid &grid, const ReconOptions &o,
                                  ReconReport &report, ReconClock::time_point t_start) {
@@ -74,8 +85,14 @@ ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Gri
     }
     steps.prepare(cached);
   });
-  const Vec rhs = in_phase(report, &ReconReport::fhd_seconds, [&] { return steps.rhs(); });
-  const auto compute_q = [&] { in_phase(report, &ReconReport::q_seconds, [&] { steps.compute_q(); }); };
+  const Vec rhs = announced_phase(o, "F^H D", NAN, [&] {
+    return in_phase(report, &ReconReport::fhd_seconds, [&] { return steps.rhs(); });
+  });
+  const auto compute_q = [&] {
+    announced_phase(o, "Q", expected_q_seconds(report, grid), [&] {
+      in_phase(report, &ReconReport::q_seconds, [&] { steps.compute_q(); });
+    });
+  };
   if (o.normal == Normal::Direct)
     in_phase(report, &ReconReport::setup_seconds, [&] { steps.make_direct(); });
   else if (use_cache)
@@ -93,10 +110,12 @@ ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Gri
     cg.set_max_iterations(o.iterations).set_tolerance(o.tolerance);
     if (o.on_iteration)
       cg.set_callback([&](int k, const Vec &x, double residual) { o.on_iteration(k, steps.to_host(x), residual); });
-    Vec x = in_phase(report, &ReconReport::cg_seconds, [&] {
-      Vec solution = cg.solve(rhs);
-      steps.synchronize();
-      return solution;
+    Vec x = announced_phase(o, "CG", NAN, [&] {
+      return in_phase(report, &ReconReport::cg_seconds, [&] {
+        Vec solution = cg.solve(rhs);
+        steps.synchronize();
+        return solution;
+      });
     });
     Image image = in_phase(report, &ReconReport::transfer_seconds, [&] { return steps.to_host(std::move(x)); });
     return finish_recon(std::move(image), std::move(report), cg, t_start);

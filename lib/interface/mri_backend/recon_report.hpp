@@ -1,9 +1,12 @@
 #pragma once
 // What the CPU (lib/recon_cpu.cpp) and GPU (cuda/recon_cuda.cu) reconstructions write into
 // their ReconReport alike, so that the two report the same way: a Q spectrum stored in the
-// cache, and the conjugate gradient's outcome at the end.
+// cache, the phases announced to ReconOptions::on_phase, and the conjugate gradient's outcome at
+// the end.
 #include <chrono>
+#include <exception>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -53,6 +56,23 @@ void toeplitz_through_cache(ReconReport &report, const ToeplitzCacheKey &key, co
   }
   compute();
   store_q_spectrum(report, key, grid, spectrum);
+}
+
+// f() as the phase `name` of options.on_phase: announced at its start (with an estimate of its
+// seconds, NaN for none) and at its end. Not at the end when f throws: the caller's progress
+// display ends with the reconstruction's error.
+template <class F>
+decltype(auto) announced_phase(const ReconOptions &o, std::string_view name, double expected_seconds, F &&f) {
+  if (o.on_phase) o.on_phase({name, 0, expected_seconds});
+  struct End {
+    const ReconOptions &o;
+    std::string_view name;
+    int unwinding = std::uncaught_exceptions();
+    ~End() {
+      if (o.on_phase && std::uncaught_exceptions() == unwinding) o.on_phase({name, 1, 0});
+    }
+  } end{o, name};
+  return f();
 }
 
 // The NUFFT options of a method = Nufft reconstruction on `backend`.
