@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "outputs.hpp"
 #include "batch.hpp"
+#include "batch_mpi.hpp"
 #include "recon_inputs.hpp"
 #include "report.hpp"
 
@@ -104,13 +105,24 @@ std::jthread warm_up_cuda(Backend backend) {
 }
 
 int run_recon(const ReconArgs &a, bool regularizer_given) {
+  const Ranks ranks; // MPI ranks under mpirun (issue 16), else this process alone
   const std::jthread warm_up = warm_up_cuda(a.options.backend);
-  ReconInputs in = load_inputs(a.input, a.quiet);
-  const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
-  for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
-  const ReconOptions o = effective_options(a, in, regularizer_given);
-  Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
-  std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.batch, progress);
+  const bool quiet = a.quiet || ranks.rank() != 0; // notes and the progress line: rank 0's
+  ReconInputs in;
+  OutputOptions out;
+  ReconOptions o;
+  if (const int code = ranks.all_or_none([&] {
+        in = load_inputs(a.input, quiet);
+        out = {a.complex, in.voxel_mm, scanner_geometry(in)};
+        for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
+        o = effective_options(a, in, regularizer_given);
+      });
+      code != kOk)
+    return code;
+  Progress progress("recon: CG iteration", static_cast<long>(ranks.share(in.problems.size())) * o.iterations, quiet);
+  std::optional<std::vector<ItemOutcome>> gathered = ranks.reconstruct(in, o, a.batch, progress);
+  if (!gathered) return kOk; // a rank other than 0: rank 0 reports and writes
+  std::vector<ItemOutcome> outcomes = std::move(*gathered);
   nlohmann::json reports = nlohmann::json::array();
   std::vector<Image> images;
   int failed = 0;
