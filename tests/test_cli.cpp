@@ -649,7 +649,7 @@ long occurrences(const std::string &text, const std::string &what) {
 TEST_CASE("mpi: 2, 3 and 4 ranks write the images of one process, bitwise, with one Q", "[.mpi]") {
   test::TempDir dir("mpi");
   REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 32 --readout 64 --snr 30 --coils 2 --slices 5 "
-                       "--out ms.h5 --quiet").code == 0);
+                       "--out ms.h5").code == 0);
   const std::string recon = "recon --in ms.h5 --iterations 5 --quiet --report r.json --out ";
   REQUIRE(mri_cli(dir, recon + "one.nii", "OMP_NUM_THREADS=1").code == 0);
   const std::string one = slurp(dir / "one.nii");
@@ -664,7 +664,7 @@ TEST_CASE("mpi: 2, 3 and 4 ranks write the images of one process, bitwise, with 
     CHECK_THAT(report, test::contains("\"rank\": " + std::to_string(ranks - 1)));
   }
   // More ranks than items: the ranks without one wait, as they should.
-  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 32 --readout 64 --snr 30 --slices 2 --out two.h5 --quiet").code == 0);
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 32 --readout 64 --snr 30 --slices 2 --out two.h5").code == 0);
   REQUIRE(mri_cli(dir, "recon --in two.h5 --iterations 5 --quiet --out one2.nii", "OMP_NUM_THREADS=1").code == 0);
   REQUIRE(mri_cli(dir, "recon --in two.h5 --iterations 5 --quiet --out mpi2.nii", mpirun(4)).code == 0);
   CHECK(slurp(dir / "mpi2.nii") == slurp(dir / "one2.nii"));
@@ -706,7 +706,7 @@ TEST_CASE("mpi: an item failing on rank 1 is reported with its rank, the others 
 
 TEST_CASE("mpi: a rank that cannot open the file: one line naming the rank, exit 1, nothing written", "[.mpi]") {
   test::TempDir dir("mpi");
-  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 32 --readout 64 --slices 2 --out ms.h5 --quiet").code == 0);
+  REQUIRE(mri_cli(dir, "phantom --matrix 32,32 --traj radial --spokes 32 --readout 64 --slices 2 --out ms.h5").code == 0);
   // Rank 1 is given another (missing) file, as on a host where the path does not exist.
   const Run r = mri_cli(dir, "recon --in ms.h5 --out x.nii --quiet : -n 1 '" MRI_TEST_CLI "' recon --in gone.h5 --out x.nii",
                         mpirun(1));
