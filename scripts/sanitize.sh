@@ -15,10 +15,12 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/install-deps.sh"
 jobs="$(nproc)"
 
+# Without MPI (issue 16): Open MPI's own allocations at MPI_Init would be LeakSanitizer findings
+# of a library not ours; the mpi test is then skipped.
 configure() { # build dir, sanitizer flags
   cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS="$2 -fno-omit-frame-pointer -g1" \
-    -DMRI_ENABLE_CUDA=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF
+    -DMRI_ENABLE_CUDA=OFF -DMRI_ENABLE_MPI=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF
 }
 
 start=$SECONDS
