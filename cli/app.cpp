@@ -1,6 +1,7 @@
 // The `mri` app: its subcommands, in the order --help lists them.
 #include "app.hpp"
 
+#include "batch_mpi.hpp"
 #include "commands.hpp"
 
 namespace mri::cli {
@@ -16,6 +17,9 @@ Tool make_tool() {
   tool.app = std::make_unique<CLI::App>(
       "mri: iterative reconstruction of non-Cartesian MRI (BART .cfl, ISMRMRD .h5, NIfTI .nii, PNG)", "mri");
   CLI::App &app = *tool.app;
+  app.set_version_flag("--version", std::function<std::string()>([] {
+                         return std::string("mri ") + MRI_VERSION_STRING + "\n" + mpi_description();
+                       }));
   app.require_subcommand(1);
   app.failure_message(one_line);
   for (auto add : {add_phantom, add_traj, add_nufft, add_recon, add_sens, add_motion}) {

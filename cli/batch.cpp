@@ -3,16 +3,14 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <optional>
 #include <cmath>
 #include <thread>
-#include <unistd.h>
 
 #include "batch_queue.hpp"
 #include "report.hpp"
+#include "run_q_cache.hpp"
 
 namespace mri::cli {
 namespace {
@@ -58,39 +56,6 @@ Image reconstruct_item(const KSpaceData &data, const ReconInputs &in, const Reco
   return centre_crop(x, in.output);
 }
 
-// The key of the Q that item i's reconstruction computes or loads (the Toeplitz cache's): items
-// with one key share Q. None when it cannot be made (weights of the wrong length): the item
-// runs alone, and reconstruct reports the problem.
-std::optional<ToeplitzCacheKey> q_key(const KSpaceData &data, const ReconInputs &in, const ReconOptions &o) {
-  try {
-    return toeplitz_cache_key(data.trajectory(), data.weights(), in.grid, o.precision,
-                              o.method == Method::Nufft ? o.nufft_tolerance : 0.0);
-  } catch (const InvalidArgument &) {
-    return std::nullopt;
-  }
-}
-
-// A Q cache directory for one run (under TMPDIR), removed with everything in it at the end.
-class RunQCache {
-public:
-  RunQCache() {
-    static std::atomic<int> runs{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("mri-q-" + std::to_string(::getpid()) + "-" + std::to_string(runs++));
-    std::filesystem::create_directories(path_);
-  }
-  ~RunQCache() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  RunQCache(const RunQCache &) = delete;
-  RunQCache &operator=(const RunQCache &) = delete;
-  const std::filesystem::path &path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
-
 using Clock = std::chrono::steady_clock;
 
 // The ISMRMRD reader's threads: the caller's, the next block's read-ahead, the items' allocation
@@ -102,7 +67,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // One worker: the queue's items until it closes, each with its OpenMP team; an item's data are
 // released once it has run.
 void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, bool share_q, Progress &progress,
-          std::vector<ItemOutcome> &out, Clock::time_point t0) {
+          std::vector<ItemOutcome> &out, Clock::time_point t0, const BatchFeed &feed) {
   while (const std::optional<BatchQueue::Task> task = queue.next()) {
     const std::size_t i = task->item;
     if (share_q && !task->keyed && !queue.settle(i, q_key(in.problems[i].data, in, o))) continue; // waits for its Q
@@ -116,13 +81,23 @@ void work(BatchQueue &queue, ReconInputs &in, const ReconOptions &o, bool share_
     }
     out[i].finished = seconds_since(t0);
     queue.done(i);
+    if (feed.finished) feed.finished(i);
   }
 }
 
 } // namespace
 
+std::optional<ToeplitzCacheKey> q_key(const KSpaceData &data, const ReconInputs &in, const ReconOptions &o) {
+  try {
+    return toeplitz_cache_key(data.trajectory(), data.weights(), in.grid, o.precision,
+                              o.method == Method::Nufft ? o.nufft_tolerance : 0.0);
+  } catch (const InvalidArgument &) {
+    return std::nullopt;
+  }
+}
+
 std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &options, const BatchOptions &batch,
-                                           Progress &progress) {
+                                           Progress &progress, const BatchFeed &feed) {
   std::vector<ItemOutcome> out(in.problems.size());
   ReconOptions o = options;
   // Items sharing a Q: the first stores it, the others load it (report: miss, then hit).
@@ -134,14 +109,19 @@ std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &
   BatchQueue queue(workers, omp_get_max_threads(), kReaderThreads);
   const Clock::time_point t0 = Clock::now();
   std::vector<std::thread> pool;
-  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, batch.share_q, progress, out, t0); });
+  for (int j = 0; j < workers; ++j) pool.emplace_back([&] { work(queue, in, o, batch.share_q, progress, out, t0, feed); });
   std::exception_ptr read_error;
   try {
-    read_problems(in, [&](std::size_t i) {
+    const auto arrive = [&](std::size_t i, bool q_stored) {
       out[i].data_in = seconds_since(t0);
-      queue.arrive(i);
-    });
-    in.source["read_seconds"] = seconds_since(t0);
+      queue.arrive(i, q_stored);
+    };
+    if (feed.feed) {
+      feed.feed(arrive);
+    } else {
+      read_problems(in, [&](std::size_t i) { arrive(i, false); });
+      in.source["read_seconds"] = seconds_since(t0);
+    }
   } catch (...) { // a file damaged mid-way: the items not started are dropped, the run fails
     read_error = std::current_exception();
   }

@@ -7,6 +7,8 @@
 // share it and stores the Toeplitz spectrum in the Q cache (options.q_cache_dir, or a directory
 // of this run under TMPDIR, removed at the end); the others load it.
 #include <exception>
+#include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "progress.hpp"
@@ -33,7 +35,21 @@ struct BatchOptions {
   int jobs = 1;         // items at once
   bool share_q = true;  // false: no Q cache of the run, no waiting: each item computes its own Q
 };
+// Where the items come from: by default read_problems on the calling thread. Another feed (an
+// MPI rank's items, cli/batch_mpi.cpp) runs on the calling thread instead, stores item i's data in
+// inputs.problems[i].data and calls arrive(i, q_stored) (q_stored: its Q is in options.q_cache_dir
+// already, so it neither leads nor waits; BatchQueue::arrive), and returns once no item is to come.
+// finished(i), when set, is called on a worker thread once item i has run (or failed).
+struct BatchFeed {
+  std::function<void(const std::function<void(std::size_t item, bool q_stored)> &arrive)> feed;
+  std::function<void(std::size_t item)> finished;
+};
 std::vector<ItemOutcome> reconstruct_batch(ReconInputs &inputs, const ReconOptions &options, const BatchOptions &batch,
-                                           Progress &progress);
+                                           Progress &progress, const BatchFeed &feed = {});
+
+// The key of the Q that an item's reconstruction computes or loads (the Toeplitz cache's): items
+// with one key share Q. None when it cannot be made (weights of the wrong length): the item
+// runs alone, and reconstruct reports the problem.
+std::optional<ToeplitzCacheKey> q_key(const KSpaceData &data, const ReconInputs &inputs, const ReconOptions &options);
 
 } // namespace mri::cli

@@ -4,10 +4,10 @@
 
 namespace mri::cli {
 
-void BatchQueue::arrive(std::size_t item) {
+void BatchQueue::arrive(std::size_t item, bool q_stored) {
   {
     const std::lock_guard lock(mutex_);
-    fresh_.push_back(item);
+    (q_stored ? keyed_ : fresh_).push_back(item);
   }
   changed_.notify_one();
 }

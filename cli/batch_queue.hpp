@@ -21,7 +21,9 @@ public:
   BatchQueue(int jobs, int threads, int reader_threads = 0)
       : jobs_(jobs), threads_(threads), reader_threads_(reader_threads) {}
 
-  void arrive(std::size_t item); // its data are in
+  // Its data are in. q_stored: its Q is already in the Q cache (another MPI rank's item stored
+  // it, cli/batch_mpi.cpp): it neither leads nor waits.
+  void arrive(std::size_t item, bool q_stored = false);
   // No more items. aborted (the reading failed): the items not started are dropped.
   void close(bool aborted);
 

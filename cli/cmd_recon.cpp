@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "outputs.hpp"
 #include "batch.hpp"
+#include "batch_mpi.hpp"
 #include "process_clock.hpp"
 #include "recon_inputs.hpp"
 #include "report.hpp"
@@ -108,14 +109,25 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
   // The report's "process": seconds since exec at each stage (the rest, to the exit, is what the
   // caller's wall clock adds: freeing, the CUDA driver's teardown).
   nlohmann::json process = {{"recon_started_s", seconds_since_process_start()}};
+  const Ranks ranks; // MPI ranks under mpirun (issue 16), else this process alone
   const std::jthread warm_up = warm_up_cuda(a.options.backend);
-  ReconInputs in = load_inputs(a.input, a.quiet);
+  const bool quiet = a.quiet || ranks.rank() != 0; // notes and the progress line: rank 0's
+  ReconInputs in;
+  OutputOptions out;
+  ReconOptions o;
+  if (const int code = ranks.all_or_none([&] {
+        in = load_inputs(a.input, quiet);
+        out = {a.complex, in.voxel_mm, scanner_geometry(in)};
+        for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
+        o = effective_options(a, in, regularizer_given);
+      });
+      code != kOk)
+    return code;
   process["headers_read_s"] = seconds_since_process_start();
-  const OutputOptions out{a.complex, in.voxel_mm, scanner_geometry(in)};
-  for (const std::string &path : a.out) check_output_placement(path, in.output, in.problems.size(), out);
-  const ReconOptions o = effective_options(a, in, regularizer_given);
-  Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, a.quiet);
-  std::vector<ItemOutcome> outcomes = reconstruct_batch(in, o, a.batch, progress);
+  Progress progress("recon: CG iteration", static_cast<long>(ranks.share(in.problems.size())) * o.iterations, quiet);
+  std::optional<std::vector<ItemOutcome>> gathered = ranks.reconstruct(in, o, a.batch, progress);
+  if (!gathered) return kOk; // a rank other than 0: rank 0 reports and writes
+  std::vector<ItemOutcome> outcomes = std::move(*gathered);
   process["batch_done_s"] = seconds_since_process_start();
   nlohmann::json reports = nlohmann::json::array();
   std::vector<Image> images;

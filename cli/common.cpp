@@ -117,6 +117,22 @@ void replace_atomically(const std::filesystem::path &path,
   }
 }
 
+Failure describe_failure(const std::exception_ptr &error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError &e) {
+    return {kUsageError, e.what()};
+  } catch (const Unsupported &e) {
+    return {kUnsupported, e.what()};
+  } catch (const Error &e) { // IoError, InvalidArgument: the data or a file
+    return {kDataError, e.what()};
+  } catch (const std::bad_alloc &) {
+    return {kInternal, "out of memory"};
+  } catch (const std::exception &e) {
+    return {kInternal, e.what()};
+  }
+}
+
 void say(const std::string &command, const std::string &message) {
   std::fprintf(stderr, "mri %s: %s\n", command.c_str(), message.c_str());
 }

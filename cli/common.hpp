@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <exception>
 #include <functional>
 #include <map>
 #include <stdexcept>
@@ -24,6 +25,13 @@ class UsageError : public std::runtime_error {
 public:
   using std::runtime_error::runtime_error;
 };
+
+// A failure as main() reports it: its exit code (the table above) and its message.
+struct Failure {
+  int code;
+  std::string message;
+};
+Failure describe_failure(const std::exception_ptr &error);
 
 // A subcommand: registered on the app, run after parsing when it was given.
 using Runner = std::function<int()>;

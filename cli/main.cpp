@@ -18,28 +18,14 @@ int run(int argc, char **argv) {
   return tool.chosen()();
 }
 
-void error_line(const char *what) { std::fprintf(stderr, "mri: %s\n", what); }
-
 } // namespace
 
 int main(int argc, char **argv) {
-  using namespace mri::cli;
   try {
     return run(argc, argv);
-  } catch (const UsageError &e) {
-    error_line(e.what());
-    return kUsageError;
-  } catch (const mri::Unsupported &e) {
-    error_line(e.what());
-    return kUnsupported;
-  } catch (const mri::Error &e) { // IoError, InvalidArgument: the data or a file
-    error_line(e.what());
-    return kDataError;
-  } catch (const std::bad_alloc &) {
-    error_line("out of memory");
-    return kInternal;
-  } catch (const std::exception &e) {
-    error_line(e.what());
-    return kInternal;
+  } catch (...) {
+    const mri::cli::Failure f = mri::cli::describe_failure(std::current_exception());
+    std::fprintf(stderr, "mri: %s\n", f.message.c_str());
+    return f.code;
   }
 }

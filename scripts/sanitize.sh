@@ -17,10 +17,12 @@ jobs="$(nproc)"
 
 # -O1, as the sanitizers' documentation advises: their builds compile about 40% faster than at
 # -O3 (espirit.cpp under ASan: 46 s against 80 s on the 2-core VM), which keeps CI in its budget.
+# Without MPI (issue 16): Open MPI's own allocations at MPI_Init would be LeakSanitizer findings
+# of a library not ours; the mpi test is then skipped.
 configure() { # build dir, sanitizer flags
   cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE= \
     -DCMAKE_CXX_FLAGS="$2 -O1 -DNDEBUG -fno-omit-frame-pointer -g1" \
-    -DMRI_ENABLE_CUDA=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF
+    -DMRI_ENABLE_CUDA=OFF -DMRI_ENABLE_MPI=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF
 }
 
 start=$SECONDS

@@ -18,9 +18,9 @@ find "$build/benchmarks" -maxdepth 1 -type f -name 'bench_*' -perm -u+x -exec cp
 find "$build/examples" -maxdepth 1 -type f -perm -u+x -exec cp {} .devstage/examples/ \;
 cp -L /usr/lib/x86_64-linux-gnu/libbenchmark.so.1debian .devstage/runtime-libs/ # not on the device
 # libmri_io's Debian libraries (libismrmrd, libnifti2, HDF5 and what HDF5 links: libcurl,
-# Kerberos ...): the device's Ubuntu lacks some or has other versions; the C and C++ runtimes
+# Kerberos ...) and mri's (Open MPI where the build found it): the device's Ubuntu lacks some or has other versions; the C and C++ runtimes
 # and OpenMP are the device's own.
-ldd "$build"/lib/libmri_io.so.0 | awk '$3 ~ /^\// {print $3}' |
+ldd "$build"/lib/libmri_io.so.0 "$build"/cli/mri | awk '$3 ~ /^\// {print $3}' |
   grep -vE '/libmri|/libc\.so|/libm\.so|/libstdc\+\+|/libgcc_s|/ld-linux|/libgomp|/libdl|/libpthread|/librt' |
   xargs -r -I{} cp -L {} .devstage/runtime-libs/
 du -sh .devstage

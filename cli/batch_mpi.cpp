@@ -1,0 +1,501 @@
+// `mri recon` over MPI ranks (batch_mpi.hpp): rank 0 reads and hands out the items, names each
+// trajectory's leader and relays "leader finished" to the ranks whose items wait for its Q; the
+// outcomes come back to rank 0 once every rank is done.
+#include "batch_mpi.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "run_q_cache.hpp"
+
+namespace mri::cli {
+namespace {
+
+// Between two polls of MPI when nothing happened. OpenMPI's blocking calls spin a core (its
+// shared-memory transport polls), which on the 2-core machine is the other rank's core: every
+// wait here is MPI_Test / MPI_Iprobe and a sleep instead. 2 ms is a 500th of a 1 s slice.
+constexpr auto kPoll = std::chrono::milliseconds(2);
+
+void wait(MPI_Request &request) {
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+// A barrier that sleeps: ranks done early wait here for the others.
+void idle_barrier(MPI_Comm comm) {
+  MPI_Request r;
+  MPI_Ibarrier(comm, &r);
+  wait(r);
+}
+
+int count(std::size_t n) {
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw InvalidArgument("an item of " + std::to_string(n) + " values: over MPI's count limit (INT_MAX) for one message");
+  return static_cast<int>(n);
+}
+
+enum Tag : int {
+  kItem = 1, // rank 0 -> the item's rank: ItemHeader, then the arrays (tags kPoints .. kCovariance)
+  kPoints,
+  kSamples,
+  kWeights,
+  kCovariance,
+  kRelease,  // rank 0 -> a rank: this leader has run, its followers may load its Q
+  kFinished, // a rank -> 0: this leader has run here
+  kEnd,      // rank 0 -> a rank: no more items
+  kResult,   // a rank -> 0 after the batch: ResultHeader, then the image, report and error (tags below)
+  kResultImage,
+  kResultReport,
+  kResultError,
+};
+
+// What rank 0 tells an item's rank about its Q (ItemHeader::q); >= 0: the leader it waits for.
+constexpr std::int64_t kAlone = -1;  // no shared Q (--no-q-share, --normal direct, no key): runs at once
+constexpr std::int64_t kLeads = -2;  // first of its trajectory on its host: computes and stores Q
+constexpr std::int64_t kStored = -3; // its leader has run: loads Q
+
+struct ItemHeader {
+  std::int64_t item, q, dims, coils, points, samples, weights, covariance;
+};
+static_assert(sizeof(KPoint) == 3 * sizeof(float), "a trajectory is sent as 3 floats per point");
+
+using Arrive = std::function<void(std::size_t, bool)>;
+
+// Items finished by this rank's workers, for the main thread (the only one calling MPI).
+class FinishedItems {
+public:
+  void push(std::size_t item) {
+    {
+      const std::lock_guard lock(mutex_);
+      items_.push_back(item);
+    }
+    changed_.notify_one();
+  }
+  std::vector<std::size_t> take() {
+    const std::lock_guard lock(mutex_);
+    return std::exchange(items_, {});
+  }
+  // Until an item finishes or kPoll has passed (messages are polled in between).
+  void wait() {
+    std::unique_lock lock(mutex_);
+    changed_.wait_for(lock, kPoll, [this] { return !items_.empty(); });
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::size_t> items_;
+};
+
+// This rank's items as they come: followers held until their leader has run, leaders noted so
+// that their end is reported.
+class Holding {
+public:
+  explicit Holding(const Arrive &arrive) : arrive_(arrive) {}
+  void accept(std::size_t item, std::int64_t q) {
+    if (q >= 0) {
+      held_[static_cast<std::size_t>(q)].push_back(item);
+      return;
+    }
+    if (q == kLeads) leading_.insert(item);
+    arrive_(item, q == kStored);
+  }
+  void release(std::size_t leader) {
+    for (const std::size_t item : held_[leader]) arrive_(item, true);
+    held_.erase(leader);
+  }
+  // True when the item led its trajectory here: its end is to be reported.
+  bool led(std::size_t item) { return leading_.erase(item) > 0; }
+  bool idle() const { return held_.empty() && leading_.empty(); }
+
+private:
+  const Arrive &arrive_;
+  std::map<std::size_t, std::vector<std::size_t>> held_; // by leader
+  std::set<std::size_t> leading_;
+};
+
+// Rank 0's record of the leaders: one per (trajectory key, host), since ranks load Q from their
+// host's cache directory.
+class Leaders {
+public:
+  explicit Leaders(std::vector<int> host_of) : host_of_(std::move(host_of)) {}
+  std::int64_t q_of(const std::optional<ToeplitzCacheKey> &key, std::size_t item, int rank) {
+    if (!key) return kAlone;
+    const int host = host_of_[static_cast<std::size_t>(rank)];
+    const auto same = std::find_if(all_.begin(), all_.end(), [&](const Leader &l) { return l.key == *key && l.host == host; });
+    if (same == all_.end()) {
+      all_.push_back({*key, host, item, false, {}});
+      return kLeads;
+    }
+    if (same->finished) return kStored;
+    if (std::find(same->waiting.begin(), same->waiting.end(), rank) == same->waiting.end()) same->waiting.push_back(rank);
+    return static_cast<std::int64_t>(same->item);
+  }
+  // The leader has run: the ranks holding its followers.
+  std::vector<int> finish(std::size_t item) {
+    const auto l = std::find_if(all_.begin(), all_.end(), [&](const Leader &x) { return x.item == item; });
+    l->finished = true;
+    return std::exchange(l->waiting, {});
+  }
+  bool all_finished() const {
+    return std::all_of(all_.begin(), all_.end(), [](const Leader &l) { return l.finished; });
+  }
+
+private:
+  struct Leader {
+    ToeplitzCacheKey key;
+    int host;
+    std::size_t item;
+    bool finished;
+    std::vector<int> waiting;
+  };
+  std::vector<int> host_of_;
+  std::vector<Leader> all_;
+};
+
+void send_index(std::size_t value, int to, int tag) {
+  const auto v = static_cast<std::int64_t>(value);
+  MPI_Send(&v, 1, MPI_INT64_T, to, tag, MPI_COMM_WORLD); // eager: returns at once
+}
+
+std::size_t receive_index(int from, int tag) {
+  std::int64_t v = 0;
+  MPI_Recv(&v, 1, MPI_INT64_T, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return static_cast<std::size_t>(v);
+}
+
+// An item on its way from rank 0; its arrays live until the sends complete. The samples go
+// raw with the noise covariance: the item's rank prewhitens (take_data), as rank 0 would.
+struct Outgoing {
+  ItemHeader header;
+  KSpaceData data;
+  std::vector<cdouble> covariance;
+  std::array<MPI_Request, 5> requests;
+
+  bool sent() { // lets MPI progress the sends
+    int done = 0;
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE);
+    return done != 0;
+  }
+};
+
+void send_item(Outgoing &m, std::size_t item, std::int64_t q, int to) {
+  const KSpaceData &d = m.data;
+  m.header = {static_cast<std::int64_t>(item), q, d.trajectory().dims(), d.coils(), static_cast<std::int64_t>(d.trajectory().size()),
+              static_cast<std::int64_t>(d.samples().size()), static_cast<std::int64_t>(d.weights().size()),
+              static_cast<std::int64_t>(m.covariance.size())};
+  MPI_Isend(&m.header, sizeof(ItemHeader), MPI_BYTE, to, kItem, MPI_COMM_WORLD, &m.requests[0]);
+  MPI_Isend(d.trajectory().data(), count(3 * d.trajectory().size()), MPI_FLOAT, to, kPoints, MPI_COMM_WORLD, &m.requests[1]);
+  MPI_Isend(d.samples().data(), count(d.samples().size()), MPI_C_FLOAT_COMPLEX, to, kSamples, MPI_COMM_WORLD, &m.requests[2]);
+  MPI_Isend(d.weights().data(), count(d.weights().size()), MPI_FLOAT, to, kWeights, MPI_COMM_WORLD, &m.requests[3]);
+  MPI_Isend(m.covariance.data(), count(m.covariance.size()), MPI_C_DOUBLE_COMPLEX, to, kCovariance, MPI_COMM_WORLD,
+            &m.requests[4]);
+}
+
+// An item whose header was probed: its data into inputs.problems; returns (item, q).
+std::pair<std::size_t, std::int64_t> receive_item(ReconInputs &in) {
+  ItemHeader h{};
+  MPI_Recv(&h, sizeof(ItemHeader), MPI_BYTE, 0, kItem, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  if (h.item < 0 || static_cast<std::size_t>(h.item) >= in.problems.size())
+    throw InvalidArgument("item " + std::to_string(h.item) + " from rank 0 is not one of the " +
+                          std::to_string(in.problems.size()) + " items read here: do the ranks read the same file?");
+  std::vector<KPoint> points(static_cast<std::size_t>(h.points));
+  std::vector<cfloat> samples(static_cast<std::size_t>(h.samples));
+  std::vector<float> weights(static_cast<std::size_t>(h.weights));
+  std::vector<cdouble> covariance(static_cast<std::size_t>(h.covariance));
+  std::array<MPI_Request, 4> r{};
+  MPI_Irecv(points.data(), count(3 * points.size()), MPI_FLOAT, 0, kPoints, MPI_COMM_WORLD, &r[0]);
+  MPI_Irecv(samples.data(), count(samples.size()), MPI_C_FLOAT_COMPLEX, 0, kSamples, MPI_COMM_WORLD, &r[1]);
+  MPI_Irecv(weights.data(), count(weights.size()), MPI_FLOAT, 0, kWeights, MPI_COMM_WORLD, &r[2]);
+  MPI_Irecv(covariance.data(), count(covariance.size()), MPI_C_DOUBLE_COMPLEX, 0, kCovariance, MPI_COMM_WORLD, &r[3]);
+  for (MPI_Request &q : r) wait(q);
+  in.problems[static_cast<std::size_t>(h.item)].data = KSpaceData(
+      Trajectory(static_cast<int>(h.dims), std::move(points)), std::move(samples), std::move(weights), static_cast<int>(h.coils));
+  // Set before the first item arrives at a worker (the queue's lock orders it), never changed after.
+  if (in.ismrmrd && in.ismrmrd->covariance.empty()) in.ismrmrd->covariance = std::move(covariance);
+  return {static_cast<std::size_t>(h.item), h.q};
+}
+
+// What every rank's batch shares.
+struct Run {
+  ReconInputs &in;
+  const ReconOptions &options;
+  bool share_q; // the leaders' protocol: items share Q through options.q_cache_dir
+  int rank, size;
+  std::vector<int> host_of; // each rank's host (the world rank of its first rank)
+  FinishedItems finished;
+};
+
+// Rank 0's feed: reads the file, keeps its items and sends the others' as they are read, then
+// relays leaders' ends until every leader has run.
+void feed_from_rank0(Run &run, const Arrive &arrive) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Holding here(arrive);
+  Leaders leaders(run.host_of);
+  std::list<Outgoing> outgoing;
+  const auto leader_ran = [&](std::size_t leader) {
+    for (const int r : leaders.finish(leader)) r == 0 ? here.release(leader) : send_index(leader, r, kRelease);
+  };
+  const auto serve = [&] {
+    for (int flag = 1; flag;) {
+      MPI_Status st;
+      MPI_Iprobe(MPI_ANY_SOURCE, kFinished, MPI_COMM_WORLD, &flag, &st);
+      if (flag) leader_ran(receive_index(st.MPI_SOURCE, kFinished));
+    }
+    for (const std::size_t item : run.finished.take())
+      if (here.led(item)) leader_ran(item);
+    outgoing.remove_if([](Outgoing &m) { return m.sent(); });
+  };
+  read_problems(run.in, [&](std::size_t i) {
+    const int owner = static_cast<int>(i % static_cast<std::size_t>(run.size));
+    const std::int64_t q = run.share_q ? leaders.q_of(q_key(run.in.problems[i].data, run.in, run.options), i, owner) : kAlone;
+    if (owner == 0) {
+      here.accept(i, q);
+    } else {
+      Outgoing &m = outgoing.emplace_back();
+      m.data = std::move(run.in.problems[i].data);
+      if (run.in.ismrmrd) m.covariance = run.in.ismrmrd->covariance;
+      send_item(m, i, q, owner);
+    }
+    serve();
+  });
+  run.in.source["read_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int r = 1; r < run.size; ++r) send_index(0, r, kEnd);
+  while (!(leaders.all_finished() && here.idle() && outgoing.empty())) {
+    serve();
+    run.finished.wait();
+  }
+}
+
+// The feed of the other ranks: items and releases from rank 0; their leaders' ends to rank 0.
+void feed_from_messages(Run &run, const Arrive &arrive) {
+  Holding here(arrive);
+  bool ended = false;
+  while (!ended || !here.idle()) {
+    bool busy = false;
+    for (int flag = 1; flag;) {
+      MPI_Status st;
+      MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st); // in the order sent (MPI's non-overtaking)
+      if (!flag) break;
+      busy = true;
+      if (st.MPI_TAG == kItem) {
+        const auto [item, q] = receive_item(run.in);
+        here.accept(item, q);
+      } else if (st.MPI_TAG == kRelease) {
+        here.release(receive_index(0, kRelease));
+      } else {
+        (void)receive_index(0, kEnd);
+        ended = true;
+      }
+    }
+    for (const std::size_t item : run.finished.take())
+      if (here.led(item)) send_index(item, 0, kFinished), busy = true;
+    if (!busy) run.finished.wait();
+  }
+}
+
+struct ResultHeader {
+  std::int64_t code, image, report, error; // code: kOk, or the failed item's exit code
+  double data_in, started, finished;
+};
+
+// An item's error as rank 0 reports it: its type kept (the run's exit code), the rank named.
+std::exception_ptr error_on_rank(int code, int rank, const std::string &message) {
+  const std::string what = "rank " + std::to_string(rank) + ": " + message;
+  switch (code) {
+  case kUsageError: return std::make_exception_ptr(UsageError(what));
+  case kUnsupported: return std::make_exception_ptr(Unsupported(what));
+  case kDataError: return std::make_exception_ptr(InvalidArgument(what));
+  default: return std::make_exception_ptr(std::runtime_error(what));
+  }
+}
+
+void send_outcome(const ItemOutcome &o) {
+  const std::string report = o.reports.dump();
+  const Failure f = o.error ? describe_failure(o.error) : Failure{kOk, {}};
+  const ResultHeader h{f.code, static_cast<std::int64_t>(o.image.size()), static_cast<std::int64_t>(report.size()),
+                       static_cast<std::int64_t>(f.message.size()), o.data_in, o.started, o.finished};
+  MPI_Send(&h, sizeof h, MPI_BYTE, 0, kResult, MPI_COMM_WORLD);
+  MPI_Send(o.image.data(), count(o.image.size()), MPI_C_FLOAT_COMPLEX, 0, kResultImage, MPI_COMM_WORLD);
+  MPI_Send(report.data(), count(report.size()), MPI_CHAR, 0, kResultReport, MPI_COMM_WORLD);
+  MPI_Send(f.message.data(), count(f.message.size()), MPI_CHAR, 0, kResultError, MPI_COMM_WORLD);
+}
+
+ItemOutcome receive_outcome(int from, const Grid &output) {
+  ResultHeader h{};
+  MPI_Recv(&h, sizeof h, MPI_BYTE, from, kResult, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  ItemOutcome o;
+  o.image = Image(output);
+  if (static_cast<std::size_t>(h.image) != o.image.size())
+    throw InvalidArgument("rank " + std::to_string(from) + " sent an image of " + std::to_string(h.image) +
+                          " voxels for an output of " + std::to_string(o.image.size()));
+  std::string report(static_cast<std::size_t>(h.report), '\0'), message(static_cast<std::size_t>(h.error), '\0');
+  MPI_Recv(o.image.data(), count(o.image.size()), MPI_C_FLOAT_COMPLEX, from, kResultImage, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Recv(report.data(), count(report.size()), MPI_CHAR, from, kResultReport, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  MPI_Recv(message.data(), count(message.size()), MPI_CHAR, from, kResultError, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  o.reports = nlohmann::json::parse(report);
+  if (h.code != kOk) o.error = error_on_rank(static_cast<int>(h.code), from, message);
+  o.data_in = h.data_in, o.started = h.started, o.finished = h.finished;
+  return o;
+}
+
+// Once every rank is done (a sleeping barrier): the other ranks' outcomes into rank 0's, in item
+// order; rank 0's own errors named with its rank too.
+void gather(std::vector<ItemOutcome> &out, const Run &run) {
+  for (std::size_t i = static_cast<std::size_t>(run.rank); i < out.size(); i += static_cast<std::size_t>(run.size))
+    for (nlohmann::json &r : out[i].reports) r["rank"] = run.rank;
+  idle_barrier(MPI_COMM_WORLD);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const int owner = static_cast<int>(i % static_cast<std::size_t>(run.size));
+    if (run.rank != 0 && owner == run.rank) send_outcome(out[i]);
+    if (run.rank != 0 || owner == 0) continue;
+    out[i] = receive_outcome(owner, run.in.output);
+  }
+  if (run.rank != 0) return;
+  for (std::size_t i = 0; i < out.size(); i += static_cast<std::size_t>(run.size))
+    if (out[i].error) {
+      const Failure f = describe_failure(out[i].error);
+      out[i].error = error_on_rank(f.code, 0, f.message);
+    }
+}
+
+// Each rank's host, as the world rank of the host's first rank; and that host's communicator.
+std::vector<int> hosts(MPI_Comm host, int world_size) {
+  int first = 0, host_rank = 0, world_rank = 0;
+  MPI_Comm_rank(host, &host_rank);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (host_rank == 0) first = world_rank;
+  MPI_Request r;
+  MPI_Ibcast(&first, 1, MPI_INT, 0, host, &r);
+  wait(r);
+  std::vector<int> host_of(static_cast<std::size_t>(world_size));
+  MPI_Iallgather(&first, 1, MPI_INT, host_of.data(), 1, MPI_INT, MPI_COMM_WORLD, &r);
+  wait(r);
+  return host_of;
+}
+
+// Without --q-cache: one directory of this run per host, made by the host's first rank and named
+// to the others (they share Q through it; it is removed when the run's batch is over).
+std::unique_ptr<RunQCache> host_q_cache(ReconOptions &o, MPI_Comm host) {
+  int host_rank = 0;
+  MPI_Comm_rank(host, &host_rank);
+  std::unique_ptr<RunQCache> cache;
+  std::string path;
+  if (host_rank == 0) path = (cache = std::make_unique<RunQCache>())->path().string();
+  int length = static_cast<int>(path.size());
+  MPI_Request r;
+  MPI_Ibcast(&length, 1, MPI_INT, 0, host, &r);
+  wait(r);
+  path.resize(static_cast<std::size_t>(length));
+  MPI_Ibcast(path.data(), length, MPI_CHAR, 0, host, &r);
+  wait(r);
+  o.q_cache_dir = path;
+  return cache;
+}
+
+std::vector<ItemOutcome> distribute(ReconInputs &in, const ReconOptions &options, const BatchOptions &batch,
+                                    Progress &progress, int rank, int size) {
+  MPI_Comm host;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  ReconOptions o = options;
+  const bool share_q = batch.share_q && o.normal == Normal::Toeplitz && in.problems.size() > 1;
+  const std::unique_ptr<RunQCache> cache = share_q && o.q_cache_dir.empty() ? host_q_cache(o, host) : nullptr;
+  Run run{in, o, share_q, rank, size, hosts(host, size), {}};
+  BatchFeed feed;
+  feed.feed = [&](const Arrive &arrive) { rank == 0 ? feed_from_rank0(run, arrive) : feed_from_messages(run, arrive); };
+  feed.finished = [&](std::size_t item) { run.finished.push(item); };
+  std::vector<ItemOutcome> out = reconstruct_batch(in, o, batch, progress, feed);
+  gather(out, run);
+  MPI_Comm_free(&host);
+  return out;
+}
+
+// mpirun (Open MPI, MPICH's Hydra, PMIx launchers) sets one of these in each process it starts.
+bool started_by_mpirun() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (std::getenv(name)) return true;
+  return false;
+}
+
+} // namespace
+
+std::string mpi_description() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(text, &length); // allowed before MPI_Init
+  const std::string version(text, static_cast<std::size_t>(length));
+  return "MPI: " + version.substr(0, version.find_first_of(",\n"));
+}
+
+Ranks::Ranks() {
+  if (!started_by_mpirun()) return;
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+Ranks::~Ranks() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) return;
+  idle_barrier(MPI_COMM_WORLD); // while rank 0 writes the outputs
+  MPI_Finalize();
+}
+
+std::size_t Ranks::share(std::size_t items) const {
+  const auto r = static_cast<std::size_t>(rank_), n = static_cast<std::size_t>(size_);
+  return items > r ? (items - r + n - 1) / n : 0;
+}
+
+int Ranks::all_or_none(const std::function<void()> &step) const {
+  if (size_ == 1) {
+    step();
+    return kOk;
+  }
+  std::optional<Failure> failure;
+  try {
+    step();
+  } catch (...) {
+    failure = describe_failure(std::current_exception());
+  }
+  // MINLOC on (rank, code): the first rank that failed, and its code.
+  int mine[2] = {failure ? rank_ : size_, failure ? failure->code : kOk}, first[2] = {0, 0};
+  MPI_Request r;
+  MPI_Iallreduce(mine, first, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD, &r);
+  wait(r);
+  if (first[0] == rank_) std::fprintf(stderr, "mri: rank %d of %d: %s\n", rank_, size_, failure->message.c_str());
+  return first[0] == size_ ? kOk : first[1];
+}
+
+std::optional<std::vector<ItemOutcome>> Ranks::reconstruct(ReconInputs &in, const ReconOptions &options,
+                                                           const BatchOptions &batch, Progress &progress) const {
+  if (size_ == 1) return reconstruct_batch(in, options, batch, progress);
+  try {
+    std::vector<ItemOutcome> out = distribute(in, options, batch, progress, rank_, size_);
+    if (rank_ != 0) return std::nullopt;
+    return out;
+  } catch (...) { // the others would wait for this rank forever: end them all
+    const Failure f = describe_failure(std::current_exception());
+    std::fprintf(stderr, "mri: rank %d of %d: %s\n", rank_, size_, f.message.c_str());
+    MPI_Abort(MPI_COMM_WORLD, f.code);
+    return std::nullopt; // MPI_Abort does not return
+  }
+}
+
+} // namespace mri::cli
