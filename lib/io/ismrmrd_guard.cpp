@@ -77,28 +77,6 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
                                " samples");
 }
 
-void check_heaps(const std::filesystem::path &path, const std::string &group) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) ismrmrd_io_error(path, "HDF5 cannot open it");
-  for (const std::string &name : {group + "/xml", group + "/data"}) {
-    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) continue; // absent: the guard says so
-    const hid_t set = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
-    if (set < 0) {
-      H5Fclose(file);
-      ismrmrd_io_error(path, "HDF5 cannot open " + name);
-    }
-    try {
-      check_vlen_heaps(path, file, set, name);
-    } catch (...) {
-      H5Dclose(set);
-      H5Fclose(file);
-      throw;
-    }
-    H5Dclose(set);
-  }
-  H5Fclose(file);
-}
-
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");

@@ -9,7 +9,8 @@
 // acquisitions are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each one's stored
 // arrays against its header. Every variable-length value the reader reads (the XML header, each
 // acquisition's trajectory and samples) is first checked in the file's global heap by
-// hdf5_heap_guard.hpp: HDF5 1.10.8 loops forever on a damaged one.
+// hdf5_heap_guard.hpp (HDF5 1.10.8 loops forever on a damaged one): the header by read_header
+// below, the acquisitions block by block as AcquisitionBlocks reads them.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -27,10 +28,6 @@ namespace mri::detail {
 // samples; found by fuzzing).
 void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
                     std::size_t index);
-
-// Every variable-length value the reader reads (<group>/xml, <group>/data's arrays) checked in
-// the file's global heap (check_vlen_heaps) before any of them is read.
-void check_heaps(const std::filesystem::path &path, const std::string &group);
 
 class IsmrmrdGuard {
 public:
