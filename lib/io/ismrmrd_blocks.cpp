@@ -115,6 +115,9 @@ void AcquisitionBlocks::open_acquisitions(const std::string &name) {
   size_ = static_cast<std::size_t>(n);
   heaps_.emplace(path_, file_, dataset_, name); // refuses values it could not check
   type_ = record_type();
+  const hid_t stored = H5Dget_type(dataset_);
+  element_bytes_ = std::max(stored < 0 ? 0 : H5Tget_size(stored), sizeof(Record));
+  if (stored >= 0) H5Tclose(stored);
 }
 
 AcquisitionBlocks::~AcquisitionBlocks() {
@@ -162,7 +165,7 @@ void AcquisitionBlocks::load(Slot &slot, std::size_t number) {
   // 256^2) then overlaps with the caller's work on the blocks before.
   heaps_->check(start, count);
   slot.block.assign(count, blank);
-  slot.buffers.restart();
+  slot.buffers.restart(count * element_bytes_);
   if (!read_rows(dataset_, type_, start, count, slot.buffers.transfer(), slot.block.data())) {
     slot.block.clear(); // HDF5 frees what a failed read allocated
     ismrmrd_io_error(path_, "cannot read acquisitions " + std::to_string(start) + " to " +

@@ -88,6 +88,7 @@ private:
   std::filesystem::path path_;
   hid_t file_ = -1, dataset_ = -1, type_ = -1;
   std::size_t size_ = 0;
+  std::size_t element_bytes_ = 0; // the larger of an acquisition's stored and memory (Record) sizes
   std::optional<VlenHeapGuard> heaps_; // with dataset_: each block checked before HDF5 reads it
   std::array<Slot, 2> slots_;
   std::size_t held_ = kNone; // the block the caller reads

@@ -80,12 +80,16 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");
+  if (H5Lexists(file_, group.c_str(), H5P_DEFAULT) <= 0) {
+    close(); // the destructor does not run for a constructor that throws
+    ismrmrd_io_error(path, "no group '" + group + "' (an ISMRMRD file has one per data set)");
+  }
   const std::string data = group + "/data";
   if (H5Lexists(file_, data.c_str(), H5P_DEFAULT) <= 0) return; // no acquisitions: libismrmrd counts 0
   acquisitions_ = H5Dopen2(file_, data.c_str(), H5P_DEFAULT);
   const int r = acquisitions_ < 0 ? -1 : rank(acquisitions_);
   if (r != 1) {
-    close(); // the destructor does not run for a constructor that throws
+    close();
     ismrmrd_io_error(path, "the acquisitions' dataspace " + data + " has rank " + std::to_string(r) + " (1 expected)");
   }
   sizes_type_ = sizes_type();

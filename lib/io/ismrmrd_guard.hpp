@@ -31,7 +31,8 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
 
 class IsmrmrdGuard {
 public:
-  // Opens the file read-only. Throws IoError for an acquisitions' dataspace of rank other than 1.
+  // Opens the file read-only. Throws IoError for a file without the group, or an acquisitions'
+  // dataspace of rank other than 1.
   IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
   ~IsmrmrdGuard();
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
