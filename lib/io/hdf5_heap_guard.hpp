@@ -27,8 +27,9 @@ namespace mri::detail {
 
 class VlenHeapGuard {
 public:
-  // Reads the dataset's stored type and storage. Throws IoError naming `path`, the dataset `name`
-  // and what is wrong; also for a dataset whose variable-length values it cannot see (filtered,
+  // Reads the dataset's stored type and storage, and every stored chunk's size (a chunk smaller
+  // than its elements overruns HDF5's own reads of any member). Throws IoError naming `path`, the
+  // dataset `name` and what is wrong; also for a dataset whose variable-length values it cannot see (filtered,
   // compact, virtual, or inside arrays), which HDF5 would read unchecked. `dataset` must stay
   // open while the guard lives. Construct, call and destroy with lock_hdf5() held.
   VlenHeapGuard(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name);
