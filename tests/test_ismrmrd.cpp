@@ -5,6 +5,7 @@
 #include "mri/fourier.hpp"
 #include "mri/io/ismrmrd.hpp"
 #include "mri/phantom.hpp"
+#include "answer_within.hpp"
 #include "test_support.hpp"
 
 #include <ismrmrd/dataset.h>
@@ -16,10 +17,6 @@
 #include <random>
 #include <sstream>
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using namespace mri;
 
@@ -341,37 +338,19 @@ std::filesystem::path regression_file(const std::string &name, const test::TempD
   return out;
 }
 
-// What read_ismrmrd throws for `file`, run in a child process killed after `seconds`: a hang
-// fails the test instead of stopping the suite. "" for a read that succeeds.
+// What read_ismrmrd throws for `file`, in a child process killed after `seconds`: a hang fails
+// the test instead of stopping the suite. "" for a read that succeeds.
 std::string error_within(const std::filesystem::path &file, int seconds) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::close(fds[0]);
-    std::string what;
+  return test::answer_within(seconds, [&]() -> std::string {
     try {
       (void)read_ismrmrd(file);
     } catch (const Error &e) {
-      what = e.what();
+      return e.what();
     } catch (...) {
-      what = "not an mri::Error";
+      return "not an mri::Error";
     }
-    (void)!::write(fds[1], what.data(), what.size());
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  pollfd p{fds[0], POLLIN, 0};
-  const bool answered = ::poll(&p, 1, seconds * 1000) == 1;
-  std::string what;
-  char buf[4096];
-  for (ssize_t got; answered && (got = ::read(fds[0], buf, sizeof buf)) > 0;) what.append(buf, static_cast<std::size_t>(got));
-  ::close(fds[0]);
-  if (!answered) ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
-  if (!answered) FAIL("read_ismrmrd(" << file << ") did not return within " << seconds << " s");
-  return what;
+    return "";
+  });
 }
 
 } // namespace

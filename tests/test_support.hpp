@@ -194,17 +194,28 @@ private:
   std::filesystem::path path_;
 };
 
-// Damages an HDF5 file mid-way: the signature of the last global heap collection ("GCOL", where
-// HDF5 keeps variable-length data such as ISMRMRD's samples) that starts in the file's last
-// quarter, before its last tenth. The file's structure (and so the acquisitions' headers) stays
-// readable; those samples do not. False when there is no such collection.
-inline bool damage_late_heap(const std::filesystem::path &path) {
+// Overwrites bytes of an HDF5 file mid-way, `at` bytes into the last global heap collection
+// ("GCOL", where HDF5 keeps variable-length data such as ISMRMRD's samples) that starts in the
+// file's last quarter, before its last tenth. The file's structure (and so the acquisitions'
+// headers) stays readable; the samples in that collection do not. False when there is no such
+// collection.
+inline bool overwrite_late_heap(const std::filesystem::path &path, std::size_t at, const std::string &with) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const std::size_t at = bytes.rfind("GCOL", bytes.size() * 9 / 10);
-  if (at == std::string::npos || at < bytes.size() * 3 / 4) return false;
-  f.seekp(static_cast<std::streamoff>(at));
-  return static_cast<bool>(f.write("XXXX", 4));
+  const std::size_t heap = bytes.rfind("GCOL", bytes.size() * 9 / 10);
+  if (heap == std::string::npos || heap < bytes.size() * 3 / 4) return false;
+  f.seekp(static_cast<std::streamoff>(heap + at));
+  return static_cast<bool>(f.write(with.data(), static_cast<std::streamsize>(with.size())));
+}
+
+// The collection's signature: HDF5 refuses to read it.
+inline bool damage_late_heap(const std::filesystem::path &path) { return overwrite_late_heap(path, 0, "XXXX"); }
+
+// The collection's first object (after its 16-byte header) made a free-space object (index 0) of
+// size 0: HDF5 1.10.8 decodes it forever when it loads the collection (docs/reliability.md,
+// finding 5).
+inline bool loop_late_heap(const std::filesystem::path &path) {
+  return overwrite_late_heap(path, 16, std::string(16, '\0'));
 }
 
 } // namespace mri::test

@@ -9,20 +9,44 @@
 // the object's stored size into a buffer sized by the value's own length (a heap overflow when
 // they differ), and an object index the collection lacks is only an assertion.
 //
-// check_vlen_heaps reads a dataset's raw variable-length descriptors (length, collection
-// address, object index) and walks every collection they name in the file's bytes, before HDF5
-// reads them: "GCOL", version 1, the collection inside the file, each object step advancing and
-// ending inside it, the named object present with the stored size its length implies.
+// VlenHeapGuard reads a dataset's raw variable-length descriptors (length, collection address,
+// object index) and walks every collection they name in the file's bytes, before HDF5 reads
+// them: "GCOL", version 1, the collection inside the file, each object step advancing and ending
+// inside it, the named object present with the stored size its length implies. It checks a range
+// of elements at a time, so that a reader reading in blocks checks each block just before HDF5
+// reads it (the walk of a 611 MB file's 16384 acquisitions takes 0.4 s, which then overlaps with
+// the work on the blocks before); a collection is walked once, however many ranges name it.
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include <hdf5.h>
 
 namespace mri::detail {
 
-// Throws IoError naming `path`, the dataset `name` and what is wrong; also for a dataset whose
-// variable-length values it cannot see (filtered, compact, virtual, or inside arrays), which
-// HDF5 would read unchecked. Call with lock_hdf5() held.
+class VlenHeapGuard {
+public:
+  // Reads the dataset's stored type and storage, and every stored chunk's size (a chunk smaller
+  // than its elements overruns HDF5's own reads of any member). Throws IoError naming `path`, the
+  // dataset `name` and what is wrong; also for a dataset whose variable-length values it cannot see (filtered,
+  // compact, virtual, or inside arrays), which HDF5 would read unchecked. `dataset` must stay
+  // open while the guard lives. Construct, call and destroy with lock_hdf5() held.
+  VlenHeapGuard(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name);
+  ~VlenHeapGuard();
+  VlenHeapGuard(const VlenHeapGuard &) = delete;
+  VlenHeapGuard &operator=(const VlenHeapGuard &) = delete;
+
+  // Every collection that elements [first, first + count) name (those past the dataspace's end
+  // ignored). Throws IoError naming the element and what is wrong with its collection.
+  void check(std::uint64_t first, std::uint64_t count);
+
+private:
+  class Walk;
+  std::unique_ptr<Walk> walk_;
+};
+
+// Every element of `dataset` checked at once (a dataset read whole).
 void check_vlen_heaps(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name);
 
 } // namespace mri::detail

@@ -14,12 +14,14 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
-#include <mutex>
-#include <thread>
 #include <filesystem>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "hdf5_heap_guard.hpp"
 #include "transfer_buffers.hpp"
 
 namespace mri::detail {
@@ -39,7 +41,8 @@ struct AcquisitionView {
 class AcquisitionBlocks {
 public:
   // Opens <group>/data of `path` (none: no acquisitions). Construct, call headers() and destroy
-  // with lock_hdf5() held. Throws IoError when HDF5 cannot open it.
+  // with lock_hdf5() held. Throws IoError when HDF5 cannot open it, or when its variable-length
+  // values are stored where the global-heap guard cannot check them (hdf5_heap_guard.hpp).
   AcquisitionBlocks(const std::filesystem::path &path, const std::string &group);
   ~AcquisitionBlocks(); // after stop()
   AcquisitionBlocks(const AcquisitionBlocks &) = delete;
@@ -52,8 +55,9 @@ public:
   // Acquisition `index` (the header fields the reader uses, the samples and the trajectory),
   // without a copy; valid until the next read(). The indices must come one after the other from
   // 0. Call without the HDF5 lock: the reading thread (started by the first call) takes it for
-  // each block. Throws IoError for a block that cannot be read (once the acquisitions before it
-  // were read) or data whose length disagrees with its header.
+  // each block, whose global heap collections it checks before HDF5 reads the block. Throws
+  // IoError for a block that cannot be read or whose collections are damaged (once the
+  // acquisitions before it were read), or data whose length disagrees with its header.
   AcquisitionView read(std::size_t index);
   // Ends the reading thread (it finishes the block it reads). Call without the HDF5 lock.
   void stop();
@@ -75,6 +79,8 @@ private:
     std::size_t number = kNone; // the block it holds once loaded (kNone: free for the next)
     std::exception_ptr error;   // its read failed
   };
+  void open_acquisitions(const std::string &name);
+  void close();
   void read_blocks(); // the thread
   void load(Slot &slot, std::size_t number);
   void reclaim(Slot &slot);
@@ -82,6 +88,8 @@ private:
   std::filesystem::path path_;
   hid_t file_ = -1, dataset_ = -1, type_ = -1;
   std::size_t size_ = 0;
+  std::size_t element_bytes_ = 0; // the larger of an acquisition's stored and memory (Record) sizes
+  std::optional<VlenHeapGuard> heaps_; // with dataset_: each block checked before HDF5 reads it
   std::array<Slot, 2> slots_;
   std::size_t held_ = kNone; // the block the caller reads
   std::thread reader_;

@@ -1,5 +1,7 @@
-// HDF5's answers about a file before libismrmrd reads it (ismrmrd_guard.hpp).
+// HDF5's answers about an ISMRMRD file before the reader reads it (ismrmrd_guard.hpp).
 #include "ismrmrd_guard.hpp"
+
+#include <optional>
 
 #include "hdf5_heap_guard.hpp"
 #include "ismrmrd_common.hpp"
@@ -52,6 +54,18 @@ hssize_t elements(hid_t set) {
   return n;
 }
 
+// The one value of `set` read as a string (a null string: empty), or none when HDF5 cannot.
+std::optional<std::string> read_string(hid_t set) {
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  char *text = nullptr;
+  std::optional<std::string> out;
+  if (H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) >= 0) out = text == nullptr ? "" : text;
+  H5free_memory(text);
+  H5Tclose(type);
+  return out;
+}
+
 } // namespace
 
 void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
@@ -63,37 +77,19 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
                                " samples");
 }
 
-void check_heaps(const std::filesystem::path &path, const std::string &group) {
-  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  if (file < 0) ismrmrd_io_error(path, "HDF5 cannot open it");
-  for (const std::string &name : {group + "/xml", group + "/data"}) {
-    if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) continue; // absent: the guard says so
-    const hid_t set = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
-    if (set < 0) {
-      H5Fclose(file);
-      ismrmrd_io_error(path, "HDF5 cannot open " + name);
-    }
-    try {
-      check_vlen_heaps(path, file, set, name);
-    } catch (...) {
-      H5Dclose(set);
-      H5Fclose(file);
-      throw;
-    }
-    H5Dclose(set);
-  }
-  H5Fclose(file);
-}
-
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");
+  if (H5Lexists(file_, group.c_str(), H5P_DEFAULT) <= 0) {
+    close(); // the destructor does not run for a constructor that throws
+    ismrmrd_io_error(path, "no group '" + group + "' (an ISMRMRD file has one per data set)");
+  }
   const std::string data = group + "/data";
   if (H5Lexists(file_, data.c_str(), H5P_DEFAULT) <= 0) return; // no acquisitions: libismrmrd counts 0
   acquisitions_ = H5Dopen2(file_, data.c_str(), H5P_DEFAULT);
   const int r = acquisitions_ < 0 ? -1 : rank(acquisitions_);
   if (r != 1) {
-    close(); // the destructor does not run for a constructor that throws
+    close();
     ismrmrd_io_error(path, "the acquisitions' dataspace " + data + " has rank " + std::to_string(r) + " (1 expected)");
   }
   sizes_type_ = sizes_type();
@@ -135,27 +131,25 @@ void IsmrmrdGuard::close() {
   sizes_type_ = acquisitions_ = file_ = -1;
 }
 
-void IsmrmrdGuard::check_header() const {
+std::string IsmrmrdGuard::read_header() const {
   const std::string xml = group_ + "/xml";
-  // Said here, not by libismrmrd: its readHeader builds the exception's text from its error
-  // stack, which keeps pointers into HDF5 error records that HDF5 has freed since an earlier
-  // failure in the process (ASan: heap-use-after-free in build_exception_string, found by fuzzing).
   if (H5Lexists(file_, xml.c_str(), H5P_DEFAULT) <= 0) ismrmrd_io_error(path_, "no XML header (" + xml + ")");
   const hid_t set = H5Dopen2(file_, xml.c_str(), H5P_DEFAULT);
   if (set < 0) ismrmrd_io_error(path_, "HDF5 cannot open the XML header " + xml);
-  const hssize_t points = elements(set);
-  if (points != 1) {
+  std::optional<std::string> text;
+  try {
+    const hssize_t points = elements(set);
+    if (points != 1)
+      ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
+    check_vlen_heaps(path_, file_, set, xml);
+    text = read_string(set);
+  } catch (...) {
     H5Dclose(set);
-    ismrmrd_io_error(path_, "the XML header " + xml + " holds " + std::to_string(points) + " values (1 expected)");
+    throw;
   }
-  const hid_t type = H5Tcopy(H5T_C_S1);
-  H5Tset_size(type, H5T_VARIABLE);
-  char *text = nullptr;
-  const herr_t read = H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text);
-  H5free_memory(text);
-  H5Tclose(type);
   H5Dclose(set);
-  if (read < 0) ismrmrd_io_error(path_, "HDF5 cannot read the XML header " + xml + " as a string");
+  if (!text) ismrmrd_io_error(path_, "HDF5 cannot read the XML header " + xml + " as a string");
+  return *text;
 }
 
 } // namespace mri::detail

@@ -3,13 +3,14 @@
 // unchecked (a damaged rank of -1: malloc(-8)), reads the XML header into a one-pointer buffer
 // whatever the dataspace holds and uses the pointer when the read failed, and copies an
 // acquisition's samples and trajectory by the sizes in its header whatever the stored arrays hold
-// (a heap overflow). The guard asks HDF5 the same questions first and turns a file that would
-// reach those paths into an IoError naming what disagrees (found by fuzzing: tests/fuzz/). The
-// acquisitions themselves are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each
-// one's stored arrays against its header. Every variable-length value the reader reads (the XML
-// header, each acquisition's trajectory and samples) is first checked in the file's global heap
-// by check_heaps (below, with check_vlen_heaps of hdf5_heap_guard.hpp): HDF5 1.10.8 loops forever
-// on a damaged one.
+// (a heap overflow). The reader therefore reads the file through HDF5 itself: the guard asks HDF5
+// about the acquisitions' dataspace and reads the XML header's text, turning a file that would
+// break those reads into an IoError naming what disagrees (found by fuzzing: tests/fuzz/). The
+// acquisitions are read by AcquisitionBlocks (ismrmrd_blocks.hpp), which checks each one's stored
+// arrays against its header. Every variable-length value the reader reads (the XML header, each
+// acquisition's trajectory and samples) is first checked in the file's global heap by
+// hdf5_heap_guard.hpp (HDF5 1.10.8 loops forever on a damaged one): the header by read_header
+// below, the acquisitions block by block as AcquisitionBlocks reads them.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -28,25 +29,18 @@ namespace mri::detail {
 void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
                     std::size_t index);
 
-// Every variable-length value the reader reads (<group>/xml, <group>/data's arrays) checked in
-// the file's global heap (check_vlen_heaps), on a read-only handle of its own, before
-// libismrmrd opens the file read-write: after a failed chunk lookup on a damaged file HDF5
-// 1.10.8 cannot close a read-write handle, and closing it at exit crashed (SEGV in
-// H5F__close_cb; found by fuzzing).
-void check_heaps(const std::filesystem::path &path, const std::string &group);
-
 class IsmrmrdGuard {
 public:
-  // Opens the file read-only; after libismrmrd's Dataset (HDF5 refuses to open read-write a file
-  // it already holds read-only). Throws IoError for an acquisitions' dataspace of rank other than 1.
+  // Opens the file read-only. Throws IoError for a file without the group, or an acquisitions'
+  // dataspace of rank other than 1.
   IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
   ~IsmrmrdGuard();
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
   IsmrmrdGuard &operator=(const IsmrmrdGuard &) = delete;
 
-  // Before libismrmrd reads the XML header: there is one, a string HDF5 can read (its global heap
-  // checked by check_heaps before).
-  void check_header() const;
+  // The XML header's text, read by HDF5 once its global heap is checked (check_vlen_heaps).
+  // Throws IoError when there is none, or it is not one string HDF5 can read.
+  std::string read_header() const;
 
 private:
   hid_t sizes_type(); // -1 when the stored compound lacks the arrays

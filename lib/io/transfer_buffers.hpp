@@ -23,14 +23,19 @@ public:
   hid_t transfer() const { return transfer_; }
   // Before each read, after the previous block's arrays were reclaimed: allocation starts over,
   // in a buffer as large as the largest block so far needed (what did not fit came from malloc).
-  void restart();
+  // The conversion buffers grow to `conversion_bytes` (the block's elements at the larger of
+  // their stored and memory sizes: one pass of HDF5's conversion), at most HDF5's default 1 MiB.
+  // Throws IoError when HDF5 refuses them.
+  void restart(std::size_t conversion_bytes);
 
 private:
   static void *allocate(std::size_t bytes, void *self);
   static void release(void *p, void *self);
+  void grow_conversion(std::size_t bytes);
 
   hid_t transfer_ = -1;
   std::unique_ptr<std::byte[]> conversion_, background_; // H5Pset_buffer's
+  std::size_t conversion_capacity_ = 0;
   std::unique_ptr<std::byte[]> buffer_;                  // the arena
   std::size_t capacity_ = 0, used_ = 0, wanted_ = 0; // wanted_: bytes the current block asked for
 };
