@@ -7,7 +7,9 @@
 # and ctest replays it from then on.
 #   [FUZZ_FLAGS=...] scripts/fuzz.sh [RUNS] [harness...]
 # FUZZ_FLAGS: more libFuzzer flags, e.g. "-fork=1 -ignore_timeouts=1 -timeout=30" to go on past
-# a hang inside a library (HDF5 1.10.8's global heap loop, guarded since: docs/reliability.md).
+# a hang inside a library (HDF5 1.10.8's global heap loop, guarded since: docs/reliability.md),
+# or "-fork=1 -ignore_crashes=1" past a crash not fixed yet. Fork mode's first jobs cost
+# ismrmrd_reader 3x the CPU per execution (each job restarts and reruns the corpus).
 #   (harnesses: cfl_reader q_cache_reader ismrmrd_reader nifti_reader cli_options)
 # The figures of docs/reliability.md come from this script's logs (build-fuzz/<harness>.log).
 set -euo pipefail

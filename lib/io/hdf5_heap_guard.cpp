@@ -108,7 +108,8 @@ struct VlenField {
 struct Layout {
   std::size_t bytes = 0; // one stored element
   std::vector<VlenField> fields;
-  bool visible = true; // false: a variable-length value this walk cannot locate
+  bool visible = true;   // false: a variable-length value this walk cannot locate
+  std::string misplaced; // the first compound member that does not fit in its compound, if any
 };
 
 bool is_vlen(hid_t type) {
@@ -121,6 +122,18 @@ std::size_t stored_layout(hid_t type, std::size_t at, const Format &f, Layout &o
 // A compound as stored: HDF5 stores each member at its offset in memory shifted by how much the
 // members before it (by offset) grow or shrink on disk (H5T_set_loc), a variable-length member
 // being 16 bytes in memory (hvl_t; a string's char *: 8) and descriptor() bytes on disk.
+// HDF5 1.10.8 does not check that a member lies inside its compound when it decodes a type, and
+// converts it wherever its offset says (fuzzing: a damaged "idx" at byte 8388850 of a 340-byte
+// header, a SEGV in H5T__conv_struct_opt under H5Dread).
+std::string misplaced(hid_t compound, int i, std::size_t offset, std::size_t bytes) {
+  char *name = H5Tget_member_name(compound, static_cast<unsigned>(i));
+  const std::string what = "member \"" + std::string(name == nullptr ? "?" : name) + "\" of " +
+                           std::to_string(bytes) + " bytes at byte " + std::to_string(offset) + " of a " +
+                           std::to_string(H5Tget_size(compound)) + "-byte compound";
+  H5free_memory(name);
+  return what;
+}
+
 std::size_t stored_compound(hid_t type, std::size_t at, const Format &f, Layout &out) {
   const int n = H5Tget_nmembers(type);
   std::vector<std::pair<std::size_t, int>> by_offset;
@@ -129,6 +142,8 @@ std::size_t stored_compound(hid_t type, std::size_t at, const Format &f, Layout 
   std::ptrdiff_t shift = 0;
   for (const auto &[offset, i] : by_offset) {
     const hid_t member = H5Tget_member_type(type, static_cast<unsigned>(i));
+    if (out.misplaced.empty() && offset + H5Tget_size(member) > H5Tget_size(type))
+      out.misplaced = misplaced(type, i, offset, H5Tget_size(member));
     const std::size_t at_member = static_cast<std::size_t>(static_cast<std::ptrdiff_t>(offset) + shift);
     const std::size_t stored = stored_layout(member, at + at_member, f, out);
     shift += static_cast<std::ptrdiff_t>(stored) - static_cast<std::ptrdiff_t>(H5Tget_size(member));
@@ -315,6 +330,7 @@ Layout checked_layout(HeapWalk &walk, hid_t dataset) {
   Layout layout;
   layout.bytes = stored_layout(type, 0, f, layout);
   H5Tclose(type);
+  if (!layout.misplaced.empty()) walk.fail("its type's " + layout.misplaced);
   if (layout.fields.empty()) return layout; // nothing read from a global heap
   if (f.address < 2 || f.address > 8 || f.length < 2 || f.length > 8)
     walk.fail("addresses of " + std::to_string(f.address) + " and lengths of " + std::to_string(f.length) +
