@@ -16,8 +16,8 @@ namespace mri::cli {
 namespace {
 
 // One item through mri::reconstruct (SENSE for multi-coil data), advancing the progress line per
-// CG iteration (and by the iterations left when CG stops early).
-// The phases before CG (coil maps, F^H D, Q) are named on the line while they run.
+// CG iteration (and by the iterations left when CG stops early); the phases before CG (coil maps,
+// F^H D, Q) are named on the line while they run.
 ReconResult reconstruct_one(const KSpaceData &data, const Grid &grid, ReconOptions options, Progress &progress) {
   int seen = 0;
   if (progress.active()) {

@@ -145,7 +145,6 @@ inline cdouble inner(std::span<const cfloat> a, std::span<const cfloat> b) {
   return s;
 }
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
 // Sets an environment variable for one scope and restores it after ("" unsets it): the CPU
 // kernel caps (MRI_SEPARABLE_KERNEL, MRI_GRIDDING_KERNEL), so that each kernel this machine
 // supports is compared with the reference.
@@ -170,6 +169,7 @@ private:
   std::optional<std::string> old_;
 };
 
+// A fresh directory under the system temp dir, removed with everything in it at scope exit.
 class TempDir {
 public:
   explicit TempDir(const std::string &tag) {
