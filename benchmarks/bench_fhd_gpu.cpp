@@ -29,6 +29,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -36,8 +37,10 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "device_image.hpp"
 #include "fhd_backend.hpp"
 #include "../tests/gpu/sampled_reference.hpp"
 #include "mri/options.hpp"
@@ -202,6 +205,48 @@ void bench_separable_3m(benchmark::State &state, const std::string &name) {
                return err;
              });
   p.plan->set_separable_config({});
+}
+
+// Issue 11: kCoils coils' F^H D in one call (FhdPlan::adjoint_coils_device): SeparableGemm runs
+// them as more GEMM columns (each phase once), the other policies coil by coil. Rates count
+// coil-pairs (kCoils x N x M per call), so they compare directly with the one-coil rows. Coil 0
+// is the problem's own data: its image is checked against the same long double reference.
+// Host wall clock around the call and a synchronize (runs of 0.1-2 s: microseconds of overhead).
+constexpr int kCoils = 8;
+
+std::string coils_label(KernelPolicy policy, int block) {
+  std::string label = "coils-" + std::to_string(kCoils) + "/" + mri::to_string(policy);
+  if (block != kCoils) label += "/block-" + std::to_string(block);
+  return label;
+}
+
+// `block`: coils per call (kCoils / block calls; the plan groups each call's coils per GEMM by
+// the grid's size, coils_per_gemm in cuda/fhd_separable_gemm.cu).
+void bench_coils(benchmark::State &state, const std::string &name, KernelPolicy policy, int block) {
+  Problem &p = problem(name);
+  const std::size_t m = p.traj.size(), n = p.plan->voxels();
+  std::vector<cfloat> c = mri::gpu_test::random_values(kCoils * m, 19);
+  std::copy(p.data.begin(), p.data.end(), c.begin());
+  mri::cuda::DeviceImage d_c(Grid(static_cast<std::int64_t>(c.size()), 1));
+  mri::cuda::DeviceImage d_out(Grid(static_cast<std::int64_t>(kCoils * n), 1));
+  d_c.upload(c.data());
+  const std::string label = coils_label(policy, block);
+  timed_runs(state, p, label,
+             [&] {
+               const auto t0 = std::chrono::steady_clock::now();
+               for (int c0 = 0; c0 < kCoils; c0 += block)
+                 p.plan->adjoint_coils_device(policy, d_c.data() + c0 * m, block, d_out.data() + c0 * n);
+               p.plan->synchronize();
+               return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+             },
+             [&] {
+               std::vector<cfloat> images(kCoils * n);
+               d_out.download(images.data());
+               return mri::gpu_test::sampled_rel_l2(std::span<const cfloat>(images).first(n), p.check_voxels,
+                                                    p.check_ref); // coil 0
+             });
+  g_records[{p.name, label}].pairs = kCoils * p.pairs();
+  state.counters["coil-pairs/s"] = kCoils * state.counters["pairs/s"];
 }
 
 void bench_forward(benchmark::State &state, const std::string &name, ForwardPath path) {
@@ -384,6 +429,17 @@ int main(int argc, char **argv) {
           ->Repetitions(3);
     }
   }
+  for (const auto &[problem_name, policy, iterations, block] :
+       {std::tuple{"FHD-2D", KernelPolicy::SeparableGemm, 5, kCoils}, {"FHD-2D", KernelPolicy::SeparableGemm, 5, 4},
+        {"FHD-2D", KernelPolicy::Tuned, 10, kCoils}, {"FHD-3D-S", KernelPolicy::SeparableGemm, 3, kCoils},
+        {"FHD-3D-S", KernelPolicy::SeparableGemm, 3, 2}, {"FHD-3D-L", KernelPolicy::SeparableGemm, 1, kCoils},
+        {"FHD-3D-L", KernelPolicy::Tuned, 1, kCoils}})
+    benchmark::RegisterBenchmark((std::string(problem_name) + "/" + coils_label(policy, block)).c_str(), bench_coils,
+                                 std::string(problem_name), policy, block)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(iterations)
+        ->Repetitions(3);
   add({"FHD-3D-S", KernelPolicy::ScatterAtomic, 2, 1});
 
   benchmark::Initialize(&argc, argv);

@@ -30,7 +30,7 @@ std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
 } // namespace
 
 DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
-                                     bool nufft, int coils) {
+                                     bool nufft, int coils, int exact_block) {
   const std::size_t n = static_cast<std::size_t>(grid.voxels());
   const Grid padded = grid.doubled();
   const std::size_t l = static_cast<std::size_t>(padded.voxels());
@@ -41,8 +41,9 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
   // and the slab transform's full array), cuFFT work area.
   const std::size_t toeplitz = l * 4 + 7 * l * 8 / 2;
   DeviceBytes b;
-  // + the right-hand side (and the NUFFT's uploaded samples).
-  b.fhd = (nufft ? nufft_plan_bytes(grid, m) + m * 8 : fhd_plan_bytes(grid, m)) + n * 8;
+  // + the right-hand side, and the uploaded samples (the exact sum: a block of coils' beside
+  // its plan).
+  b.fhd = (nufft ? nufft_plan_bytes(grid, m) + m * 8 : fhd_plan_bytes(grid, m) + exact_block * m * 8) + n * 8;
   const std::size_t iterates = 5 * n * 8; // x, r, p, ap, rhs
   if (direct) {
     b.q = 0;
@@ -71,6 +72,9 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
     if (nufft)
       b.fhd += static_cast<std::size_t>(detail::NufftDevicePlan::kCoilBlock) *
                (2 * m * 8 + (std::size_t{1} << grid.dims()) * n * 8 + n * 8);
+    // The exact sum's block beyond one coil: images and SeparableGemm's double images.
+    else
+      b.fhd += static_cast<std::size_t>(exact_block - 1) * (n * 8 + n * 16);
     b.q += maps;
     b.cg += maps + 2 * n * 8;
     // The coil-batched Toeplitz operator's padded grids and work area (sense_toeplitz.hpp).

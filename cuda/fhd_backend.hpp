@@ -141,6 +141,16 @@ public:
   // vectors): enqueued on the plan's stream, returns without waiting (synchronize() waits).
   // c_dev must not alias result_dev. Resident plans only (Unsupported when chunked).
   void adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *result_dev);
+  // `coils` coefficient vectors at once: c_dev holds coils x M values (coil-major, the BART
+  // layout), result_dev coils x out.voxels() (coil v's image at v x voxels). SeparableGemm
+  // evaluates each phase once for all of them (the coils are more columns of one GEMM; its
+  // operands and a complex-double image per coil stay in the plan's workspace); the other
+  // policies run one coil at a time. InvalidArgument when coils < 1.
+  void adjoint_coils_device(KernelPolicy policy, const cfloat *c_dev, int coils, cfloat *result_dev);
+  // The coils adjoint_coils_device evaluates together for `policy` on a grid of `voxels`:
+  // SeparableGemm 8 up to 2^16 voxels, 4 up to 2^18, else 1 (measured: cuda/fhd_separable_gemm.cu);
+  // the other policies 1 (why phase reuse gains them nothing: docs/sense.md).
+  static int coils_per_pass(KernelPolicy policy, std::int64_t voxels);
   void forward_device(const cfloat *image_dev, cfloat *result_dev); // ForwardPath::Reference
   void forward_device(ForwardPath path, const cfloat *image_dev, cfloat *result_dev);
   void synchronize();

@@ -18,10 +18,12 @@ namespace {
 
 // The policy table: a new kernel policy is its enum value (mri/options.hpp), its own file
 // fhd_<policy>.cu defining run_adjoint<P>, and one row here (with its declaration above).
+// `run_coils` evaluates each phase once for a block of coils (null: one coil at a time).
 struct PolicyEntry {
   KernelPolicy policy;
   SampleScratch scratch; // the per-sample device scratch it keeps between calls (fhd_plan.cu)
   void (*run)(const PlanState &, const float2 *, float2 *);
+  void (*run_coils)(const PlanState &, const float2 *, int, float2 *) = nullptr;
 };
 constexpr PolicyEntry kPolicies[] = {
     {KernelPolicy::ScatterAtomic, SampleScratch::None, run_adjoint<KernelPolicy::ScatterAtomic>},
@@ -30,7 +32,7 @@ constexpr PolicyEntry kPolicies[] = {
     {KernelPolicy::ConstantChunked, SampleScratch::Packed, run_adjoint<KernelPolicy::ConstantChunked>},
     {KernelPolicy::SfuTrig, SampleScratch::Packed, run_adjoint<KernelPolicy::SfuTrig>},
     {KernelPolicy::Tuned, SampleScratch::Tuned, run_adjoint<KernelPolicy::Tuned>},
-    {KernelPolicy::SeparableGemm, SampleScratch::Gemm, run_adjoint<KernelPolicy::SeparableGemm>},
+    {KernelPolicy::SeparableGemm, SampleScratch::Gemm, run_adjoint<KernelPolicy::SeparableGemm>, run_adjoint_coils_gemm},
 };
 
 // Auto: the fastest policy that meets the 1e-5 accuracy bar (benchmarks/bench_fhd_gpu.cpp).
@@ -94,6 +96,22 @@ void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *r
 
 void run_adjoint_policy(const PlanState &s, KernelPolicy policy, const float2 *c, float2 *out) {
   entry(policy).run(s, c, out);
+}
+
+int FhdPlan::coils_per_pass(KernelPolicy policy, std::int64_t voxels) {
+  return entry(policy).run_coils ? coils_per_gemm(voxels) : 1;
+}
+
+void FhdPlan::adjoint_coils_device(KernelPolicy policy, const cfloat *c_dev, int coils, cfloat *result_dev) {
+  require_resident(*impl_, "adjoint_coils_device");
+  if (coils < 1) mri::detail::invalid_argument("coils", coils, "must be at least 1");
+  const PolicyEntry &e = entry(policy);
+  const PlanState &s = impl_->state;
+  const auto *c = reinterpret_cast<const float2 *>(c_dev);
+  auto *out = reinterpret_cast<float2 *>(result_dev);
+  if (e.run_coils) return e.run_coils(s, c, coils, out);
+  for (int v = 0; v < coils; ++v)
+    e.run(s, c + static_cast<std::size_t>(v) * s.m, out + static_cast<std::size_t>(v) * s.out.voxels);
 }
 
 } // namespace mri::cuda::detail

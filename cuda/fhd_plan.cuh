@@ -165,6 +165,10 @@ void run_forward_path(const PlanState &plan, ForwardPath path, const float2 *ima
 // The per-sample scratch `policy` (resolved) uses.
 SampleScratch sample_scratch(KernelPolicy policy);
 
+// SeparableGemm for `coils` coefficient vectors (c: coils x M, coil-major) into coils images
+// (out: coils x out.voxels), the coils as more GEMM columns (fhd_separable_gemm.cu).
+void run_adjoint_coils_gemm(const PlanState &plan, const float2 *c, int coils, float2 *out);
+int coils_per_gemm(std::int64_t voxels); // how many it puts into one GEMM
 // The forward reference kernel (fhd_forward.cu).
 void run_forward(const PlanState &plan, const float2 *image, float2 *result);
 // The separable GEMM forward (fhd_separable_gemm.cu): CGEMM or ZGEMM, result rounded to float.

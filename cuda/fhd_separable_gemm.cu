@@ -6,12 +6,15 @@
 // at one axis s into a low and a high part: rows r = (the axes below s, the low digit of s),
 // columns q = (the high digit of s, the axes above s), so that n = r + rows * q. With
 // e(t) = exp(i 2 pi t) and t in turns,
-//     s(n) = sum_m [c_m e(k_m . x_r / p)] [e(k_m . x_q / p)] = sum_m A[m, r] B[m, q]
+//     s(n) = sum_m [e(k_m . x_r / p)] [c_m e(k_m . x_q / p)] = sum_m A[m, r] B[m, q]
 // where the split axis' coordinate offset -L_s/2 and its low digit sit on the row side and its
 // high digit times the low extent on the column side. R = A^T B (rows x cols, column-major) is
-// the image in its own layout. The split (axis and low extent, any divisor of L_s) minimises
+// the image in its own layout. Several coils (issue 11's phase reuse): A does not depend on the
+// coefficients, so the coils' column operands side by side, B = [B_1 | ... | B_C], make one GEMM
+// with C x cols columns whose result is the C images one after another; A's phases are
+// evaluated once for all coils, and the column phase once per coil set. The split (axis and low extent, any divisor of L_s) minimises
 // rows + cols, because the operand pass writes chunk x (rows + cols) values while the product
-// does chunk x rows x cols multiply-adds: on FHD-3D-L (128^3) y splits 8 x 16, rows = 128 x 8 =
+// does chunk x rows x cols multiply-adds (C coils: chunk x (rows + C cols) values): on FHD-3D-L (128^3) y splits 8 x 16, rows = 128 x 8 =
 // 1024, cols = 16 x 128 = 2048: 3072 values per sample instead of 128 + 16384 for x | (y, z).
 //
 // Per chunk of samples (sized from a memory budget: any M streams through fixed buffers, the
@@ -53,9 +56,10 @@ struct SplitGeom {
 
 struct GemmScratch {
   cublasHandle_t handle = nullptr;
-  bool ready = false; // split and chunk computed for the current config
+  bool ready = false; // split, budget and chunk computed for the current config
   SplitGeom split;
-  std::size_t chunk = 0;
+  std::size_t budget = 0; // operand bytes
+  std::size_t chunk = 0;  // samples per GEMM, one coil
   DeviceBuffer<double2> rows_op; // adjoint: A (chunk x rows); forward: T (rows x chunk)
   DeviceBuffer<double2> cols_op; // B (chunk x cols); the float forward uses half of each
   DeviceBuffer<double2> acc;     // adjoint: R (voxels); ZGEMM forward: the image in double
@@ -108,6 +112,8 @@ SplitGeom choose_split(const PlanState &plan) {
   return best;
 }
 
+std::size_t chunk_samples(const PlanState &plan, const GemmScratch &g, int coils);
+
 GemmScratch &scratch(const PlanState &plan) {
   Workspace &ws = *plan.ws;
   if (!ws.gemm) {
@@ -125,14 +131,23 @@ GemmScratch &scratch(const PlanState &plan) {
       MRI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
       budget = std::min(free_bytes / 4, kGemm.default_budget);
     }
-    const std::size_t per_sample = (static_cast<std::size_t>(g.split.rows) + g.split.cols) * sizeof(double2);
-    std::size_t chunk = std::max<std::size_t>(1, budget / per_sample);
-    if (chunk >= 64) chunk -= chunk % 64;
-    chunk = std::min(chunk, cfg.max_chunk_samples ? cfg.max_chunk_samples : kGemm.max_chunk);
-    g.chunk = std::min(chunk, static_cast<std::size_t>(plan.m));
+    g.budget = budget;
     g.ready = true;
+    g.chunk = chunk_samples(plan, g, 1);
   }
   return g;
+}
+
+// Samples per GEMM when `coils` column operands sit side by side: per sample the operands hold
+// rows + coils x cols values.
+std::size_t chunk_samples(const PlanState &plan, const GemmScratch &g, int coils) {
+  const SeparableGemmConfig &cfg = plan.ws->gemm_config;
+  const std::size_t per_sample =
+      (static_cast<std::size_t>(g.split.rows) + static_cast<std::size_t>(coils) * g.split.cols) * sizeof(double2);
+  std::size_t chunk = std::max<std::size_t>(1, g.budget / per_sample);
+  if (chunk >= 64) chunk -= chunk % 64;
+  chunk = std::min(chunk, cfg.max_chunk_samples ? cfg.max_chunk_samples : kGemm.max_chunk);
+  return std::min(chunk, static_cast<std::size_t>(plan.m));
 }
 
 // Component a of t (a known only at run time: selects, no local-memory array).
@@ -203,29 +218,43 @@ template <bool kRows> struct PhaseWalk {
   }
 };
 
-// One operand of one chunk: out[i + ld * j] = c_{first+i} e(phase of row/column j), i < count.
-// c == nullptr: coefficient 1 (the column operand). Tc: float2 or double2 coefficients;
-// Tv: float2 or double2 operand values. Thread (i, blockIdx.y) writes runs of per_thread
-// consecutive j (warps: 32 consecutive samples, coalesced).
+// Coefficients of one chunk: coil v's value for sample first + i at c[v * stride + first + i];
+// none (ptr == nullptr): 1, one coil.
+template <class Tc> struct Coefficients {
+  const Tc *ptr = nullptr;
+  std::size_t stride = 0;
+  int coils = 1;
+};
+
+// One operand of one chunk: out[i + ld * (j + n v)] = c_v[first+i] e(phase of row/column j),
+// i < count, n = rows or cols, for each coil v (its phase evaluated once for all coils).
+// Tc: float2 or double2 coefficients; Tv: float2 or double2 operand values. Thread
+// (i, blockIdx.y) writes runs of per_thread consecutive j (warps: 32 consecutive samples,
+// coalesced); the coefficients are reread per j from L1 rather than held in registers.
 template <bool kRows, class Tc, class Tv>
 __global__ void __launch_bounds__(kGemm.threads)
-    operand_kernel(const KPoint *__restrict__ k, const Tc *__restrict__ c, int first, int count, int ld, SplitGeom s,
+    operand_kernel(const KPoint *__restrict__ k, Coefficients<Tc> c, int first, int count, int ld, SplitGeom s,
                    Tv *__restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const double3 t = sample_turns(s, k[first + i]);
-  double cr = 1, ci = 0;
-  if (c != nullptr) {
-    cr = static_cast<double>(c[first + i].x);
-    ci = static_cast<double>(c[first + i].y);
-  }
   const int n = kRows ? s.rows : s.cols;
+  const std::size_t coil_step = static_cast<std::size_t>(n) * ld;
   for (int j0 = blockIdx.y * kGemm.per_thread; j0 < n; j0 += gridDim.y * kGemm.per_thread) {
     PhaseWalk<kRows> w(s, t, j0, 1);
     const int end = min(j0 + kGemm.per_thread, n);
     for (int j = j0; j < end; ++j) {
       if (j > j0) w.advance(j);
-      store(out[static_cast<std::size_t>(j) * ld + i], cr * w.er - ci * w.ei, ci * w.er + cr * w.ei);
+      Tv *o = out + static_cast<std::size_t>(j) * ld + i;
+      if (c.ptr == nullptr) {
+        store(*o, w.er, w.ei);
+        continue;
+      }
+      for (int v = 0; v < c.coils; ++v) {
+        const Tc cv = c.ptr[v * c.stride + first + i];
+        const double cr = static_cast<double>(cv.x), ci = static_cast<double>(cv.y);
+        store(o[v * coil_step], cr * w.er - ci * w.ei, ci * w.er + cr * w.ei);
+      }
     }
   }
 }
@@ -271,7 +300,7 @@ template <class Tin, class Tout> void convert(const PlanState &plan, const Tin *
 }
 
 template <bool kRows, class Tc, class Tv>
-void launch_operand(const PlanState &plan, const SplitGeom &s, const Tc *c, int first, int count, int ld, Tv *out) {
+void launch_operand(const PlanState &plan, const SplitGeom &s, Coefficients<Tc> c, int first, int count, int ld, Tv *out) {
   const int n = kRows ? s.rows : s.cols;
   const int ys = std::min((n + kGemm.per_thread - 1) / kGemm.per_thread, 65535);
   const dim3 grid(static_cast<unsigned>(blocks_for(count, kGemm.threads)), static_cast<unsigned>(ys));
@@ -303,23 +332,27 @@ void gemm(cublasHandle_t h, bool gauss_3m, cublasOperation_t ta, cublasOperation
         __FILE__, __LINE__);
 }
 
-// R (rows x cols = the output grid, complex double) = sum over all samples of A^T B, added to R
-// when `accumulate` (a chunked plan's later chunks).
-template <class Tc> void separable_adjoint(const PlanState &plan, const Tc *c, double2 *R, bool accumulate = false) {
+// R (rows x cols = the output grid, complex double, per coil: c.coils grids one after another) =
+// sum over all samples of A^T B_v, added to R when `accumulate` (a chunked plan's later chunks).
+template <class Tc>
+void separable_adjoint(const PlanState &plan, Coefficients<Tc> c, double2 *R, bool accumulate = false) {
   GemmScratch &g = scratch(plan);
   const SplitGeom &s = g.split;
-  const int chunk = static_cast<int>(g.chunk);
-  double2 *A = g.rows_op.grow(g.chunk * s.rows);
-  double2 *B = g.cols_op.grow(g.chunk * s.cols);
+  const std::size_t chunk_size = chunk_samples(plan, g, c.coils);
+  const int chunk = static_cast<int>(chunk_size);
+  double2 *A = g.rows_op.grow(chunk_size * s.rows);
+  double2 *B = g.cols_op.grow(chunk_size * s.cols * c.coils);
   const bool gauss_3m = plan.ws->gemm_config.gauss_3m;
   for (int first = 0; first < plan.m; first += chunk) {
     const int count = std::min(chunk, plan.m - first);
-    launch_operand<true>(plan, s, c, first, count, chunk, A);
-    launch_operand<false>(plan, s, static_cast<const Tc *>(nullptr), first, count, chunk, B);
-    gemm(g.handle, gauss_3m, CUBLAS_OP_T, CUBLAS_OP_N, s.rows, s.cols, count, A, chunk, B, chunk, accumulate || first > 0,
-         R, s.rows);
+    launch_operand<true>(plan, s, Coefficients<Tc>{}, first, count, chunk, A);
+    launch_operand<false>(plan, s, c, first, count, chunk, B);
+    gemm(g.handle, gauss_3m, CUBLAS_OP_T, CUBLAS_OP_N, s.rows, s.cols * c.coils, count, A, chunk, B, chunk,
+         accumulate || first > 0, R, s.rows);
   }
 }
+
+template <class Tc> Coefficients<Tc> one_coil(const Tc *c) { return {c, 0, 1}; }
 
 // result (M) = F img; T: the operand/product type (float2: CGEMM, double2: ZGEMM).
 template <class T, class Tr> void separable_forward(const PlanState &plan, const T *img, Tr *result) {
@@ -332,7 +365,7 @@ template <class T, class Tr> void separable_forward(const PlanState &plan, const
   constexpr int kWarps = kGemm.forward_threads / 32;
   for (int first = 0; first < plan.m; first += chunk) {
     const int count = std::min(chunk, plan.m - first);
-    launch_operand<false>(plan, s, static_cast<const float2 *>(nullptr), first, count, chunk, B);
+    launch_operand<false>(plan, s, Coefficients<float2>{}, first, count, chunk, B);
     gemm(g.handle, gauss_3m, CUBLAS_OP_N, CUBLAS_OP_C, s.rows, count, s.cols, img, s.rows, B, chunk, false, Tm, s.rows);
     forward_rows_kernel<<<blocks_for(count, kWarps), kGemm.forward_threads, 0, plan.stream>>>(plan.k, first, count, s,
                                                                                                 static_cast<const T *>(Tm), result);
@@ -342,10 +375,26 @@ template <class T, class Tr> void separable_forward(const PlanState &plan, const
 
 } // namespace
 
+// Coils per GEMM. More columns pay where the operand pass is a large share of the work and cost
+// where one coil's GEMM already fills the GPU (H200, bench_fhd_gpu's coils-8 rows, 2026-12-02,
+// per-coil rate against one coil at a time): 256^2: 8 coils 1.36x (4: 1.31x); 64^3: 4 coils
+// 1.06x, 2: 1.06x, 8: 0.95x; 128^3: 0.91x with 2, 4 or 8 (also with chunks as long as one coil's).
+int coils_per_gemm(std::int64_t voxels) { return voxels <= (1 << 16) ? 8 : (voxels <= (1 << 18) ? 4 : 1); }
+
+void run_adjoint_coils_gemm(const PlanState &plan, const float2 *c, int coils, float2 *out) {
+  const int group = std::min(coils, coils_per_gemm(plan.out.voxels)); // group x voxels <= 2^21
+  double2 *R = scratch(plan).acc.grow(static_cast<std::size_t>(group) * plan.out.voxels);
+  for (int c0 = 0; c0 < coils; c0 += group) {
+    const int count = std::min(group, coils - c0);
+    const auto m = static_cast<std::size_t>(plan.m);
+    separable_adjoint(plan, Coefficients<float2>{c + c0 * m, m, count}, R);
+    convert(plan, static_cast<const double2 *>(R), count * plan.out.voxels,
+            out + static_cast<std::size_t>(c0) * plan.out.voxels);
+  }
+}
+
 template <> void run_adjoint<KernelPolicy::SeparableGemm>(const PlanState &plan, const float2 *c, float2 *out) {
-  double2 *R = scratch(plan).acc.grow(static_cast<std::size_t>(plan.out.voxels));
-  separable_adjoint(plan, c, R);
-  convert(plan, static_cast<const double2 *>(R), plan.out.voxels, out);
+  run_adjoint_coils_gemm(plan, c, 1, out);
 }
 
 void run_forward_gemm(const PlanState &plan, const float2 *image, float2 *result, bool in_double) {
@@ -356,10 +405,10 @@ void run_forward_gemm(const PlanState &plan, const float2 *image, float2 *result
 }
 
 void separable_adjoint_into(const PlanState &plan, const float2 *c, double2 *R, bool accumulate) {
-  separable_adjoint(plan, c, R, accumulate);
+  separable_adjoint(plan, one_coil(c), R, accumulate);
 }
 void separable_adjoint_into(const PlanState &plan, const double2 *c, double2 *R, bool accumulate) {
-  separable_adjoint(plan, c, R, accumulate);
+  separable_adjoint(plan, one_coil(c), R, accumulate);
 }
 void separable_forward_double(const PlanState &plan, const double2 *image, float2 *result) {
   separable_forward(plan, image, result);
@@ -378,7 +427,7 @@ void release_separable_operands(Workspace &ws) {
 
 void FhdPlan::adjoint_f64_device(const std::complex<double> *c_dev, std::complex<double> *result_dev) {
   require_resident(*impl_, "adjoint_f64_device");
-  separable_adjoint(impl_->state, reinterpret_cast<const double2 *>(c_dev), reinterpret_cast<double2 *>(result_dev));
+  separable_adjoint(impl_->state, one_coil(reinterpret_cast<const double2 *>(c_dev)), reinterpret_cast<double2 *>(result_dev));
 }
 
 void FhdPlan::forward_f64_device(const std::complex<double> *image_dev, std::complex<double> *result_dev) {

@@ -1,10 +1,12 @@
 // mri::reconstruct on the GPU: every phase on the device, one transfer of the image back.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "cuda_check.cuh"
 #include "device_image.hpp"
@@ -177,20 +179,29 @@ private:
   // The regulariser inside the one-coil operator, or, with SENSE, once outside it (DeviceCoils).
   Regularizer inner_regularizer() const { return coils_ ? Regularizer::None : options_.regularizer; }
 
-  // rhs = F^H (w .* D), or sum_c conj(S_c) .* F^H (w .* D_c), one coil's F^H at a time by `fhd`.
-  template <class CoilFhd> void accumulate_rhs(DeviceImage &rhs, CoilFhd &&fhd) {
-    if (!coils_) {
-      fhd(0, rhs);
-      return;
-    }
-    DeviceImage scratch = timed(report_.setup_seconds, [&] { return DeviceImage(grid_, stream_); });
+  // rhs = F^H (w .* D), or sum_c conj(S_c) .* F^H (w .* D_c); `fhd(c0, count, images)` writes
+  // the F^H of coils c0 .. c0 + count - 1 (count <= block) into `images`, one after another.
+  template <class BlockFhd> void accumulate_rhs(DeviceImage &rhs, int block, BlockFhd &&fhd) {
+    if (!coils_) return fhd(0, 1, rhs.data());
+    const std::size_t n = static_cast<std::size_t>(grid_.voxels());
+    DeviceBuffer<cfloat> images = timed(report_.setup_seconds, [&] { return DeviceBuffer<cfloat>(block * n); });
     mri::detail::sense_rhs(
-        *coils_, 1,
-        [&](int c, int) {
+        *coils_, block,
+        [&](int c0, int count) {
           wait_for_combine(); // the plan's stream overwrites what the last combine reads
-          fhd(c, scratch);
+          fhd(c0, count, images.get());
         },
-        [&](int) -> const DeviceImage & { return scratch; }, rhs);
+        [&](int i) -> const cfloat * { return images.get() + i * n; }, rhs);
+    wait_for_combine(); // images are freed next
+  }
+
+  // Coils c0 .. c0 + count - 1: their weighted samples up into `samples` (staged, on `stream`).
+  void upload_coils(const std::vector<cfloat> &weighted, int c0, int count, DeviceBuffer<cfloat> &samples,
+                    void *stream) {
+    timed(report_.transfer_seconds, [&] {
+      upload_staged(samples.get(), coil_samples(data_, weighted, c0), count * trajectory_.size() * sizeof(cfloat),
+                    static_cast<cudaStream_t>(stream));
+    });
   }
 
   // The map products run on the reconstruction stream, the F^H D plans on their own: a plan may
@@ -201,7 +212,8 @@ private:
 
   void check_memory(bool q_cached) {
     const DeviceBytes need =
-        reconstruct_device_bytes(grid_, trajectory_.size(), direct_, q_cached, nufft_, maps_ ? maps_->coils() : 0);
+        reconstruct_device_bytes(grid_, trajectory_.size(), direct_, q_cached, nufft_, maps_ ? maps_->coils() : 0,
+                                 nufft_ ? 1 : exact_coils_per_pass());
     report_.device_bytes = need.peak();
     const DeviceMemory memory = device_memory();
     std::size_t available = memory.free;
@@ -217,16 +229,24 @@ private:
                         (options_.device_memory_limit > 0 ? ", limit " + gib(options_.device_memory_limit) : "") + ")");
   }
 
-  // F^H (w .* D) by the exact sum, coil by coil through the plan's sample buffer.
+  // Coils per exact F^H D call: those the policy evaluates together (SeparableGemm: up to 8 as
+  // more columns of one GEMM, each phase once), or 1.
+  int exact_coils_per_pass() const {
+    return maps_ ? std::min(maps_->coils(), FhdPlan::coils_per_pass(policy_, grid_.voxels())) : 1;
+  }
+
+  // F^H (w .* D) by the exact sum, exact_coils_per_pass() coils per call.
   DeviceImage rhs_by_exact_sum() {
-    auto [plan, rhs] = timed(report_.setup_seconds, [&] {
-      return std::pair{std::make_unique<FhdPlan>(trajectory_, grid_, grid_), DeviceImage(grid_, stream_)};
+    const int block = exact_coils_per_pass();
+    auto [plan, rhs, samples] = timed(report_.setup_seconds, [&] {
+      return std::tuple{std::make_unique<FhdPlan>(trajectory_, grid_, grid_), DeviceImage(grid_, stream_),
+                        DeviceBuffer<cfloat>(block * trajectory_.size())};
     });
     const std::vector<cfloat> weighted = host_weighted_samples(data_);
-    accumulate_rhs(rhs, [&](int c, DeviceImage &out) {
-      timed(report_.transfer_seconds, [&] { plan->upload_samples(coil_samples(data_, weighted, c)); });
+    accumulate_rhs(rhs, block, [&](int c0, int count, cfloat *images) {
+      upload_coils(weighted, c0, count, samples, plan->stream());
       timed(report_.fhd_seconds, [&] {
-        plan->adjoint_device(policy_, plan->device_samples(), out.data());
+        plan->adjoint_coils_device(policy_, samples.get(), count, images);
         plan->synchronize();
       });
     });
@@ -244,36 +264,14 @@ private:
     const std::vector<cfloat> weighted = host_weighted_samples(data_);
     const int block = coils_ ? NufftDevicePlan::kCoilBlock : 1; // coils per gridding pass
     DeviceBuffer<cfloat> samples(block * trajectory_.size());
-    if (!coils_) {
-      adjoint_nufft_coils(weighted, 0, 1, samples, rhs.data());
-      return rhs;
-    }
-    const std::size_t n = static_cast<std::size_t>(grid_.voxels());
-    DeviceBuffer<cfloat> images = timed(report_.setup_seconds, [&] { return DeviceBuffer<cfloat>(block * n); });
-    mri::detail::sense_rhs(
-        *coils_, block,
-        [&](int c0, int count) {
-          wait_for_combine();
-          adjoint_nufft_coils(weighted, c0, count, samples, images.get());
-        },
-        [&](int i) -> const cfloat * { return images.get() + i * n; }, rhs);
-    wait_for_combine(); // images are freed next
+    accumulate_rhs(rhs, block, [&](int c0, int count, cfloat *images) {
+      upload_coils(weighted, c0, count, samples, nufft_plan_->stream());
+      timed(report_.fhd_seconds, [&] {
+        nufft_plan_->adjoint_coils_device(samples.get(), count, images, gridding_);
+        nufft_plan_->synchronize(); // the samples are reused next
+      });
+    });
     return rhs;
-  }
-
-  // Coils c0 .. c0 + count - 1: their weighted samples up into `samples` (staged), one
-  // coil-batched adjoint NUFFT into `images` (synchronised: the samples are reused next).
-  void adjoint_nufft_coils(const std::vector<cfloat> &weighted, int c0, int count, DeviceBuffer<cfloat> &samples,
-                           cfloat *images) {
-    const std::size_t m = trajectory_.size();
-    timed(report_.transfer_seconds, [&] {
-      upload_staged(samples.get(), coil_samples(data_, weighted, c0), count * m * sizeof(cfloat),
-                    static_cast<cudaStream_t>(nufft_plan_->stream()));
-    });
-    timed(report_.fhd_seconds, [&] {
-      nufft_plan_->adjoint_coils_device(samples.get(), count, images, gridding_);
-      nufft_plan_->synchronize();
-    });
   }
 
   // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device), from the k already

@@ -133,13 +133,14 @@ private:
 // F^H D plans count at their smallest (streamed) form: an exact-sum plan streams the samples
 // when they do not fit (detail::FhdPlan), so the refusal is for problems that cannot run at all.
 // SENSE (coils > 0): the maps stay on the device through every phase, F^H D adds a per-coil
-// image and CG two (mri_backend/sense.hpp); coils' samples go up one coil at a time.
+// image and CG two (mri_backend/sense.hpp); coils' samples go up a block at a time: the NUFFT's
+// gridding block, or `exact_block` coils for the exact sum (FhdPlan::coils_per_pass).
 struct DeviceBytes {
   std::size_t fhd = 0, q = 0, cg = 0;
   std::size_t peak() const;
 };
 DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
-                                     bool nufft = false, int coils = 0);
+                                     bool nufft = false, int coils = 0, int exact_block = 1);
 
 // Benchmark reference: one forward plus one inverse plain C2C cuFFT transform of `grid` (in place,
 // no callbacks), event-timed, median of `repeats` after a warm-up. Milliseconds.
