@@ -6,6 +6,7 @@
 #include "backend.hpp"
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "operator_checks.hpp"
 
 namespace mri {
 namespace {
@@ -29,38 +30,49 @@ FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptio
   }
 }
 
+using detail::check_image_grid;
+using detail::check_sample_count;
+
 std::vector<cfloat> FourierOperator::apply(const Image &image) const {
-  if (image.grid() != grid_)
-    detail::invalid_argument("image.grid().voxels()", image.grid().voxels(),
-                             "image grid differs from the operator's grid");
+  check_image_grid(image, grid_);
   check_finite({image.data(), image.size()}, "image");
   std::vector<cfloat> out(trajectory_.size());
-  if (device_plan_) {
-    device_plan_->forward(options_.precision, image.data(), out.data());
-    return out;
-  }
-  if (options_.precision == Precision::Float64)
-    detail::forward_sum_f64(trajectory_, image, out.data());
-  else
-    detail::forward_sum_f32(trajectory_, image, out.data());
+  forward(image, out);
   return out;
 }
 
 Image FourierOperator::adjoint(std::span<const cfloat> samples) const {
-  if (samples.size() != trajectory_.size())
-    detail::invalid_argument("samples.size()", samples.size(),
-                             "must equal trajectory.size() = " + std::to_string(trajectory_.size()));
+  check_sample_count(samples.size(), trajectory_.size());
   check_finite(samples, "samples");
   Image out(grid_);
-  if (device_plan_) {
-    device_plan_->adjoint(options_.policy, samples.data(), out.data());
-    return out;
-  }
-  if (options_.precision == Precision::Float64)
-    detail::adjoint_sum_f64(trajectory_, samples, grid_, grid_, out.data());
-  else
-    detail::adjoint_sum_f32(trajectory_, samples, grid_, grid_, out.data());
+  run_adjoint(samples, out);
   return out;
+}
+
+void FourierOperator::forward(const Image &image, std::vector<cfloat> &samples) const {
+  check_image_grid(image, grid_);
+  check_sample_count(samples.size(), trajectory_.size());
+  if (device_plan_)
+    device_plan_->forward(options_.precision, image.data(), samples.data());
+  else if (options_.precision == Precision::Float64)
+    detail::forward_sum_f64(trajectory_, image, samples.data());
+  else
+    detail::forward_sum_f32(trajectory_, image, samples.data());
+}
+
+void FourierOperator::adjoint(const std::vector<cfloat> &samples, Image &image) const {
+  check_image_grid(image, grid_);
+  check_sample_count(samples.size(), trajectory_.size());
+  run_adjoint(samples, image);
+}
+
+void FourierOperator::run_adjoint(std::span<const cfloat> samples, Image &image) const {
+  if (device_plan_)
+    device_plan_->adjoint(options_.policy, samples.data(), image.data());
+  else if (options_.precision == Precision::Float64)
+    detail::adjoint_sum_f64(trajectory_, samples, grid_, grid_, image.data());
+  else
+    detail::adjoint_sum_f32(trajectory_, samples, grid_, grid_, image.data());
 }
 
 FhDOperator::FhDOperator(Trajectory trajectory, Grid grid, OperatorOptions options)

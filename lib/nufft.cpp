@@ -11,6 +11,7 @@
 #include "mri/kspace.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "nufft_plan.hpp"
+#include "operator_checks.hpp"
 #include "trajectory_range.hpp"
 
 namespace mri {
@@ -40,8 +41,7 @@ NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions opti
 }
 
 std::vector<cfloat> NufftOperator::apply(const Image &image) const {
-  if (image.grid() != grid_)
-    detail::invalid_argument("image.grid().voxels()", image.grid().voxels(), "image grid differs from the operator's grid");
+  detail::check_image_grid(image, grid_);
   check_finite({image.data(), image.size()}, "image");
   std::vector<cfloat> out(trajectory_.size());
   apply(image.data(), out.data());
@@ -49,13 +49,23 @@ std::vector<cfloat> NufftOperator::apply(const Image &image) const {
 }
 
 Image NufftOperator::adjoint(std::span<const cfloat> samples) const {
-  if (samples.size() != trajectory_.size())
-    detail::invalid_argument("samples.size()", samples.size(),
-                             "must equal trajectory.size() = " + std::to_string(trajectory_.size()));
+  detail::check_sample_count(samples.size(), trajectory_.size());
   check_finite(samples, "samples");
   Image out(grid_);
   adjoint(samples.data(), out.data());
   return out;
+}
+
+void NufftOperator::forward(const Image &image, std::vector<cfloat> &samples) const {
+  detail::check_image_grid(image, grid_);
+  detail::check_sample_count(samples.size(), trajectory_.size());
+  apply(image.data(), samples.data());
+}
+
+void NufftOperator::adjoint(const std::vector<cfloat> &samples, Image &image) const {
+  detail::check_image_grid(image, grid_);
+  detail::check_sample_count(samples.size(), trajectory_.size());
+  adjoint(samples.data(), image.data());
 }
 
 void NufftOperator::apply(const cfloat *image, cfloat *samples) const {

@@ -12,63 +12,13 @@
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
 #include "mri/toeplitz.hpp"
+#include "mri/linear_operator.hpp"
+#include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
 
 namespace mri::detail {
 namespace {
-
-// F^H W F by F then F^H (normal = Direct) on the CPU: the exact sums, or the NUFFT pair.
-class DirectNormal {
-public:
-  DirectNormal(const KSpaceData &data, const Grid &grid, Precision precision, const NufftOperator *nufft)
-      : trajectory_(data.trajectory()), weights_(data.weights()), grid_(grid), precision_(precision),
-        nufft_(nufft), samples_(data.trajectory().size()) {}
-
-  void apply(const Image &in, Image &out) const {
-    if (nufft_) {
-      nufft_->apply(in.data(), samples_.data());
-      weigh();
-      nufft_->adjoint(samples_.data(), out.data());
-      return;
-    }
-    if (precision_ == Precision::Float64)
-      forward_sum_f64(trajectory_, in, samples_.data());
-    else
-      forward_sum_f32(trajectory_, in, samples_.data());
-    weigh();
-    if (precision_ == Precision::Float64)
-      adjoint_sum_f64(trajectory_, samples_, grid_, grid_, out.data());
-    else
-      adjoint_sum_f32(trajectory_, samples_, grid_, grid_, out.data());
-  }
-
-private:
-  void weigh() const {
-    for (std::size_t m = 0; m < weights_.size(); ++m) samples_[m] *= weights_[m];
-  }
-  const Trajectory &trajectory_;
-  const std::vector<float> &weights_;
-  Grid grid_;
-  Precision precision_;
-  const NufftOperator *nufft_;
-  mutable std::vector<cfloat> samples_;
-};
-
-// (F^H W F + lambda R^H R) as one callable for ConjugateGradient.
-struct CpuNormal {
-  const QOperator *q;
-  const DirectNormal *direct;
-  Regularizer regularizer;
-  double lambda;
-  void operator()(const Image &in, Image &out) const {
-    if (q)
-      q->apply(in.data(), out.data());
-    else
-      direct->apply(in, out);
-    add_regularizer_normal(regularizer, lambda, in.grid(), in.data(), out.data());
-  }
-};
 
 class CpuSteps {
 public:
@@ -110,7 +60,10 @@ public:
     return rhs;
   }
 
-  void make_direct() { direct_.emplace(data_, grid_, options_.precision, nufft_op_ ? &*nufft_op_ : nullptr); }
+  // F for the direct normal: the NUFFT plan kept from rhs(), or the exact sums.
+  void make_direct() {
+    if (!nufft_op_) exact_.emplace(data_.trajectory(), grid_, op_);
+  }
 
   // Q on the doubled grid: the exact sum, or one adjoint NUFFT there. It does not depend on the
   // coil: one Q for all.
@@ -121,20 +74,27 @@ public:
   void load_spectrum(std::span<const float> spectrum) { q_.emplace(QOperator::from_spectrum(grid_, spectrum)); }
   std::vector<float> spectrum() const { return q_->spectrum(); }
 
-  // SENSE: the one-coil normal without its regulariser inside, the regulariser once outside.
+  // The CG's operator (mri_backend/normal_assembly.hpp): the Toeplitz form, or F^H W F directly.
   template <class F> ReconResult with_normal(const Image &like, F &&f) {
-    const QOperator *q = q_ ? &*q_ : nullptr;
-    const DirectNormal *direct = direct_ ? &*direct_ : nullptr;
-    if (coils_)
-      return f(SenseNormal<Image, HostCoils, CpuNormal>(*coils_, CpuNormal{q, direct, Regularizer::None, 0.0}, like));
-    return f(CpuNormal{q, direct, options_.regularizer, options_.lambda});
+    if (q_) return with_data_normal(like, ref(*q_), f);
+    if (nufft_op_) return with_data_normal(like, direct_normal(ref(*nufft_op_), data_.weights()), f);
+    return with_data_normal(like, direct_normal(ref(*exact_), data_.weights()), f);
   }
 
   void synchronize() const {}
+
   const Image &to_host(const Image &x) const { return x; }
   Image to_host(Image &&x) const { return std::move(x); }
 
 private:
+  // + lambda R^H R; with SENSE the data term bare inside the coil sum, the regulariser once outside.
+  template <class N, class F> ReconResult with_data_normal(const Image &like, N data_normal, F &f) {
+    if (!coils_)
+      return f(normal_equations(regularized(std::move(data_normal), options_.regularizer, options_.lambda, grid_)));
+    auto inner = normal_equations(std::move(data_normal));
+    return f(SenseNormal<Image, HostCoils, decltype(inner)>(*coils_, std::move(inner), like));
+  }
+
   const KSpaceData &data_;
   const Grid grid_;
   const ReconOptions &options_;
@@ -145,7 +105,7 @@ private:
   std::optional<HostCoils> coils_;
   std::optional<NufftOperator> nufft_op_;
   std::optional<QOperator> q_;
-  std::optional<DirectNormal> direct_;
+  std::optional<FourierOperator> exact_; // the direct normal's F when not by NUFFT
 };
 
 } // namespace

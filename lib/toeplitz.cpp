@@ -15,6 +15,7 @@
 #include "mri/fourier.hpp"
 #include "mri/kspace.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "operator_checks.hpp"
 #include "trajectory_range.hpp"
 
 namespace mri {
@@ -157,11 +158,15 @@ void QOperator::apply(const cfloat *in, cfloat *out) const {
 }
 
 Image QOperator::apply(const Image &in) const {
-  if (in.grid() != grid_)
-    detail::invalid_argument("image.grid().voxels()", in.grid().voxels(), "differs from the QOperator's grid");
   Image out(grid_);
-  apply(in.data(), out.data());
+  forward(in, out);
   return out;
+}
+
+void QOperator::forward(const Image &in, Image &out) const {
+  detail::check_image_grid(in, grid_);
+  detail::check_image_grid(out, grid_);
+  apply(in.data(), out.data());
 }
 
 } // namespace mri

@@ -42,7 +42,17 @@ public:
   // F^H y. Throws InvalidArgument if y.size() != M or y holds NaN/Inf.
   Image adjoint(std::span<const cfloat> samples) const;
 
+  // The operator core's form (mri/linear_operator.hpp), for solvers and compositions: into the
+  // caller's vectors, sizes checked (InvalidArgument), values not (the solver checks its own).
+  using Domain = Image;
+  using Range = std::vector<cfloat>;
+  Image domain_vector() const { return Image(grid_); }
+  std::vector<cfloat> range_vector() const { return std::vector<cfloat>(trajectory_.size()); }
+  void forward(const Image &image, std::vector<cfloat> &samples) const;
+  void adjoint(const std::vector<cfloat> &samples, Image &image) const;
+
 private:
+  void run_adjoint(std::span<const cfloat> samples, Image &image) const; // sizes checked
   Trajectory trajectory_;
   Grid grid_;
   OperatorOptions options_;

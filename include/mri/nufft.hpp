@@ -156,6 +156,15 @@ public:
   void apply(const cfloat *image, cfloat *samples) const;
   void adjoint(const cfloat *samples, cfloat *image) const;
 
+  // The operator core's form (mri/linear_operator.hpp): into the caller's vectors, sizes
+  // checked (InvalidArgument), values not.
+  using Domain = Image;
+  using Range = std::vector<cfloat>;
+  Image domain_vector() const { return Image(grid_); }
+  std::vector<cfloat> range_vector() const { return std::vector<cfloat>(trajectory_.size()); }
+  void forward(const Image &image, std::vector<cfloat> &samples) const;
+  void adjoint(const std::vector<cfloat> &samples, Image &image) const;
+
 private:
   friend struct detail::NufftAccess;
   Trajectory trajectory_;

@@ -30,7 +30,18 @@ public:
   // E^H y. Throws InvalidArgument if y.size() != coils() * M.
   Image adjoint(std::span<const cfloat> samples) const;
 
+  // The operator core's form (mri/linear_operator.hpp): into the caller's vectors (coil c's M
+  // samples at c * M), sizes checked as above.
+  using Domain = Image;
+  using Range = std::vector<cfloat>;
+  Image domain_vector() const { return Image(fourier_.grid()); }
+  std::vector<cfloat> range_vector() const;
+  void forward(const Image &image, std::vector<cfloat> &samples) const;
+  void adjoint(const std::vector<cfloat> &samples, Image &image) const;
+
 private:
+  void adjoint_into(std::span<const cfloat> samples, Image &image) const;
+  void check_coil_samples(std::size_t size, std::size_t m) const;
   FourierOperator fourier_;
   std::shared_ptr<const CoilSensitivities> maps_;
 };

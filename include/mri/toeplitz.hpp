@@ -46,6 +46,16 @@ public:
   void apply(const cfloat *in, cfloat *out) const;
   Image apply(const Image &in) const;
 
+  // The operator core's form (mri/linear_operator.hpp): F^H W F as a self-adjoint operator on
+  // images of grid() (InvalidArgument for another grid). It is the normal operator of F: compose
+  // it as it is, not through normal_of (which would square it).
+  using Domain = Image;
+  using Range = Image;
+  Image domain_vector() const { return Image(grid_); }
+  Image range_vector() const { return Image(grid_); }
+  void forward(const Image &in, Image &out) const;
+  void adjoint(const Image &in, Image &out) const { forward(in, out); }
+
 private:
   explicit QOperator(const Grid &grid);
   void make_kernel(); // plan_ with FFT(q_) / L
