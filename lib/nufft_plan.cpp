@@ -10,6 +10,7 @@
 #include "mri/nufft.hpp"
 
 #include <omp.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -56,6 +57,16 @@ constexpr std::size_t kMaxPrivateGridBytes = std::size_t{1} << 30;
 // scatter 44 ms, 42 / 34.5 / 31-36 ms.
 constexpr int kCoilBlock = kMaxGriddingCoils;
 constexpr std::size_t kMaxCoilGridBytes = std::size_t{512} << 20;
+
+// Asks for transparent huge pages on a large buffer: its first touch costs one fault per 2 MiB
+// instead of one per 4 KiB (measured on the 2-core Firecracker VM: 32 MiB touched in 95 ms with
+// 4 KiB pages, 3-60 ms with huge pages).
+void advise_huge_pages(void *p, std::size_t bytes) {
+  constexpr std::uintptr_t kPage = 4096;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(kPage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 } // namespace
 
@@ -120,6 +131,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
     buffer = Fftw<T>::alloc(points);
     if (!buffer) throw Error("NufftOperator: cannot allocate " + std::to_string(grids) + " oversampled grids (" + std::to_string(points) + " points)");
     buffer_grids = grids;
+    advise_huge_pages(buffer, points * sizeof(C));
   }
 
   // Sample order <-> tile order. Walking the samples in their own order keeps one
