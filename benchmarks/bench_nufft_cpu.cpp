@@ -8,6 +8,14 @@
 //   GRID2D/<method>                  MISSION.md's GRID-2D: PROPELLER 256^2 (traj::propeller,
 //                                    16 blades x 32 lines x 256 = 2^17 samples), gridding adjoint,
 //                                    GA (scatter, method 0) vs RGA (gather, method 1)
+//   NUFFT2D_coils/<method>/<batched> RECON-2D-MC's adjoint: 256^2, radial 256 x 512 = 2^17
+//                                    samples, 8 coils of random data, tolerance 1e-3: 8 adjoint()
+//                                    calls (batched 0) vs one adjoint_coils (batched 1)
+//   RECON2DMC_fhd/<batched>          RECON-2D-MC's F^H D phase in mri::reconstruct (8 simulated
+//                                    coils, true maps, method = Nufft; the report's fhd_seconds:
+//                                    NUFFT plan + adjoints + coil combination), batched 1 as built;
+//                                    batched 0 the same sum by 8 adjoint() calls and HostCoils'
+//                                    combination written out here, for the comparison in one run
 //
 // Times are execute only, through the unchecked pointer API (the checked API adds a finiteness
 // scan of the input, ~0.5 ms at M = 2^20). Counters:
@@ -19,13 +27,19 @@
 // Median of 5 repetitions (real time) is the figure to quote; the machine's cores are shared.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
+#include <complex>
+#include <memory>
 #include <cstdint>
 #include <vector>
 
 #include "bench_support.hpp"
+#include "mri/coil_simulation.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
+#include "mri/phantom.hpp"
+#include "mri/reconstruct.hpp"
 #include "mri/trajectory.hpp"
 
 namespace {
@@ -164,6 +178,97 @@ void GRID2D(benchmark::State &state) {
   });
 }
 BENCHMARK(GRID2D)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5)->ReportAggregatesOnly(true);
+
+constexpr int kCoils = 8;
+
+const Problem &radial_2d_coils() {
+  static const Problem p = [] {
+    Problem q;
+    q.traj = traj::radial(q.grid, 256, 512);
+    q.data = random_complex(q.traj.size() * kCoils, 4);
+    return q;
+  }();
+  return p;
+}
+
+// range(0): 0 scatter, 1 gather; range(1): 0 one adjoint per coil, 1 adjoint_coils.
+void NUFFT2D_coils(benchmark::State &state) {
+  const Problem &p = radial_2d_coils();
+  const NufftOperator op(p.traj, p.grid, options(1e-3, state.range(0) ? Gridding::Gather : Gridding::Scatter));
+  const std::size_t m = p.traj.size(), n = static_cast<std::size_t>(p.grid.voxels());
+  std::vector<cfloat> images(n * kCoils);
+  time_execute(state, m * kCoils, [&] {
+    if (state.range(1)) {
+      op.adjoint_coils(p.data.data(), kCoils, images.data());
+    } else {
+      for (std::size_t c = 0; c < kCoils; ++c) op.adjoint(p.data.data() + c * m, images.data() + c * n);
+    }
+    benchmark::DoNotOptimize(images.data());
+  });
+}
+BENCHMARK(NUFFT2D_coils)
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
+
+// RECON-2D-MC as bench_recon_gpu.cpp makes it (SNR 30, 8 SimulatedCoils, true maps).
+struct Recon2DMC {
+  Grid grid{256, 256};
+  SimulatedCoils array{2, kCoils};
+  KSpaceData data = [this] {
+    auto t = traj::radial(grid, 256, 512);
+    auto s = array.kspace(Phantom::shepp_logan_2d(), t, grid);
+    add_noise(s, 30.0, 1);
+    return KSpaceData(std::move(t), std::move(s), std::vector<float>{}, kCoils);
+  }();
+  std::shared_ptr<const CoilSensitivities> maps = std::make_shared<const CoilSensitivities>(array.maps(grid));
+};
+
+// The F^H D phase per coil, as reconstruct ran it before adjoint_coils: plan, then per coil one
+// adjoint and conj(S_c) .* into the sum.
+double fhd_per_coil(const Recon2DMC &p, const NufftOptions &o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const NufftOperator op(p.data.trajectory(), p.grid, o);
+  const std::vector<cfloat> y = p.data.weighted_samples();
+  Image one(p.grid), rhs(p.grid);
+  for (int c = 0; c < kCoils; ++c) {
+    op.adjoint(y.data() + static_cast<std::size_t>(c) * p.data.samples_per_coil(), one.data());
+    const cfloat *s = p.maps->map(c).data();
+    const auto n = static_cast<std::int64_t>(rhs.size());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) rhs[static_cast<std::size_t>(i)] = (c ? rhs[static_cast<std::size_t>(i)] : cfloat{}) + std::conj(s[i]) * one[static_cast<std::size_t>(i)];
+  }
+  benchmark::DoNotOptimize(rhs.data());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void RECON2DMC_fhd(benchmark::State &state) {
+  static const Recon2DMC p;
+  ReconOptions o;
+  o.method = Method::Nufft;
+  o.backend = Backend::Cpu;
+  o.iterations = 1;
+  o.sensitivities = p.maps;
+  for (auto _ : state) {
+    if (state.range(0)) {
+      state.SetIterationTime(reconstruct(p.data, p.grid, o).report.fhd_seconds);
+    } else {
+      NufftOptions n;
+      n.tolerance = o.nufft_tolerance;
+      state.SetIterationTime(fhd_per_coil(p, n));
+    }
+  }
+}
+BENCHMARK(RECON2DMC_fhd)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseManualTime()
+    ->Iterations(3)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 } // namespace
 

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 
 #include "cpu_isa.hpp"
 #include "gridding_cpu_kernels.hpp"
@@ -53,22 +54,28 @@ template <class T> std::vector<T> padded_coefficients(const GriddingArgs<T> &a, 
 
 constexpr i64 kChunk = 2048; // samples per interpolation task
 
+void check_coils(int coils) {
+  if (coils < 1 || coils > kMaxGriddingCoils)
+    invalid_argument("coils", coils, "one gridding pass takes 1 to " + std::to_string(kMaxGriddingCoils) + " coils");
+}
+
 } // namespace
 
 template <class T>
-void grid_scatter(const GriddingArgs<T> &a, const std::complex<T> *c, std::complex<T> *grid,
+void grid_scatter(const GriddingArgs<T> &a, const std::complex<T> *c, int coils, std::complex<T> *grid,
                   std::vector<std::complex<T>> &scratch, std::size_t max_private_bytes) {
+  check_coils(coils);
   const Kernels<T> k = kernels_for<T>(*a.layout);
   const std::vector<T> coef2 = padded_coefficients(a, k.padded_width);
   const T *kc = coef2.data();
   const i64 m_count = static_cast<i64>(a.layout->order.size());
-  const i64 g_count = a.layout->grid_points();
+  const i64 g_count = coil_grid_stride(*a.layout) * coils; // all the coils' grids (and pads), one after another
   T *g = reinterpret_cast<T *>(grid);
   const int nt = std::max(1, a.threads);
   const std::size_t private_bytes = static_cast<std::size_t>(nt - 1) * static_cast<std::size_t>(g_count) * sizeof(std::complex<T>);
   if (nt == 1) {
     std::fill(grid, grid + g_count, std::complex<T>{});
-    k.scatter(a, kc, c, 0, m_count, g);
+    k.scatter(a, kc, c, coils, 0, m_count, g);
     return;
   }
   if (private_bytes <= max_private_bytes) {
@@ -79,9 +86,9 @@ void grid_scatter(const GriddingArgs<T> &a, const std::complex<T> *c, std::compl
       const int team = omp_get_num_threads(), t = omp_get_thread_num();
       std::complex<T> *mine = t == 0 ? grid : priv + static_cast<i64>(t - 1) * g_count;
       std::fill(mine, mine + g_count, std::complex<T>{});
-      k.scatter(a, kc, c, m_count * t / team, m_count * (t + 1) / team, reinterpret_cast<T *>(mine));
+      k.scatter(a, kc, c, coils, m_count * t / team, m_count * (t + 1) / team, reinterpret_cast<T *>(mine));
 #pragma omp barrier
-      // Reduce in thread order, each thread a slice of the grid.
+      // Reduce in thread order, each thread a slice of the grids.
       const i64 lo = g_count * t / team, hi = g_count * (t + 1) / team;
       for (int u = 1; u < team; ++u) {
         const std::complex<T> *src = priv + static_cast<i64>(u - 1) * g_count;
@@ -95,16 +102,19 @@ void grid_scatter(const GriddingArgs<T> &a, const std::complex<T> *c, std::compl
   std::fill(grid, grid + g_count, std::complex<T>{});
   const i64 chunks = (m_count + kChunk - 1) / kChunk;
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (i64 b = 0; b < chunks; ++b) k.scatter_atomic(a, kc, c, b * kChunk, std::min(m_count, (b + 1) * kChunk), g);
+  for (i64 b = 0; b < chunks; ++b)
+    k.scatter_atomic(a, kc, c, coils, b * kChunk, std::min(m_count, (b + 1) * kChunk), g);
 }
 
-template <class T> void grid_gather(const GriddingArgs<T> &a, const std::complex<T> *c, std::complex<T> *grid) {
+template <class T>
+void grid_gather(const GriddingArgs<T> &a, const std::complex<T> *c, int coils, std::complex<T> *grid) {
+  check_coils(coils);
   const GriddingLayout &L = *a.layout;
   const Kernels<T> k = kernels_for<T>(L);
   const std::vector<T> coef2 = padded_coefficients(a, k.padded_width);
   const T *kc = coef2.data();
   const i64 tiles = L.tiles[0] * L.tiles[1] * L.tiles[2];
-  const i64 local_size = 2 * k.local_row * L.tile[1] * L.tile[2];
+  const i64 local_size = 2 * k.local_row * L.tile[1] * L.tile[2] * coils; // one tile per coil
   const int nt = std::max(1, a.threads);
   std::vector<T> local(static_cast<std::size_t>(local_size * nt));
   T *g = reinterpret_cast<T *>(grid);
@@ -112,7 +122,7 @@ template <class T> void grid_gather(const GriddingArgs<T> &a, const std::complex
   {
     T *mine = local.data() + local_size * omp_get_thread_num();
 #pragma omp for schedule(dynamic, 1)
-    for (i64 t = 0; t < tiles; ++t) k.gather(a, kc, c, t, mine, g);
+    for (i64 t = 0; t < tiles; ++t) k.gather(a, kc, c, coils, t, mine, g);
   }
 }
 
@@ -128,12 +138,13 @@ void interpolate(const GriddingArgs<T> &a, const std::complex<T> *grid, std::com
   for (i64 b = 0; b < chunks; ++b) k.interp(a, kc, g, b * kChunk, std::min(m_count, (b + 1) * kChunk), c);
 }
 
-template void grid_scatter<float>(const GriddingArgs<float> &, const std::complex<float> *, std::complex<float> *,
+template void grid_scatter<float>(const GriddingArgs<float> &, const std::complex<float> *, int, std::complex<float> *,
                                   std::vector<std::complex<float>> &, std::size_t);
-template void grid_scatter<double>(const GriddingArgs<double> &, const std::complex<double> *,
+template void grid_scatter<double>(const GriddingArgs<double> &, const std::complex<double> *, int,
                                    std::complex<double> *, std::vector<std::complex<double>> &, std::size_t);
-template void grid_gather<float>(const GriddingArgs<float> &, const std::complex<float> *, std::complex<float> *);
-template void grid_gather<double>(const GriddingArgs<double> &, const std::complex<double> *, std::complex<double> *);
+template void grid_gather<float>(const GriddingArgs<float> &, const std::complex<float> *, int, std::complex<float> *);
+template void grid_gather<double>(const GriddingArgs<double> &, const std::complex<double> *, int,
+                                  std::complex<double> *);
 template void interpolate<float>(const GriddingArgs<float> &, const std::complex<float> *, std::complex<float> *);
 template void interpolate<double>(const GriddingArgs<double> &, const std::complex<double> *,
                                   std::complex<double> *);

@@ -97,29 +97,71 @@ template <class T, int D, int W> struct Weights {
 };
 
 // The thread-per-sample passes over samples [begin, end) (sorted order): Scatter adds sample
-// c[m], weighted, into its window of `grid` (ScatterAtomic: with atomic adds, scalar);
-// Interpolate sets out[m] to the weighted sum of its window of `grid`. One body, so that both
-// walk a window alike: W (2D) or W^2 (3D) rows wrapped on the periodic grid, each one vector of
-// 2 Wp values unless its x-run wraps (then value by value).
+// m of each of `coils` coils (c[m * coils + b], coil b's grid at grid + b coil_grid_stride),
+// weighted, into its window (ScatterAtomic: with atomic adds, scalar); Interpolate (coils = 1)
+// sets out[m] to the weighted sum of its window of `grid`. One body, so that both walk a window
+// alike: W (2D) or W^2 (3D) rows wrapped on the periodic grid, each one vector of 2 Wp values
+// unless its x-run wraps (then value by value). The weights are evaluated once per sample for all
+// coils; each coil's grid gets the same products in the same order as a one-coil pass.
 enum class Pass { Scatter, ScatterAtomic, Interpolate };
+
+inline constexpr int kMaxCoilBlock = kMaxGriddingCoils;
+
+// One window row at x-offset jx: Scatter adds w * v into it, Interpolate adds w times it to v.
+template <class T, int W, Pass P, class GridValue>
+MRI_ALWAYS_INLINE void row_pass(GridValue *__restrict row, i64 jx, i64 gx, bool contiguous, T w,
+                                typename Simd<T, W>::V &v) {
+  using S = Simd<T, W>;
+  using V = typename S::V;
+  if constexpr (P != Pass::Interpolate) {
+    if (contiguous) {
+      T *p = row + 2 * jx;
+      S::store(p, S::load(p) + w * v);
+    } else {
+      const V wv = w * v;
+      for (int i = 0; i < W; ++i) {
+        i64 x = jx + i;
+        if (x >= gx) x -= gx;
+        add_to<T, P == Pass::ScatterAtomic>(row + 2 * x, wv[2 * i]);
+        add_to<T, P == Pass::ScatterAtomic>(row + 2 * x + 1, wv[2 * i + 1]);
+      }
+    }
+  } else if (contiguous) {
+    v += w * S::load(row + 2 * jx);
+  } else {
+    V r = {};
+    for (int i = 0; i < W; ++i) {
+      i64 x = jx + i;
+      if (x >= gx) x -= gx;
+      r[2 * i] = row[2 * x];
+      r[2 * i + 1] = row[2 * x + 1];
+    }
+    v += w * r;
+  }
+}
 
 // GridValue: T (the scatters write the grid) or const T (interpolation reads it).
 template <class T, int D, int W, Pass P, class GridValue>
-MRI_ALWAYS_INLINE void window_pass(const GriddingArgs<T> &a, const T *coef2, const std::complex<T> *c, i64 begin,
-                                   i64 end, GridValue *__restrict grid, std::complex<T> *out) {
+MRI_ALWAYS_INLINE void window_pass(const GriddingArgs<T> &a, const T *coef2, const std::complex<T> *c, int coils,
+                                   i64 begin, i64 end, GridValue *__restrict grid, std::complex<T> *out) {
   using S = Simd<T, W>;
   using V = typename S::V;
-  constexpr bool kScatter = P != Pass::Interpolate, kAtomic = P == Pass::ScatterAtomic;
+  constexpr bool kScatter = P != Pass::Interpolate;
   const GriddingLayout &L = *a.layout;
-  const i64 gx = L.g[0], gy = L.g[1], gz = L.g[2];
+  const i64 gx = L.g[0], gy = L.g[1], gz = L.g[2], coil_stride = 2 * coil_grid_stride(L);
+  const int nv = kScatter ? coils : 1;
   constexpr int WZ = D == 3 ? W : 1;
   for (i64 m = begin; m < end; ++m) {
     const Weights<T, D, W> k(a, coef2, m);
     const std::int32_t *j = &L.j0[static_cast<std::size_t>(3 * m)];
-    V v = {}; // Scatter: the weighted sample; Interpolate: the sum over the window's rows
-    if constexpr (kScatter) v = k.x * S::complex_broadcast(c + m);
+    V v[kScatter ? kMaxCoilBlock : 1]; // Scatter: the weighted sample per coil; Interpolate: the row sum
+    if constexpr (kScatter) {
+      for (int b = 0; b < nv; ++b) v[b] = k.x * S::complex_broadcast(c + m * coils + b);
+    } else {
+      v[0] = V{};
+    }
     const i64 jx = j[0];
-    const bool contiguous = !kAtomic && jx + S::Wp <= gx;
+    const bool contiguous = P != Pass::ScatterAtomic && jx + S::Wp <= gx;
     for (int dz = 0; dz < WZ; ++dz) {
       i64 z = D == 3 ? j[2] + dz : 0;
       if (z >= gz) z -= gz;
@@ -128,37 +170,11 @@ MRI_ALWAYS_INLINE void window_pass(const GriddingArgs<T> &a, const T *coef2, con
         if (y >= gy) y -= gy;
         const T w = k.wz(dz) * k.wy(dy);
         GridValue *row = grid + 2 * ((z * gy + y) * gx);
-        if constexpr (kScatter) {
-          if (contiguous) {
-            T *p = row + 2 * jx;
-            S::store(p, S::load(p) + w * v);
-          } else {
-            const V wv = w * v;
-            for (int i = 0; i < W; ++i) {
-              i64 x = jx + i;
-              if (x >= gx) x -= gx;
-              add_to<T, kAtomic>(row + 2 * x, wv[2 * i]);
-              add_to<T, kAtomic>(row + 2 * x + 1, wv[2 * i + 1]);
-            }
-          }
-        } else {
-          if (contiguous) {
-            v += w * S::load(row + 2 * jx);
-          } else {
-            V r = {};
-            for (int i = 0; i < W; ++i) {
-              i64 x = jx + i;
-              if (x >= gx) x -= gx;
-              r[2 * i] = row[2 * x];
-              r[2 * i + 1] = row[2 * x + 1];
-            }
-            v += w * r;
-          }
-        }
+        for (int b = 0; b < nv; ++b) row_pass<T, W, P>(row + b * coil_stride, jx, gx, contiguous, w, v[b]);
       }
     }
     if constexpr (!kScatter) {
-      const V prod = v * k.x;
+      const V prod = v[0] * k.x;
       T re = 0, im = 0;
       for (int i = 0; i < S::R; i += 2) {
         re += prod[i];
@@ -173,23 +189,26 @@ MRI_ALWAYS_INLINE void window_pass(const GriddingArgs<T> &a, const T *coef2, con
 // tile and its padded run reach Wp-1 right of the tile's last point.
 template <class T, int W> constexpr i64 local_row(i64 tx) { return tx + (W - 1) + (Simd<T, W>::Wp - 1); }
 
-// One tile of the gather: sums its list into `local` (x-halo on both sides, rows and planes
-// clipped to the tile) and writes the tile's interior into the grid.
+// One tile of the gather for `coils` coils (sample m of coil b at c[m * coils + b], coil b's
+// grid at grid + b coil_grid_stride): sums its list into `local` (one block of local_size values per coil; x-halo
+// on both sides, rows and planes clipped to the tile) and writes the tile's interior into each
+// grid. Each entry's weights are evaluated once for all coils.
 template <class T, int D, int W>
-MRI_ALWAYS_INLINE void gather_body(const GriddingArgs<T> &a, const T *coef2, const std::complex<T> *c, i64 t,
-                                   T *__restrict local, T *__restrict grid) {
+MRI_ALWAYS_INLINE void gather_body(const GriddingArgs<T> &a, const T *coef2, const std::complex<T> *c, int coils,
+                                   i64 t, T *__restrict local, T *__restrict grid) {
   using S = Simd<T, W>;
   const GriddingLayout &L = *a.layout;
   const i64 tx = L.tile[0], ty = L.tile[1], tz = L.tile[2];
-  const i64 lx = local_row<T, W>(tx);
+  const i64 lx = local_row<T, W>(tx), local_size = 2 * lx * ty * tz;
   const i64 ix = t % L.tiles[0], iy = (t / L.tiles[0]) % L.tiles[1], iz = t / (L.tiles[0] * L.tiles[1]);
-  std::fill(local, local + 2 * lx * ty * tz, T(0));
+  std::fill(local, local + local_size * coils, T(0));
   const GriddingLayout::Entry *e = L.entries.data() + L.offsets[static_cast<std::size_t>(t)];
   const GriddingLayout::Entry *e_end = L.entries.data() + L.offsets[static_cast<std::size_t>(t) + 1];
   for (; e != e_end; ++e) {
     const i64 m = e->sample;
     const Weights<T, D, W> k(a, coef2, m);
-    const typename S::V v = k.x * S::complex_broadcast(c + m);
+    typename S::V v[kMaxCoilBlock];
+    for (int b = 0; b < coils; ++b) v[b] = k.x * S::complex_broadcast(c + m * coils + b);
     const int dy0 = e->d[1], dz0 = e->d[2];
     const int ylo = std::max(0, -dy0), yhi = static_cast<int>(std::min<i64>(W, ty - dy0));
     int zlo = 0, zhi = 1;
@@ -202,21 +221,24 @@ MRI_ALWAYS_INLINE void gather_body(const GriddingArgs<T> &a, const T *coef2, con
       const i64 zl = D == 3 ? dz0 + dz : 0;
       for (int dy = ylo; dy < yhi; ++dy) {
         T *p = base + 2 * lx * (zl * ty + dy0 + dy);
-        S::store(p, S::load(p) + (k.wz(dz) * k.wy(dy)) * v);
+        const T w = k.wz(dz) * k.wy(dy);
+        for (int b = 0; b < coils; ++b, p += local_size) S::store(p, S::load(p) + w * v[b]);
       }
     }
   }
-  const i64 gx = L.g[0], gy = L.g[1];
-  for (i64 zl = 0; zl < tz; ++zl)
-    for (i64 yl = 0; yl < ty; ++yl)
-      std::memcpy(grid + 2 * (((iz * tz + zl) * gy + iy * ty + yl) * gx + ix * tx),
-                  local + 2 * (lx * (zl * ty + yl) + (W - 1)), sizeof(T) * 2 * static_cast<std::size_t>(tx));
+  const i64 gx = L.g[0], gy = L.g[1], stride = coil_grid_stride(L);
+  for (int b = 0; b < coils; ++b)
+    for (i64 zl = 0; zl < tz; ++zl)
+      for (i64 yl = 0; yl < ty; ++yl)
+        std::memcpy(grid + 2 * (b * stride + ((iz * tz + zl) * gy + iy * ty + yl) * gx + ix * tx),
+                    local + b * local_size + 2 * (lx * (zl * ty + yl) + (W - 1)), sizeof(T) * 2 * static_cast<std::size_t>(tx));
 }
 
 template <class T> struct Kernels {
-  void (*scatter)(const GriddingArgs<T> &, const T *, const std::complex<T> *, i64, i64, T *);
-  void (*scatter_atomic)(const GriddingArgs<T> &, const T *, const std::complex<T> *, i64, i64, T *);
-  void (*gather)(const GriddingArgs<T> &, const T *, const std::complex<T> *, i64, T *, T *);
+  // c, coils: the samples of `coils` coils (coil fastest); coil b's grid at b coil_grid_stride.
+  void (*scatter)(const GriddingArgs<T> &, const T *, const std::complex<T> *, int, i64, i64, T *);
+  void (*scatter_atomic)(const GriddingArgs<T> &, const T *, const std::complex<T> *, int, i64, i64, T *);
+  void (*gather)(const GriddingArgs<T> &, const T *, const std::complex<T> *, int, i64, T *, T *);
   void (*interp)(const GriddingArgs<T> &, const T *, const T *, i64, i64, std::complex<T> *);
   int padded_width;
   i64 local_row;
@@ -227,21 +249,23 @@ template <class T> struct Kernels {
 #define MRI_GRIDDING_ISA(NS, ATTR)                                                                       \
   namespace NS {                                                                                         \
   template <class T, int D, int W>                                                                       \
-  ATTR void scatter(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, i64 b, i64 e, T *g) { \
-    window_pass<T, D, W, Pass::Scatter>(a, k, c, b, e, g, nullptr);                                      \
+  ATTR void scatter(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, int n, i64 b, i64 e,     \
+                    T *g) {                                                                              \
+    window_pass<T, D, W, Pass::Scatter>(a, k, c, n, b, e, g, nullptr);                                   \
   }                                                                                                      \
   template <class T, int D, int W>                                                                       \
-  ATTR void scatter_atomic(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, i64 b, i64 e, \
-                           T *g) {                                                                       \
-    window_pass<T, D, W, Pass::ScatterAtomic>(a, k, c, b, e, g, nullptr);                                \
+  ATTR void scatter_atomic(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, int n, i64 b,    \
+                           i64 e, T *g) {                                                                \
+    window_pass<T, D, W, Pass::ScatterAtomic>(a, k, c, n, b, e, g, nullptr);                             \
   }                                                                                                      \
   template <class T, int D, int W>                                                                       \
-  ATTR void gather(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, i64 t, T *local, T *g) { \
-    gather_body<T, D, W>(a, k, c, t, local, g);                                                          \
+  ATTR void gather(const GriddingArgs<T> &a, const T *k, const std::complex<T> *c, int n, i64 t, T *local, \
+                   T *g) {                                                                               \
+    gather_body<T, D, W>(a, k, c, n, t, local, g);                                                       \
   }                                                                                                      \
   template <class T, int D, int W>                                                                       \
   ATTR void interp(const GriddingArgs<T> &a, const T *k, const T *g, i64 b, i64 e, std::complex<T> *out) { \
-    window_pass<T, D, W, Pass::Interpolate>(a, k, nullptr, b, e, g, out);                                \
+    window_pass<T, D, W, Pass::Interpolate>(a, k, nullptr, 1, b, e, g, out);                                \
   }                                                                                                      \
   template <class T, int D, int W> Kernels<T> kernels(i64 tile_x) {                                      \
     return {&scatter<T, D, W>, &scatter_atomic<T, D, W>, &gather<T, D, W>, &interp<T, D, W>,             \

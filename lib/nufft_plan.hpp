@@ -71,6 +71,12 @@ public:
   int threads() const { return threads_; }
 
   void adjoint(const cfloat *samples, cfloat *image, Gridding gridding);
+  // `coils` coils, coil-major (coil c's M samples at samples + c M, its image at images + c N):
+  // a block of coils per gridding pass (coil_block), each sample's kernel weights evaluated once
+  // for the block; every image bitwise equal to adjoint() of its coil.
+  void adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding);
+  // The coils adjoint_coils grids per pass with this gridding (Scatter or Gather).
+  int coil_block(Gridding gridding) const;
   void forward(const cfloat *image, cfloat *samples);
   // Gridding alone (no FFT, no deapodization): grid(out) = sum_m kernel(j - t_m) in_m on the
   // oversampled grid, then out_m = sum_j kernel(j - t_m) grid_j. The convolution with the
@@ -89,6 +95,7 @@ private:
   KernelPolynomial poly_;
   GriddingLayout layout_;
   int threads_ = 1;
+  std::size_t value_bytes_ = sizeof(float); // of the grid's real values (the precision)
   std::unique_ptr<Impl> impl_;
   // adjoint, forward and grid_then_interpolate write impl_'s buffers (staging, oversampled grid,
   // FFT), and copies of a NufftOperator share one plan: the calls take this lock, so concurrent

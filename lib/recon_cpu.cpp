@@ -2,6 +2,7 @@
 // (mri_backend/recon_driver.hpp): exact sums or the CPU NUFFT, QOperator for the Toeplitz form.
 #include "recon_cpu.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <utility>
@@ -32,30 +33,17 @@ public:
     if (maps_) coils_.emplace(*maps_, options_.regularizer, options_.lambda);
   }
 
-  // F^H (w .* D) per coil: the exact sum, or one adjoint NUFFT (whose plan the direct normal
-  // reuses; with Toeplitz it goes before Q's plan on the doubled grid is made, so the two are
-  // never held at once: the process's peak memory).
+  // sum_c conj(S_c) F^H (w .* D_c) (or F^H (w .* D) of one coil without maps): by the exact sum
+  // per coil, or by adjoint NUFFTs of blocks of coils (whose plan the direct normal reuses; with
+  // Toeplitz it goes before Q's plan on the doubled grid is made, so the two are never held at
+  // once: the process's peak memory).
   Image rhs() {
-    if (nufft_) nufft_op_.emplace(data_.trajectory(), grid_, nufft_options_);
     const std::vector<cfloat> weighted = data_.weighted_samples();
-    const std::size_t m = data_.samples_per_coil();
-    std::optional<FhDOperator> exact;
-    if (!nufft_) exact.emplace(data_.trajectory(), grid_, op_);
-    const auto coil_fhd = [&](int c, Image &out) {
-      const std::span<const cfloat> y(weighted.data() + static_cast<std::size_t>(c) * m, m);
-      if (nufft_)
-        nufft_op_->adjoint(y.data(), out.data());
-      else
-        out = exact->fourier().adjoint(y);
-    };
     Image rhs(grid_);
-    if (!coils_) {
-      coil_fhd(0, rhs);
-    } else {
-      Image scratch(grid_);
-      sense_rhs(*coils_, 1, [&](int c, int) { coil_fhd(c, scratch); }, [&](int) -> const Image & { return scratch; },
-                rhs);
-    }
+    if (nufft_)
+      rhs_by_nufft(weighted, rhs);
+    else
+      rhs_by_exact_sum(weighted, rhs);
     if (options_.normal == Normal::Toeplitz) nufft_op_.reset();
     return rhs;
   }
@@ -93,6 +81,37 @@ private:
       return f(normal_equations(regularized(std::move(data_normal), options_.regularizer, options_.lambda, grid_)));
     auto inner = normal_equations(std::move(data_normal));
     return f(SenseNormal<Image, HostCoils, decltype(inner)>(*coils_, std::move(inner), like));
+  }
+
+  // Coil images per NufftOperator::adjoint_coils call. 4, not its 8: the plan is fresh in every
+  // reconstruct, and first touching 8 coils' grids, staged samples and images (28 MB at 256^2,
+  // 2^17 samples) cost more than the shared weights save on the 2-core VM (F^H D phase of
+  // RECON-2D-MC: 8 per call 85 ms, 4 per call 31-37 ms, one coil at a time 43 ms).
+  static constexpr int kRhsCoilBlock = 4;
+
+  void rhs_by_nufft(const std::vector<cfloat> &weighted, Image &rhs) {
+    nufft_op_.emplace(data_.trajectory(), grid_, nufft_options_);
+    if (!coils_) return nufft_op_->adjoint(weighted.data(), rhs.data());
+    const std::size_t m = data_.samples_per_coil(), n = static_cast<std::size_t>(grid_.voxels());
+    const int block = std::min(kRhsCoilBlock, coils_->count());
+    std::vector<cfloat> images(static_cast<std::size_t>(block) * n);
+    sense_rhs(
+        *coils_, block,
+        [&](int c0, int count) { nufft_op_->adjoint_coils(weighted.data() + c0 * m, count, images.data()); },
+        [&](int i) { return images.data() + i * n; }, rhs);
+  }
+
+  void rhs_by_exact_sum(const std::vector<cfloat> &weighted, Image &rhs) const {
+    const FhDOperator exact(data_.trajectory(), grid_, op_);
+    const std::size_t m = data_.samples_per_coil();
+    const auto coil = [&](int c) { return std::span<const cfloat>(weighted.data() + static_cast<std::size_t>(c) * m, m); };
+    if (!coils_) {
+      rhs = exact.fourier().adjoint(coil(0));
+      return;
+    }
+    Image scratch(grid_);
+    sense_rhs(*coils_, 1, [&](int c, int) { scratch = exact.fourier().adjoint(coil(c)); },
+              [&](int) -> const Image & { return scratch; }, rhs);
   }
 
   const KSpaceData &data_;

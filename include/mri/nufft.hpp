@@ -155,6 +155,14 @@ public:
   // Unchecked forms for solvers: image has grid().voxels() elements, samples M.
   void apply(const cfloat *image, cfloat *samples) const;
   void adjoint(const cfloat *samples, cfloat *image) const;
+  // F^H of `coils` coils at once (BART layout): coil c's M samples at samples + c M, its image
+  // (grid().voxels() values) at images + c voxels. Each image equals adjoint() of its coil
+  // bitwise. On the CPU the gridding spreads a block of coils per pass over the sorted samples
+  // (each sample's kernel weights and cells evaluated once for the block; up to 8 coils, fewer
+  // where their oversampled grids pass 512 MiB), then FFTs and deapodizes each coil; on CUDA it
+  // runs adjoint() per coil for now. Unchecked values, like adjoint's pointer form; throws
+  // InvalidArgument for coils <= 0 or a null pointer. Thread safety: as adjoint.
+  void adjoint_coils(const cfloat *samples, int coils, cfloat *images) const;
 
   // The operator core's form (mri/linear_operator.hpp): into the caller's vectors, sizes
   // checked (InvalidArgument), values not.

@@ -76,12 +76,14 @@ void HostCoils::expand(int c, const Image &x, Image &out) const {
   for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = s[i] * x[static_cast<std::size_t>(i)];
 }
 
-void HostCoils::combine(int c, const Image &y, Image &out, bool first) const {
+void HostCoils::combine(int c, const Image &y, Image &out, bool first) const { combine(c, y.data(), out, first); }
+
+void HostCoils::combine(int c, const cfloat *y, Image &out, bool first) const {
   const cfloat *s = maps_->map(c).data();
-  const auto n = static_cast<std::int64_t>(y.size());
+  const auto n = static_cast<std::int64_t>(out.size());
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
-    const cfloat v = std::conj(s[i]) * y[static_cast<std::size_t>(i)];
+    const cfloat v = std::conj(s[i]) * y[i];
     out[static_cast<std::size_t>(i)] = first ? v : out[static_cast<std::size_t>(i)] + v;
   }
 }

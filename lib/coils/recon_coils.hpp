@@ -32,6 +32,7 @@ public:
   int count() const { return maps_->coils(); }
   void expand(int c, const Image &x, Image &out) const;
   void combine(int c, const Image &y, Image &out, bool first) const;
+  void combine(int c, const cfloat *y, Image &out, bool first) const; // y: out.size() values
   void regularize(const Image &x, Image &out) const;
 
 private:
