@@ -22,6 +22,7 @@
 #include <string>
 #include <system_error>
 
+#include "huge_pages.hpp"
 #include "mri/error.hpp"
 
 namespace mri::bart {
@@ -151,7 +152,7 @@ CflArray read_cfl(const fs::path &base) {
 
   std::ifstream in(cfl, std::ios::binary);
   if (!in) io_error(cfl, "cannot open data file for reading (" + errno_text() + ")");
-  a.data.resize(static_cast<std::size_t>(count));
+  detail::resize_on_huge_pages(a.data, static_cast<std::size_t>(count)); // first touch: lib/huge_pages.hpp
   in.read(reinterpret_cast<char *>(a.data.data()), static_cast<std::streamsize>(expected));
   if (in.gcount() != static_cast<std::streamsize>(expected))
     io_error(cfl, "truncated: read " + std::to_string(in.gcount()) + " of " +
@@ -212,7 +213,8 @@ Trajectory to_trajectory(const CflArray &traj, int dims) {
     detail::invalid_argument("traj.data.size()", traj.data.size(),
                              "does not match traj.dims " + dims_text(traj.dims));
   const std::size_t m_total = traj.data.size() / 3;
-  std::vector<KPoint> points(m_total);
+  std::vector<KPoint> points;
+  detail::resize_on_huge_pages(points, m_total);
   for (std::size_t m = 0; m < m_total; ++m) {
     const cfloat *c = &traj.data[3 * m];
     for (int a = 0; a < 3; ++a) {

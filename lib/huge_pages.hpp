@@ -19,4 +19,10 @@ template <class T> void reserve_on_huge_pages(std::vector<T> &v, std::size_t n) 
   advise_huge_pages(v.data(), n * sizeof(T));
 }
 
+// v.resize(n) of an empty vector, its storage advised first.
+template <class T> void resize_on_huge_pages(std::vector<T> &v, std::size_t n) {
+  reserve_on_huge_pages(v, n);
+  v.resize(n);
+}
+
 } // namespace mri::detail

@@ -82,6 +82,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
   explicit Typed(NufftPlan &p) {
     const GriddingLayout &L = p.layout_;
     coef.assign(p.poly_.coef.begin(), p.poly_.coef.end());
+    reserve_on_huge_pages(s, L.s.size());
     s.assign(L.s.begin(), L.s.end());
     for (int a = 0; a < 3; ++a) {
       const auto d = deapodization(p.kernel_, p.grid_, a, L.g[static_cast<std::size_t>(a)]);
@@ -95,7 +96,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
       release();
       throw;
     }
-    sorted.resize(L.order.size());
+    resize_on_huge_pages(sorted, L.order.size());
     args.layout = &p.layout_;
     args.degree = p.poly_.degree;
     args.coef = coef.data();
@@ -265,46 +266,56 @@ NufftPlan::NufftPlan(const Trajectory &trajectory, const Grid &grid, const Nufft
   }
   oversampled_ = Grid(L.g[0], L.g[1], L.g[2]);
 
-  // Window positions and the tile of each sample's first window point.
+  // Each sample's window along axis a: its first grid point j (wrapped into [0, g_a)) and the
+  // kernel's argument offset s = 2z - 1 (z in [0, 1): the first point's distance past the left edge).
+  const auto window = [&](const KPoint &k, int a, i64 &j, double &sa) {
+    const auto A = static_cast<std::size_t>(a);
+    const double kc = a == 0 ? k.kx : (a == 1 ? k.ky : k.kz);
+    const double left = kc * static_cast<double>(L.g[A]) / static_cast<double>(grid.extent(a)) - W / 2.0;
+    const double first = std::ceil(left);
+    double z = first - left; // in [0, 1)
+    if (z >= 1.0) z = 0.0;   // guard against rounding
+    j = static_cast<i64>(first) % L.g[A];
+    if (j < 0) j += L.g[A];
+    sa = 2.0 * z - 1.0;
+  };
+  // The tile of each sample's first window point, then the samples sorted by tile (counting
+  // sort, stable: original order within a tile). The big arrays go on huge pages: their first
+  // touch is most of a plan's cost where page faults are slow (lib/huge_pages.hpp).
   const i64 m_count = static_cast<i64>(trajectory.size());
-  std::vector<std::int32_t> j0(static_cast<std::size_t>(3 * m_count), 0);
-  std::vector<double> sv(static_cast<std::size_t>(3 * m_count), 0.0);
-  std::vector<std::uint32_t> key(static_cast<std::size_t>(m_count));
+  const auto m_size = static_cast<std::size_t>(m_count);
+  std::vector<std::uint32_t> key;
+  resize_on_huge_pages(key, m_size);
+#pragma omp parallel for num_threads(threads_) schedule(static)
   for (i64 m = 0; m < m_count; ++m) {
-    const KPoint &k = trajectory[static_cast<std::size_t>(m)];
-    const double kc[3] = {k.kx, k.ky, k.kz};
-    i64 tile_index = 0;
+    i64 tile_index = 0, j = 0;
+    double unused = 0;
     for (int a = dims - 1; a >= 0; --a) {
-      const auto A = static_cast<std::size_t>(a);
-      const double t = kc[a] * static_cast<double>(L.g[A]) / static_cast<double>(grid.extent(a));
-      const double left = t - W / 2.0;
-      const double first = std::ceil(left);
-      double z = first - left; // in [0, 1)
-      if (z >= 1.0) z = 0.0;   // guard against rounding
-      i64 j = static_cast<i64>(first) % L.g[A];
-      if (j < 0) j += L.g[A];
-      j0[static_cast<std::size_t>(3 * m + a)] = static_cast<std::int32_t>(j);
-      sv[static_cast<std::size_t>(3 * m + a)] = 2.0 * z - 1.0;
-      tile_index = tile_index * L.tiles[A] + j / L.tile[A];
+      window(trajectory[static_cast<std::size_t>(m)], a, j, unused);
+      tile_index = tile_index * L.tiles[static_cast<std::size_t>(a)] + j / L.tile[static_cast<std::size_t>(a)];
     }
     key[static_cast<std::size_t>(m)] = static_cast<std::uint32_t>(tile_index);
   }
-  // Counting sort by tile (stable: original order within a tile).
   const i64 tiles = L.tiles[0] * L.tiles[1] * L.tiles[2];
   std::vector<i64> start(static_cast<std::size_t>(tiles + 1), 0);
   for (i64 m = 0; m < m_count; ++m) ++start[key[static_cast<std::size_t>(m)] + 1];
   for (i64 t = 0; t < tiles; ++t) start[static_cast<std::size_t>(t + 1)] += start[static_cast<std::size_t>(t)];
-  L.order.resize(static_cast<std::size_t>(m_count));
+  resize_on_huge_pages(L.order, m_size);
   for (i64 m = 0; m < m_count; ++m) L.order[static_cast<std::size_t>(start[key[static_cast<std::size_t>(m)]]++)] = static_cast<std::uint32_t>(m);
-  L.position.resize(static_cast<std::size_t>(m_count));
-  for (i64 i = 0; i < m_count; ++i) L.position[L.order[static_cast<std::size_t>(i)]] = static_cast<std::uint32_t>(i);
-  L.j0.resize(j0.size());
-  L.s.resize(sv.size());
+  resize_on_huge_pages(L.position, m_size);
+  resize_on_huge_pages(L.j0, 3 * m_size);
+  resize_on_huge_pages(L.s, 3 * m_size);
+  // Windows in sorted order (computed again: cheaper than storing and permuting them).
+#pragma omp parallel for num_threads(threads_) schedule(static)
   for (i64 i = 0; i < m_count; ++i) {
-    const std::size_t src = 3 * static_cast<std::size_t>(L.order[static_cast<std::size_t>(i)]);
-    for (std::size_t a = 0; a < 3; ++a) {
-      L.j0[3 * static_cast<std::size_t>(i) + a] = j0[src + a];
-      L.s[3 * static_cast<std::size_t>(i) + a] = sv[src + a];
+    const std::uint32_t m = L.order[static_cast<std::size_t>(i)];
+    L.position[m] = static_cast<std::uint32_t>(i);
+    for (int a = 0; a < 3; ++a) {
+      i64 j = 0;
+      double sa = 0;
+      if (a < dims) window(trajectory[m], a, j, sa);
+      L.j0[3 * static_cast<std::size_t>(i) + static_cast<std::size_t>(a)] = static_cast<std::int32_t>(j);
+      L.s[3 * static_cast<std::size_t>(i) + static_cast<std::size_t>(a)] = sa;
     }
   }
 
@@ -363,7 +374,7 @@ void NufftPlan::ensure_gather_lists() {
         for (int x = 0; x < sp.count[0]; ++x) ++L.offsets[static_cast<std::size_t>(tile_of(sp, x, y, z) + 1)];
   }
   for (i64 t = 0; t < tiles; ++t) L.offsets[static_cast<std::size_t>(t + 1)] += L.offsets[static_cast<std::size_t>(t)];
-  L.entries.resize(static_cast<std::size_t>(L.offsets.back()));
+  resize_on_huge_pages(L.entries, static_cast<std::size_t>(L.offsets.back()));
   std::vector<i64> fill(L.offsets.begin(), L.offsets.end() - 1);
   for (i64 i = 0; i < m_count; ++i) {
     spans(i, sp);
