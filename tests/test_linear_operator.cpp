@@ -15,6 +15,8 @@
 #include "catch.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
+#include "mri/kspace.hpp"
+#include "mri/reconstruct.hpp"
 #include "mri/linear_operator.hpp"
 #include "mri/nufft.hpp"
 #include "mri/regularizer.hpp"
@@ -151,4 +153,36 @@ TEST_CASE("operator core: vectors of the wrong space are refused", "[operators][
   const QOperator q(t, {}, grid);
   Image out(grid);
   CHECK_THROWS_AS(q.forward(other, out), InvalidArgument);
+}
+
+// docs/api.md's composition, as written there, solves what reconstruct solves (exact F, direct
+// normal, finite differences): the same operators in the same order, so to float rounding.
+TEST_CASE("operator core: the API tour's composition reproduces reconstruct", "[operators]") {
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const Grid grid(24, 20);
+  const Trajectory traj = test::random_trajectory(grid, 1200, seed);
+  const std::vector<float> w = test::random_weights(traj.size(), seed + 1);
+  const KSpaceData data(traj, random_complex(traj.size(), seed + 2), w);
+  const double lambda = 0.5;
+
+  const mri::FourierOperator F(traj, grid);
+  const auto N = mri::sum(mri::chain(mri::adjoint_of(F), mri::chain(mri::SampleWeights(w, traj.size()), F)),
+                          mri::normal_of(mri::RegularizerOperator(mri::Regularizer::FiniteDifference, grid)),
+                          lambda); // F^H W F + lambda D^H D
+  const auto op = mri::normal_equations(N);
+  mri::ConjugateGradient<decltype(op), mri::Image> cg(op);
+  const mri::Image rhs = FhDOperator(traj, grid).apply(data);
+  const mri::Image x = cg.set_max_iterations(30).set_tolerance(0).solve(rhs);
+
+  ReconOptions o;
+  o.method = Method::Exact;
+  o.normal = Normal::Direct;
+  o.regularizer = Regularizer::FiniteDifference;
+  o.lambda = lambda;
+  o.iterations = 30;
+  o.tolerance = 0;
+  const ReconResult r = reconstruct(data, grid, o);
+  CHECK(test::relative_error(x, r.image) < 1e-5);
+  CHECK(cg.residual_history().back() < 1e-2 * cg.residual_history().front());
 }
