@@ -393,6 +393,21 @@ void NufftDevicePlan::adjoint(const cfloat *samples, cfloat *image, Gridding gri
   download_image(image);
 }
 
+void NufftDevicePlan::adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding) {
+  const auto m = static_cast<std::size_t>(s_->m), n = static_cast<std::size_t>(s_->voxels);
+  const int block = std::min(coils, kCoilBlock);
+  DeviceBuffer<float2> d_samples(block * m), d_images(block * n);
+  for (int c0 = 0; c0 < coils; c0 += block) {
+    const int count = std::min(block, coils - c0);
+    upload_staged(d_samples.get(), samples + c0 * m, count * m * sizeof(float2), s_->stream);
+    adjoint_coils_device(reinterpret_cast<const cfloat *>(d_samples.get()), count,
+                         reinterpret_cast<cfloat *>(d_images.get()), gridding);
+    MRI_CUDA_CHECK(cudaMemcpyAsync(images + c0 * n, d_images.get(), count * n * sizeof(float2), cudaMemcpyDeviceToHost,
+                                   s_->stream));
+    synchronize(); // the buffers are reused by the next block
+  }
+}
+
 void NufftDevicePlan::forward(const cfloat *image, cfloat *samples) {
   upload_image(image);
   forward_device(reinterpret_cast<const cfloat *>(s_->image.get()), reinterpret_cast<cfloat *>(s_->samples.get()));

@@ -80,14 +80,7 @@ void NufftOperator::adjoint_coils(const cfloat *samples, int coils, cfloat *imag
   if (coils <= 0) detail::invalid_argument("coils", coils, "must be at least 1");
   if (!samples) detail::invalid_argument("samples", "null", "needs coils * trajectory.size() values");
   if (!images) detail::invalid_argument("images", "null", "needs coils * grid.voxels() values");
-  if (device_plan_) {
-    // One coil at a time: the plugin's coil-batched gather (NufftDevicePlan::adjoint_coils_device,
-    // device arrays) is not behind the DeviceNufft interface; reaching it from host arrays needs a
-    // new interface call (a plugin ABI bump) and staging in cuda/. reconstruct on CUDA uses it.
-    const std::size_t m = trajectory_.size(), n = static_cast<std::size_t>(grid_.voxels());
-    for (int c = 0; c < coils; ++c) device_plan_->adjoint(samples + c * m, images + c * n, options_.gridding);
-    return;
-  }
+  if (device_plan_) return device_plan_->adjoint_coils(samples, coils, images, options_.gridding);
   plan_->adjoint_coils(samples, coils, images, options_.gridding);
 }
 

@@ -159,8 +159,9 @@ public:
   // (grid().voxels() values) at images + c voxels. Each image equals adjoint() of its coil
   // bitwise. On the CPU the gridding spreads a block of coils per pass over the sorted samples
   // (each sample's kernel weights and cells evaluated once for the block; up to 8 coils, fewer
-  // where their oversampled grids pass 512 MiB), then FFTs and deapodizes each coil; on CUDA it
-  // runs adjoint() per coil for now. Unchecked values, like adjoint's pointer form; throws
+  // where their oversampled grids pass 512 MiB), then FFTs and deapodizes each coil; on CUDA the
+  // gather (Gridding::Gather) reads each sample's cells and weights once for 4 coils, Scatter
+  // runs per coil. Unchecked values, like adjoint's pointer form; throws
   // InvalidArgument for coils <= 0 or a null pointer. Thread safety: as adjoint.
   void adjoint_coils(const cfloat *samples, int coils, cfloat *images) const;
 

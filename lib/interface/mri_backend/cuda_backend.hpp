@@ -26,7 +26,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 3;
+inline constexpr int kCudaPluginAbi = 4;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -51,6 +51,9 @@ public:
   virtual ~DeviceNufft() = default;
   virtual void forward(const cfloat *image, cfloat *samples) = 0;
   virtual void adjoint(const cfloat *samples, cfloat *image, Gridding gridding) = 0;
+  // `coils` coils (coil c's M samples at samples + c M, its image at images + c N), each equal
+  // to adjoint() of its coil, the gather reading each sample's weights once for a block of coils.
+  virtual void adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding) = 0;
 };
 
 // What the host side chooses for a NUFFT (lib/nufft.cpp): kernel, oversampled grid, the kernel
