@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "hdf5_type_guard.hpp"
 #include "ismrmrd_common.hpp"
 
 namespace mri::detail {
@@ -104,7 +105,7 @@ AcquisitionBlocks::AcquisitionBlocks(const std::filesystem::path &path, const st
 
 void AcquisitionBlocks::open_acquisitions(const std::string &name) {
   if (H5Lexists(file_, name.c_str(), H5P_DEFAULT) <= 0) return; // no acquisitions
-  dataset_ = H5Dopen2(file_, name.c_str(), H5P_DEFAULT);
+  dataset_ = open_checked_dataset(path_, file_, name); // HDF5 trusts the type it decodes
   const hid_t space = dataset_ < 0 ? -1 : H5Dget_space(dataset_);
   hsize_t n = 0;
   if (space < 0 || H5Sget_simple_extent_ndims(space) != 1 || H5Sget_simple_extent_dims(space, &n, nullptr) < 0) {
