@@ -18,8 +18,8 @@
 // walked a range of elements at a time, so that a reader reading in blocks checks each block
 // just before HDF5 reads it, with nothing but pread (no HDF5 call: another thread may walk
 // ahead of the one reading). A collection is walked once, however many ranges name it. Cost for
-// issue 13's 64-slice file (611 MB, 16384 acquisitions, a collection each): about 0.07 s when
-// made, 0.1 s of walks (docs/reliability.md, finding 5).
+// issue 13's 64-slice file (611 MB, 16384 acquisitions, a collection each), on the development
+// VM: about 0.06 s when made, 0.06 s of walks (docs/reliability.md, finding 5).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
