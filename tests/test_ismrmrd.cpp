@@ -378,4 +378,9 @@ TEST_CASE("a damaged datatype message is refused before HDF5 opens the dataset",
   CHECK_THAT(error_within(string, 30),
              test::contains(string.string() + ": dataset/xml: its type: a variable-length string of characters of "
                                               "2147483649 bytes (1 expected)"));
+  // Found by mutating datatype messages: H5T_copy copies an enumeration's values at its own size.
+  const std::filesystem::path enumeration = regression_file("enum-larger-than-base.h5", dir);
+  CHECK_THAT(error_within(enumeration, 30),
+             test::contains(enumeration.string() + ": dataset/xml: its type: an enumeration of 16 bytes over a base "
+                                                   "of 1 bytes"));
 }

@@ -34,6 +34,7 @@ FileBytes::~FileBytes() {
 
 bool FileBytes::read(std::uint64_t offset, void *out, std::size_t n) {
   if (fd_ < 0 || offset > size_ || n > size_ - offset) return false;
+  if (n == 0) return true; // (an empty vector's data() may be null: no memcpy to it)
   if (n > kBlock) return pread_all(offset, out, n);
   if (offset < block_at_ || offset + n > block_at_ + block_.size()) {
     block_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, size_ - offset)));

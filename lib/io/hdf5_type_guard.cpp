@@ -89,10 +89,43 @@ void compound(Cursor &c, const std::string &member, unsigned version, unsigned m
   }
 }
 
-void enumeration(Cursor &c, const std::string &member, unsigned version, unsigned members, int depth) {
+// HDF5 stores an enumeration's values at its base's size, but H5T_copy (under H5Dopen2) copies
+// them at the enumeration's own (found by mutating datatype messages: a 16-byte enumeration of
+// a 1-byte integer, a read 15 bytes past the values).
+void enumeration(Cursor &c, const std::string &member, unsigned version, unsigned members, std::uint64_t size,
+                 int depth) {
   const std::uint64_t base = checked_type(c, member + "[base]", depth + 1);
+  if (base != size)
+    refuse(named(member) + ": an enumeration of " + std::to_string(size) + " bytes over a base of " +
+           std::to_string(base) + " bytes");
   for (unsigned i = 0; i < members; ++i) (void)c.name(version < 3);
   c.skip(members * base); // the values
+}
+
+// A bit field [at, at + bits) inside `within` bits.
+bool inside(std::uint64_t at, std::uint64_t bits, std::uint64_t within) { return at <= within && bits <= within - at; }
+
+// The bits of an integer, bitfield or float as HDF5's H5Tset_offset, H5Tset_precision and
+// H5Tset_fields require them (a type made through the API has them so; the decoder only asserts
+// some, and the conversions shift and copy bits where they say).
+void atomic(Cursor &c, const std::string &member, unsigned kind, std::uint32_t flags, std::uint64_t size) {
+  const std::uint64_t offset = c.take(2), precision = c.take(2);
+  if (precision == 0 || !inside(offset, precision, 8 * size))
+    refuse(named(member) + ": " + std::to_string(precision) + " bits at bit " + std::to_string(offset) + " of a " +
+           std::to_string(size) + "-byte number");
+  if (kind != 1) return;
+  const std::uint64_t sign = flags >> 8 & 0xff, exponent_at = c.take(1), exponent_bits = c.take(1),
+                      mantissa_at = c.take(1), mantissa_bits = c.take(1);
+  c.skip(4); // the exponent bias
+  const auto holds = [](std::uint64_t at, std::uint64_t bits, std::uint64_t bit) { return bit >= at && bit - at < bits; };
+  const bool apart = exponent_at + exponent_bits <= mantissa_at || mantissa_at + mantissa_bits <= exponent_at;
+  if (exponent_bits == 0 || mantissa_bits == 0 || sign >= precision || !inside(exponent_at, exponent_bits, precision) ||
+      !inside(mantissa_at, mantissa_bits, precision) || !apart || holds(exponent_at, exponent_bits, sign) ||
+      holds(mantissa_at, mantissa_bits, sign))
+    refuse(named(member) + ": a float of " + std::to_string(precision) + " bits whose sign (bit " + std::to_string(sign) +
+           "), exponent (" + std::to_string(exponent_bits) + " bits at " + std::to_string(exponent_at) +
+           ") and mantissa (" + std::to_string(mantissa_bits) + " bits at " + std::to_string(mantissa_at) +
+           ") do not fit apart");
 }
 
 void variable_length(Cursor &c, const std::string &member, std::uint32_t flags, int depth) {
@@ -128,13 +161,12 @@ std::uint64_t checked_type(Cursor &c, const std::string &member, int depth) {
   const unsigned kind = head & 0x0f, version = head >> 4;
   if (version < 1 || version > 3) throw LeftToHdf5{};
   switch (kind) {
-  case 0: case 4: c.skip(4); break; // fixed-point, bitfield: bit offset, precision
-  case 1: c.skip(12); break;        // floating-point
-  case 2: c.skip(2); break;         // time
+  case 0: case 1: case 4: atomic(c, member, kind, flags, size); break; // integer, float, bitfield
+  case 2: c.skip(2); break;                                          // time: its precision
   case 3: case 7: break;            // string, reference
   case 5: c.skip(flags & 0xff); break; // opaque: its tag
   case 6: compound(c, member, version, flags & 0xffff, size, depth); break;
-  case 8: enumeration(c, member, version, flags & 0xffff, depth); break;
+  case 8: enumeration(c, member, version, flags & 0xffff, size, depth); break;
   case 9: variable_length(c, member, flags, depth); break;
   case 10: array(c, member, version, size, depth); break;
   default: throw LeftToHdf5{};

@@ -10,10 +10,13 @@
 // open_checked_dataset decodes the dataset's datatype message from the file's bytes first (the
 // link's object header, its continuation chunks, then the type and its members, bases and
 // elements recursively, as the HDF5 file format specification lays them out) and refuses what
-// HDF5 would trust: a type of size 0, an array whose size is not its elements', a
-// variable-length string of characters other than 1 byte, a type that runs past its message,
-// and what it cannot follow (a shared datatype message, a soft or external link), before HDF5
-// reads any of it. Call with lock_hdf5() held.
+// HDF5 would trust: a type of size 0, an array whose size is not its elements', an enumeration
+// whose size is not its base's, a number whose bits (precision, offset; a float's sign, exponent
+// and mantissa) do not fit as HDF5's own H5Tset_* functions require, a variable-length string of
+// characters other than 1 byte, a type that runs past its message, and what it cannot follow (a
+// shared datatype message, a soft or external link), before HDF5 reads any of it. What HDF5
+// checks itself when decoding (versions, classes, the object header's structure) is left to
+// H5Dopen2. Call with lock_hdf5() held.
 #include <filesystem>
 #include <string>
 
