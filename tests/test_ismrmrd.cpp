@@ -363,3 +363,24 @@ TEST_CASE("ismrmrd: a damaged global heap is refused, not looped on by HDF5 1.10
                                                   "5824: object 0 at byte 1752 of its 4096 has size "
                                                   "18446744073709518888, which runs past the collection's end"));
 }
+
+// HDF5 1.10.8 decodes the datatype message in H5Dopen2 and trusts it: an array member stored as 0
+// bytes divided by zero there (SIGFPE), a variable-length string of 2^31 + 1-byte characters sized
+// H5Dread's buffer by it. Both refused from the file's bytes before HDF5 opens the dataset
+// (lib/io/hdf5_type_guard.hpp; docs/reliability.md, findings 15 and 17); read in a child process.
+TEST_CASE("a damaged datatype message is refused before HDF5 opens the dataset", "[ismrmrd]") {
+  test::TempDir dir("damaged-type");
+  const std::filesystem::path zero = regression_file("hdf5-zero-size-member-type.h5", dir);
+  CHECK_THAT(error_within(zero, 30),
+             test::contains(zero.string() + ": dataset/data: its type's member \"head\".\"idx\".\"user\": an array "
+                                            "of 8 elements of 2 bytes stored as 0 bytes"));
+  const std::filesystem::path string = regression_file("hdf5-vlen-string-base-size.h5", dir);
+  CHECK_THAT(error_within(string, 30),
+             test::contains(string.string() + ": dataset/xml: its type: a variable-length string of characters of "
+                                              "2147483649 bytes (1 expected)"));
+  // Found by mutating datatype messages: H5T_copy copies an enumeration's values at its own size.
+  const std::filesystem::path enumeration = regression_file("enum-larger-than-base.h5", dir);
+  CHECK_THAT(error_within(enumeration, 30),
+             test::contains(enumeration.string() + ": dataset/xml: its type: an enumeration of 16 bytes over a base "
+                                                   "of 1 bytes"));
+}

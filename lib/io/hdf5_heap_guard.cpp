@@ -6,10 +6,7 @@
 // to 8 bytes; object 0 is the free space, whose size includes its own header and is not padded.
 #include "hdf5_heap_guard.hpp"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,89 +14,16 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
+#include "hdf5_file_bytes.hpp"
 #include "ismrmrd_common.hpp"
 
 namespace mri::detail {
 namespace {
 
-// Little-endian unsigned of `bytes` (<= 8) bytes: HDF5's encoding of addresses and lengths.
-std::uint64_t decode(const unsigned char *p, std::size_t bytes) {
-  std::uint64_t v = 0;
-  for (std::size_t i = bytes; i-- > 0;) v = v << 8 | p[i];
-  return v;
-}
-
 std::uint64_t align8(std::uint64_t n) { return (n + 7) / 8 * 8; }
-
-// The file's bytes by offset, read with pread beside HDF5's own handle, 4 KiB at a time: a
-// collection's header and its first object's come in one read.
-class FileBytes {
-public:
-  explicit FileBytes(const std::filesystem::path &path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
-    struct stat st {};
-    if (fd_ >= 0 && ::fstat(fd_, &st) == 0) size_ = static_cast<std::uint64_t>(st.st_size);
-  }
-  ~FileBytes() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FileBytes(const FileBytes &) = delete;
-  FileBytes &operator=(const FileBytes &) = delete;
-
-  std::uint64_t size() const { return size_; }
-  // False for a range that is not wholly inside the file.
-  bool read(std::uint64_t offset, void *out, std::size_t n) {
-    if (fd_ < 0 || offset > size_ || n > size_ - offset) return false;
-    if (n > kBlock) return pread_all(offset, out, n);
-    if (offset < block_at_ || offset + n > block_at_ + block_.size()) {
-      block_.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, size_ - offset)));
-      block_at_ = offset;
-      if (!pread_all(offset, block_.data(), block_.size())) return false;
-    }
-    std::memcpy(out, block_.data() + (offset - block_at_), n);
-    return true;
-  }
-
-private:
-  static constexpr std::size_t kBlock = 4096;
-
-  bool pread_all(std::uint64_t offset, void *out, std::size_t n) const {
-    auto *dst = static_cast<char *>(out);
-    while (n > 0) {
-      const ssize_t got = ::pread(fd_, dst, n, static_cast<off_t>(offset));
-      if (got <= 0) return false;
-      dst += got, offset += static_cast<std::uint64_t>(got), n -= static_cast<std::size_t>(got);
-    }
-    return true;
-  }
-
-  int fd_;
-  std::uint64_t size_ = 0, block_at_ = 0;
-  std::vector<unsigned char> block_;
-};
-
-// The superblock's sizes of addresses and lengths, and the base that addresses count from.
-struct Format {
-  std::size_t address = 0, length = 0;
-  std::uint64_t base = 0;
-  std::size_t descriptor() const { return 4 + address + 4; }
-  std::size_t collection_header() const { return 8 + length; }
-  std::size_t object_header() const { return 8 + length; }
-};
-
-Format format_of(hid_t file) {
-  Format f;
-  const hid_t fcpl = H5Fget_create_plist(file);
-  hsize_t userblock = 0;
-  if (fcpl >= 0) {
-    H5Pget_sizes(fcpl, &f.address, &f.length);
-    H5Pget_userblock(fcpl, &userblock);
-    H5Pclose(fcpl);
-  }
-  f.base = userblock;
-  return f;
-}
 
 // Where a stored element holds variable-length values: offset and bytes per value element.
 struct VlenField {
@@ -185,6 +109,13 @@ std::size_t stored_layout(hid_t type, std::size_t at, const Format &f, Layout &o
 // One collection's objects as walked: index -> stored size.
 using Objects = std::map<std::uint32_t, std::uint64_t>;
 
+// A variable-length value as stored in its element: where its bytes are and how many.
+struct Descriptor {
+  std::uint64_t address; // of the collection, from the superblock's base (0: no value)
+  std::uint32_t length;  // in elements of the value's base type
+  std::uint32_t object;  // index in the collection
+};
+
 // The walk of one dataset's values through the collections they name.
 class HeapWalk {
 public:
@@ -196,22 +127,26 @@ public:
   const Format &format() const { return format_; }
   FileBytes &bytes() { return bytes_; }
 
-  // The stored element `index` (at `record`): each variable-length value's collection and object.
-  void check_element(const unsigned char *record, std::uint64_t index, const Layout &layout) {
+  // The descriptors of the variable-length values in the stored element at `record`.
+  void descriptors(const unsigned char *record, const Layout &layout, std::vector<Descriptor> &out) const {
     for (const VlenField &field : layout.fields) {
       const unsigned char *d = record + field.offset;
-      const std::uint64_t length = decode(d, 4), address = decode(d + 4, format_.address);
-      const auto object = static_cast<std::uint32_t>(decode(d + 4 + format_.address, 4));
-      if (address == 0) continue; // no value (HDF5's "null" sequence): nothing read from a heap
-      const Objects &objects = collection(address, index);
-      const auto found = objects.find(object);
-      const std::string value = "element " + std::to_string(index) + "'s value (object " + std::to_string(object) +
-                                " of the global heap collection at " + std::to_string(address) + ")";
-      if (found == objects.end()) fail(value + ": the collection has no such object");
-      if (found->second != length * field.element_bytes)
-        fail(value + ": " + std::to_string(length) + " elements of " + std::to_string(field.element_bytes) +
-             " bytes, but the object stores " + std::to_string(found->second) + " bytes");
+      out.push_back({decode_le(d + 4, format_.address), static_cast<std::uint32_t>(decode_le(d, 4)),
+                     static_cast<std::uint32_t>(decode_le(d + 4 + format_.address, 4))});
     }
+  }
+
+  // Element `index`'s value `v` (`field` of the layout) against the collection it names.
+  void check_value(const Descriptor &v, std::uint64_t index, const VlenField &field) {
+    if (v.address == 0) return; // no value (HDF5's "null" sequence): nothing read from a heap
+    const Objects &objects = collection(v.address, index);
+    const auto found = objects.find(v.object);
+    if (found != objects.end() && found->second == std::uint64_t{v.length} * field.element_bytes) return;
+    const std::string value = "element " + std::to_string(index) + "'s value (object " + std::to_string(v.object) +
+                              " of the global heap collection at " + std::to_string(v.address) + ")";
+    if (found == objects.end()) fail(value + ": the collection has no such object");
+    fail(value + ": " + std::to_string(v.length) + " elements of " + std::to_string(field.element_bytes) +
+         " bytes, but the object stores " + std::to_string(found->second) + " bytes");
   }
 
 private:
@@ -219,18 +154,27 @@ private:
   const Objects &collection(std::uint64_t address, std::uint64_t index) {
     const auto known = walked_.find(address);
     if (known != walked_.end()) return known->second;
-    return walked_[address] = walk(address, "element " + std::to_string(index) + " names the global heap collection at " +
-                                                std::to_string(address) + ": ");
+    return walked_[address] = walk(address, Where{address, index});
   }
 
-  Objects walk(std::uint64_t address, const std::string &where) {
+  // The collection being walked and the element that named it first, for the error (built only
+  // then: a file's walk makes one per collection).
+  struct Where {
+    std::uint64_t address, index;
+    std::string operator+(const std::string &what) const {
+      return "element " + std::to_string(index) + " names the global heap collection at " + std::to_string(address) +
+             ": " + what;
+    }
+  };
+
+  Objects walk(std::uint64_t address, const Where &where) {
     const std::uint64_t start = format_.base + address;
     unsigned char head[16 + 8];
     if (address > bytes_.size() || !bytes_.read(start, head, format_.collection_header()))
       fail(where + "its header lies past the end of the file (" + std::to_string(bytes_.size()) + " bytes)");
     if (std::memcmp(head, "GCOL", 4) != 0) fail(where + "no \"GCOL\" signature there");
     if (head[4] != 1) fail(where + "version " + std::to_string(head[4]) + " (1 expected)");
-    const std::uint64_t size = decode(head + 8, format_.length);
+    const std::uint64_t size = decode_le(head + 8, format_.length);
     if (size < format_.collection_header() || size > bytes_.size() - start)
       fail(where + "its size " + std::to_string(size) + " does not fit in the file after it (" +
            std::to_string(bytes_.size() - start) + " bytes)");
@@ -239,15 +183,15 @@ private:
 
   // The objects from the collection's header to its end; every step must advance and stay inside
   // (what HDF5 1.10.8 does not check: hdf5_heap_guard.hpp).
-  Objects objects(std::uint64_t start, std::uint64_t size, const std::string &where) {
+  Objects objects(std::uint64_t start, std::uint64_t size, const Where &where) {
     Objects out;
     const std::size_t header = format_.object_header();
     for (std::uint64_t at = format_.collection_header(); at < size;) {
       if (size - at < header) break; // too small for an object: free space (as HDF5 reads it)
       unsigned char h[8 + 8];
       if (!bytes_.read(start + at, h, header)) fail(where + "cannot read it");
-      const auto index = static_cast<std::uint32_t>(decode(h, 2));
-      const std::uint64_t stored = decode(h + 8, format_.length), left = size - at;
+      const auto index = static_cast<std::uint32_t>(decode_le(h, 2));
+      const std::uint64_t stored = decode_le(h + 8, format_.length), left = size - at;
       const std::uint64_t step = index > 0 ? (stored > left ? left + 1 : header + align8(stored)) : stored;
       if (step < header || step > left)
         fail(where + "object " + std::to_string(index) + " at byte " + std::to_string(at) + " of its " +
@@ -263,7 +207,7 @@ private:
   std::string name_;
   FileBytes bytes_;
   Format format_;
-  std::map<std::uint64_t, Objects> walked_;
+  std::unordered_map<std::uint64_t, Objects> walked_;
 };
 
 // Where H5Dread_chunk may write. HDF5 1.10.8 writes as many bytes as the chunk index's record
@@ -332,7 +276,7 @@ Layout checked_layout(HeapWalk &walk, hid_t dataset) {
   H5Tclose(type);
   if (!layout.misplaced.empty()) walk.fail("its type's " + layout.misplaced);
   if (layout.fields.empty()) return layout; // nothing read from a global heap
-  if (f.address < 2 || f.address > 8 || f.length < 2 || f.length > 8)
+  if (!f.decodable())
     walk.fail("addresses of " + std::to_string(f.address) + " and lengths of " + std::to_string(f.length) +
               " bytes: not checked");
   if (layout.bytes == 0) walk.fail("HDF5 cannot tell the size of its type");
@@ -362,7 +306,7 @@ Storage contiguous_storage(HeapWalk &walk, hid_t dataset, hsize_t n, const Layou
   return s;
 }
 
-// Every chunk's stored size, before HDF5 reads any of them (with Walk::check_chunk_records): whoever
+// Every chunk's stored size, before HDF5 reads any of them (with Walk::read_chunks): whoever
 // reads the dataset first (the ISMRMRD reader reads every acquisition's header when it opens the
 // file, the variable-length values later) must not meet a chunk smaller than its elements.
 void check_chunk_sizes(HeapWalk &walk, hid_t dataset, Storage &s, const Layout &layout) {
@@ -417,47 +361,55 @@ Storage checked_storage(HeapWalk &walk, hid_t dataset, const Layout &layout) {
 
 } // namespace
 
-// The walk of one dataset, range after range: its layout and storage checked once, the chunk
-// buffer reserved once, and every collection walked once.
+// The walk of one dataset, range after range: its layout and storage checked once, every stored
+// element read once (its chunk index records too) when the guard is made, keeping only the
+// values' descriptors (16 bytes each), and every collection walked once. check() then reads
+// nothing but the collections, with pread: no HDF5 call, so no HDF5 lock.
 class VlenHeapGuard::Walk {
 public:
   Walk(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name)
-      : heap_(path, file, name), dataset_(dataset), layout_(checked_layout(heap_, dataset)) {
+      : heap_(path, file, name), layout_(checked_layout(heap_, dataset)) {
     if (layout_.fields.empty()) return;
     storage_ = checked_storage(heap_, dataset, layout_);
-    if (storage_.chunk > 0) {
-      buffer_ = std::make_unique<ChunkBuffer>(storage_.chunk * layout_.bytes);
-      if (buffer_->data() == nullptr) heap_.fail("no address space to read its chunks");
-      check_chunk_records();
-    }
+    if (storage_.chunk > 0) read_chunks(dataset);
+    else if (storage_.offset != HADDR_UNDEF) read_contiguous();
   }
 
   void check(hsize_t first, hsize_t count) {
     if (layout_.fields.empty() || first >= storage_.elements) return;
     const hsize_t last = first + std::min(count, storage_.elements - first);
-    if (storage_.chunk > 0) check_chunks(first, last);
-    else if (storage_.offset != HADDR_UNDEF) check_contiguous(first, last);
-  }
-
-private:
-  // Elements [first, last) read from the file in pieces of about 1 MiB.
-  void check_contiguous(hsize_t first, hsize_t last) {
-    const hsize_t per_piece = std::max<hsize_t>(1, (1 << 20) / layout_.bytes);
-    for (hsize_t at = first; at < last; at += per_piece) {
-      const hsize_t count = std::min(per_piece, last - at);
-      raw_.resize(count * layout_.bytes);
-      heap_.bytes().read(storage_.offset + at * layout_.bytes, raw_.data(), raw_.size());
-      for (hsize_t i = 0; i < count; ++i) heap_.check_element(raw_.data() + i * layout_.bytes, at + i, layout_);
+    for (hsize_t i = first; i < last; ++i) {
+      const std::size_t at = values_of(i);
+      if (at == kNone) continue; // a fill value: no value
+      for (std::size_t f = 0; f < layout_.fields.size(); ++f)
+        heap_.check_value(values_[at + f], i, layout_.fields[f]);
     }
   }
 
-  // Elements [first, last), chunk by chunk as stored (libismrmrd: one acquisition a chunk).
-  void check_chunks(hsize_t first, hsize_t last) {
-    const hsize_t chunk = storage_.chunk;
-    for (hsize_t start = first / chunk * chunk; start < last; start += chunk) {
-      if (!read_stored_chunk(start)) continue; // not written: fill values
-      for (hsize_t i = std::max(start, first); i < std::min(start + chunk, last); ++i)
-        heap_.check_element(raw_.data() + (i - start) * layout_.bytes, i, layout_);
+private:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+  // Where element i's descriptors begin in values_ (kNone: not stored, a fill value).
+  std::size_t values_of(hsize_t i) const {
+    if (storage_.chunk == 0) return storage_.offset == HADDR_UNDEF ? kNone : i * layout_.fields.size();
+    const std::size_t first = chunk_values_[i / storage_.chunk];
+    return first == kNone ? kNone : first + (i % storage_.chunk) * layout_.fields.size();
+  }
+
+  // Elements [first, last) as stored at `record`, their descriptors appended to values_.
+  void keep(const unsigned char *record, hsize_t count) {
+    for (hsize_t i = 0; i < count; ++i) heap_.descriptors(record + i * layout_.bytes, layout_, values_);
+  }
+
+  // The elements read from the file in pieces of about 1 MiB.
+  void read_contiguous() {
+    const hsize_t per_piece = std::max<hsize_t>(1, (1 << 20) / layout_.bytes);
+    std::vector<unsigned char> raw;
+    for (hsize_t at = 0; at < storage_.elements; at += per_piece) {
+      const hsize_t count = std::min(per_piece, storage_.elements - at);
+      raw.resize(count * layout_.bytes);
+      heap_.bytes().read(storage_.offset + at * layout_.bytes, raw.data(), raw.size());
+      keep(raw.data(), count);
     }
   }
 
@@ -466,27 +418,26 @@ private:
   // the ISMRMRD reader reads when it opens the file) copy 477 bytes out of a 384-byte buffer
   // (ASan; found by fuzzing once this guard checked block by block). The collections the chunks
   // name are walked later, range by range.
-  void check_chunk_records() {
-    for (hsize_t start = 0; start < storage_.elements; start += storage_.chunk) (void)read_stored_chunk(start);
-  }
-
-  // The chunk whose first element is `start` into raw_ (its stored size checked at construction);
-  // false when it is not stored.
-  bool read_stored_chunk(hsize_t start) {
-    if (!storage_.stored[start / storage_.chunk]) return false;
-    raw_.resize(storage_.chunk * layout_.bytes);
-    if (!read_chunk(dataset_, start, buffer_->data(), raw_))
-      heap_.fail("the chunk index's record of element " + std::to_string(start) + " gives fewer than its " +
-                 std::to_string(raw_.size()) + " bytes");
-    return true;
+  void read_chunks(hid_t dataset) {
+    const ChunkBuffer buffer(storage_.chunk * layout_.bytes);
+    if (buffer.data() == nullptr) heap_.fail("no address space to read its chunks");
+    std::vector<unsigned char> raw(storage_.chunk * layout_.bytes);
+    for (hsize_t start = 0; start < storage_.elements; start += storage_.chunk) {
+      // Not written: fill values, nothing kept (a damaged extent must not cost memory).
+      chunk_values_.push_back(storage_.stored[start / storage_.chunk] ? values_.size() : kNone);
+      if (chunk_values_.back() == kNone) continue;
+      if (!read_chunk(dataset, start, buffer.data(), raw))
+        heap_.fail("the chunk index's record of element " + std::to_string(start) + " gives fewer than its " +
+                   std::to_string(raw.size()) + " bytes");
+      keep(raw.data(), std::min(storage_.chunk, storage_.elements - start));
+    }
   }
 
   HeapWalk heap_;
-  hid_t dataset_;
   Layout layout_;
   Storage storage_;
-  std::unique_ptr<ChunkBuffer> buffer_;
-  std::vector<unsigned char> raw_; // the elements being checked, as stored
+  std::vector<Descriptor> values_;        // the stored elements' values, fields after fields
+  std::vector<std::size_t> chunk_values_; // per chunk: where its first element's are (kNone: not stored)
 };
 
 VlenHeapGuard::VlenHeapGuard(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name)

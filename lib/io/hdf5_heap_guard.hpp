@@ -12,10 +12,14 @@
 // VlenHeapGuard reads a dataset's raw variable-length descriptors (length, collection address,
 // object index) and walks every collection they name in the file's bytes, before HDF5 reads
 // them: "GCOL", version 1, the collection inside the file, each object step advancing and ending
-// inside it, the named object present with the stored size its length implies. It checks a range
-// of elements at a time, so that a reader reading in blocks checks each block just before HDF5
-// reads it (the walk of a 611 MB file's 16384 acquisitions takes 0.4 s, which then overlaps with
-// the work on the blocks before); a collection is walked once, however many ranges name it.
+// inside it, the named object present with the stored size its length implies. The stored
+// elements are read once, when the guard is made (every chunk through its chunk index record,
+// which HDF5's own reads must not overrun), keeping 16 bytes per value; the collections are
+// walked a range of elements at a time, so that a reader reading in blocks checks each block
+// just before HDF5 reads it, with nothing but pread (no HDF5 call: another thread may walk
+// ahead of the one reading). A collection is walked once, however many ranges name it. Cost for
+// issue 13's 64-slice file (611 MB, 16384 acquisitions, a collection each), on the development
+// VM: about 0.06 s when made, 0.06 s of walks (docs/reliability.md, finding 5).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -30,15 +34,16 @@ public:
   // Reads the dataset's stored type and storage, and every stored chunk's size (a chunk smaller
   // than its elements overruns HDF5's own reads of any member). Throws IoError naming `path`, the
   // dataset `name` and what is wrong; also for a dataset whose variable-length values it cannot see (filtered,
-  // compact, virtual, or inside arrays), which HDF5 would read unchecked. `dataset` must stay
-  // open while the guard lives. Construct, call and destroy with lock_hdf5() held.
+  // compact, virtual, or inside arrays), which HDF5 would read unchecked. Construct and destroy
+  // with lock_hdf5() held.
   VlenHeapGuard(const std::filesystem::path &path, hid_t file, hid_t dataset, const std::string &name);
   ~VlenHeapGuard();
   VlenHeapGuard(const VlenHeapGuard &) = delete;
   VlenHeapGuard &operator=(const VlenHeapGuard &) = delete;
 
   // Every collection that elements [first, first + count) name (those past the dataspace's end
-  // ignored). Throws IoError naming the element and what is wrong with its collection.
+  // ignored). Throws IoError naming the element and what is wrong with its collection. Makes no
+  // HDF5 call: needs no HDF5 lock, but one thread at a time.
   void check(std::uint64_t first, std::uint64_t count);
 
 private:

@@ -4,7 +4,8 @@
 // 1 MiB buffer per H5Dread (0.3 ms an acquisition: 5 s for a 64-slice file of 16384 readouts).
 // Blocks no larger, so that a streaming reader hands a slice over soon after its last readout.
 // A thread of its own reads the next block while the caller works on the current one (HDF5's
-// copies and the caller's overlap: two cores).
+// copies and the caller's overlap: two cores), and another checks the blocks' global heap
+// collections ahead of it (hdf5_heap_guard.hpp; pread alone, no HDF5 lock).
 #include <hdf5.h>
 
 #include <ismrmrd/ismrmrd.h>
@@ -55,11 +56,11 @@ public:
   // Acquisition `index` (the header fields the reader uses, the samples and the trajectory),
   // without a copy; valid until the next read(). The indices must come one after the other from
   // 0. Call without the HDF5 lock: the reading thread (started by the first call) takes it for
-  // each block, whose global heap collections it checks before HDF5 reads the block. Throws
+  // each block, once the checking thread has checked the block's global heap collections. Throws
   // IoError for a block that cannot be read or whose collections are damaged (once the
   // acquisitions before it were read), or data whose length disagrees with its header.
   AcquisitionView read(std::size_t index);
-  // Ends the reading thread (it finishes the block it reads). Call without the HDF5 lock.
+  // Ends the reading and checking threads (each finishes its block). Call without the HDF5 lock.
   void stop();
 
   // One acquisition as HDF5 hands it over: the header, then the variable-length trajectory and
@@ -81,7 +82,9 @@ private:
   };
   void open_acquisitions(const std::string &name);
   void close();
-  void read_blocks(); // the thread
+  void read_blocks();  // the reading thread
+  void check_blocks(); // the thread checking each block's collections ahead of it
+  std::exception_ptr load_locked(Slot &slot, std::size_t number);
   void load(Slot &slot, std::size_t number);
   void reclaim(Slot &slot);
 
@@ -92,10 +95,12 @@ private:
   std::optional<VlenHeapGuard> heaps_; // with dataset_: each block checked before HDF5 reads it
   std::array<Slot, 2> slots_;
   std::size_t held_ = kNone; // the block the caller reads
-  std::thread reader_;
+  std::thread reader_, checker_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stop_ = false;
+  std::size_t checked_ = 0;        // blocks whose collections check_blocks has checked
+  std::exception_ptr check_error_; // block checked_'s check failed
 };
 
 } // namespace mri::detail

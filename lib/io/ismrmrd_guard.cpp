@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "hdf5_heap_guard.hpp"
+#include "hdf5_type_guard.hpp"
 #include "ismrmrd_common.hpp"
 
 namespace mri::detail {
@@ -86,7 +87,12 @@ IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string 
   }
   const std::string data = group + "/data";
   if (H5Lexists(file_, data.c_str(), H5P_DEFAULT) <= 0) return; // no acquisitions: libismrmrd counts 0
-  acquisitions_ = H5Dopen2(file_, data.c_str(), H5P_DEFAULT);
+  try {
+    acquisitions_ = open_checked_dataset(path_, file_, data); // HDF5 trusts the type it decodes
+  } catch (...) {
+    close();
+    throw;
+  }
   const int r = acquisitions_ < 0 ? -1 : rank(acquisitions_);
   if (r != 1) {
     close();
@@ -134,7 +140,7 @@ void IsmrmrdGuard::close() {
 std::string IsmrmrdGuard::read_header() const {
   const std::string xml = group_ + "/xml";
   if (H5Lexists(file_, xml.c_str(), H5P_DEFAULT) <= 0) ismrmrd_io_error(path_, "no XML header (" + xml + ")");
-  const hid_t set = H5Dopen2(file_, xml.c_str(), H5P_DEFAULT);
+  const hid_t set = open_checked_dataset(path_, file_, xml); // HDF5 trusts the type it decodes
   if (set < 0) ismrmrd_io_error(path_, "HDF5 cannot open the XML header " + xml);
   std::optional<std::string> text;
   try {
