@@ -12,10 +12,12 @@
 // the image in its own layout. Several coils (issue 11's phase reuse): A does not depend on the
 // coefficients, so the coils' column operands side by side, B = [B_1 | ... | B_C], make one GEMM
 // with C x cols columns whose result is the C images one after another; A's phases are
-// evaluated once for all coils, and the column phase once per coil set. The split (axis and low extent, any divisor of L_s) minimises
-// rows + cols, because the operand pass writes chunk x (rows + cols) values while the product
-// does chunk x rows x cols multiply-adds (C coils: chunk x (rows + C cols) values): on FHD-3D-L (128^3) y splits 8 x 16, rows = 128 x 8 =
-// 1024, cols = 16 x 128 = 2048: 3072 values per sample instead of 128 + 16384 for x | (y, z).
+// evaluated once for all coils, and the column phase once per coil set (coils_per_gemm says how
+// many share a GEMM). The split (axis and low extent, any divisor of L_s) minimises rows + cols,
+// because the operand pass writes chunk x (rows + cols) values (C coils: rows + C cols) while the
+// product does chunk x rows x cols multiply-adds: on FHD-3D-L (128^3) y splits 8 x 16, rows =
+// 128 x 8 = 1024, cols = 16 x 128 = 2048: 3072 values per sample instead of 128 + 16384 for
+// x | (y, z).
 //
 // Per chunk of samples (sized from a memory budget: any M streams through fixed buffers, the
 // issue's "M larger than memory allows") one kernel per operand writes A and B in double:

@@ -21,7 +21,6 @@
 // composition; its operands' contracts apply to them (see each operator's header).
 #include <complex>
 #include <concepts>
-#include <functional>
 #include <optional>
 #include <span>
 #include <utility>
