@@ -4,6 +4,18 @@
 
 namespace mri::cli {
 
+namespace {
+
+// One object per device used (ReconReport::device_seconds): [] on the CPU.
+nlohmann::json device_seconds_json(const std::vector<DevicePhaseSeconds> &devices) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const DevicePhaseSeconds &d : devices)
+    out.push_back({{"device", d.device}, {"fhd_seconds", d.fhd_seconds}, {"q_seconds", d.q_seconds}});
+  return out;
+}
+
+} // namespace
+
 nlohmann::json to_json(const ReconReport &r) {
   return {{"backend", to_string(r.backend)},
           {"backend_note", r.backend_note},
@@ -30,7 +42,9 @@ nlohmann::json to_json(const ReconReport &r) {
           {"q_cache_file", r.q_cache_file.string()},
           {"device_bytes", r.device_bytes},
           {"toeplitz_fft", r.toeplitz_fft},
-          {"q_method", r.q_method}};
+          {"q_method", r.q_method},
+          {"device_seconds", device_seconds_json(r.device_seconds)},
+          {"device_note", r.device_note}};
 }
 
 nlohmann::json to_json(const IsmrmrdData &d) {

@@ -12,9 +12,12 @@
 //
 // Each KernelPolicy is one of the seeds' optimisation stages (cuda/README.md maps files to
 // stages); no policy ever runs another kernel in its place. Every CUDA failure becomes mri::CudaError naming the call.
+#include <array>
 #include <complex>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "mri/grid.hpp"
 #include "mri/image.hpp" // mri::cfloat
@@ -63,6 +66,15 @@ struct FhdPlanOptions {
   // 0: 90% of the free device memory (cudaMemGetInfo) when the plan is created; the rest is
   // left to cuBLAS/cuFFT work areas and the caller's buffers. Tests force small values.
   std::size_t memory_budget_bytes = 0;
+  // The output grid as a window of a larger grid `whole` (same dims), from its voxel `first`:
+  // the coordinates are whole's ({-L/2 .. L/2-1} of whole's extents), so a plan on a slab of
+  // planes computes exactly whole's values there, each voxel's sum the same (cuda/device_slabs.cuh).
+  // Unset: out is the whole grid.
+  struct Window {
+    Grid whole;
+    std::array<std::int64_t, 3> first{};
+  };
+  std::optional<Window> window;
 };
 
 // A plan owns the device copies of one trajectory and the buffers of one problem size,

@@ -23,13 +23,13 @@ __global__ void __launch_bounds__(kForward.threads)
   float re = 0.f, im = 0.f;
   int n = 0;
   for (int iz = 0; iz < g.nz; ++iz) {
-    const float z = static_cast<float>(iz - g.nz / 2);
+    const float z = static_cast<float>(iz + g.z0);
     float plane_re = 0.f, plane_im = 0.f;
     for (int iy = 0; iy < g.ny; ++iy) {
-      const float base = ty * static_cast<float>(iy - g.ny / 2) + tz * z;
+      const float base = ty * static_cast<float>(iy + g.y0) + tz * z;
       float row_re = 0.f, row_im = 0.f;
       for (int ix = 0; ix < g.nx; ++ix, ++n) {
-        const float t = tx * static_cast<float>(ix - g.nx / 2) + base;
+        const float t = tx * static_cast<float>(ix + g.x0) + base;
         const float r = t - rintf(t);
         float sn, cs;
         sincospif(2.f * r, &sn, &cs);

@@ -17,6 +17,24 @@ bool device_present(); // device.cu
 
 namespace {
 
+// The coordinate of index 0 per axis: -L/2 of out's extents, or of the window's whole grid.
+std::array<int, 3> origin_of(const Grid &out, const std::optional<FhdPlanOptions::Window> &window) {
+  std::array<int, 3> o{};
+  for (int a = 0; a < 3; ++a)
+    o[a] = window ? static_cast<int>(window->first[a] - window->whole.extent(a) / 2) : static_cast<int>(-(out.extent(a) / 2));
+  return o;
+}
+
+void validate_window(const Grid &out, const FhdPlanOptions::Window &w) {
+  if (w.whole.dims() != out.dims())
+    mri::detail::invalid_argument("window.whole dims", w.whole.dims(), "differs from the output grid's dims " + std::to_string(out.dims()));
+  for (int a = 0; a < 3; ++a)
+    if (w.first[a] < 0 || w.first[a] + out.extent(a) > w.whole.extent(a))
+      mri::detail::invalid_argument("window.first[" + std::to_string(a) + "]", w.first[a],
+                                    "with the output extent " + std::to_string(out.extent(a)) +
+                                        " must lie within the whole grid's extent " + std::to_string(w.whole.extent(a)));
+}
+
 void validate(const Trajectory &t, const Grid &out, const Grid &period) {
   if (t.empty()) mri::detail::invalid_argument("trajectory size", 0, "must hold at least one sample");
   if (out.dims() != period.dims())
@@ -261,7 +279,9 @@ FhdPlan::FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &peri
 
 FhdPlan::FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &period, const FhdPlanOptions &options) {
   if (!device_present()) throw Unsupported("cuda backend: no usable CUDA device");
-  validate(trajectory, out, period);
+  if (options.window) validate_window(out, *options.window);
+  validate(trajectory, options.window ? options.window->whole : out, period); // the coordinates' range
+
   const int sms = multiprocessor_count();
   std::size_t free_bytes = 0, total_bytes = 0;
   MRI_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -315,8 +335,9 @@ FhdPlan::FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &peri
     p.ws.gemm_default_budget = std::min(chunk * kPolicyScratchPerSample, std::size_t{2} << 30);
   }
   s.m = static_cast<int>(chunk);
+  const std::array<int, 3> origin = origin_of(out, options.window);
   s.out = OutGrid{static_cast<int>(out.nx()), static_cast<int>(out.ny()), static_cast<int>(out.nz()),
-                  static_cast<int>(out.voxels())};
+                  static_cast<int>(out.voxels()), origin[0], origin[1], origin[2]};
   for (int a = 0; a < 3; ++a) s.inv_period[a] = 1.0 / static_cast<double>(period.extent(a));
   s.stream = p.stream.get();
   s.copy_stream = p.copy_stream.get();

@@ -51,10 +51,13 @@ private:
 // ---------------------------------------------------------------------------------------
 // Plan state
 
-// The output grid as the kernels see it. Coordinates run over {-L/2 .. L/2-1} per axis.
+// The output grid as the kernels see it. Voxel (ix, iy, iz) has the coordinates (ix + x0, iy + y0,
+// iz + z0): {-L/2 .. L/2-1} per axis for a whole grid (x0 = -nx/2, ...), or a window's share of
+// its whole grid's coordinates (FhdPlanOptions::window: a voxel slab).
 struct OutGrid {
   int nx = 1, ny = 1, nz = 1;
   int voxels = 1;
+  int x0 = 0, y0 = 0, z0 = 0;
 };
 
 // The sample record of the chunked policies (Register, ConstantChunked, SfuTrig): AoS, so one
@@ -216,9 +219,9 @@ __device__ __forceinline__ void voxel_coordinates(const OutGrid &g, int n, float
   const int rest = n / g.nx;
   const int iy = rest % g.ny;
   const int iz = rest / g.ny;
-  x = static_cast<float>(ix - g.nx / 2);
-  y = static_cast<float>(iy - g.ny / 2);
-  z = static_cast<float>(iz - g.nz / 2);
+  x = static_cast<float>(ix + g.x0);
+  y = static_cast<float>(iy + g.y0);
+  z = static_cast<float>(iz + g.z0);
 }
 
 // t minus the integer nearest to t, in [-0.5, 0.5], for |t| < 2^22 -- without rintf: FRND

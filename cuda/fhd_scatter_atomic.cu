@@ -26,8 +26,8 @@ __global__ void __launch_bounds__(kScatter.threads)
   int n = i % g.voxels;
   int ix = n % g.nx, iy = (n / g.nx) % g.ny, iz = n / (g.nx * g.ny);
   for (int j = 0; j < g.voxels; ++j) {
-    const float x = static_cast<float>(ix - g.nx / 2), y = static_cast<float>(iy - g.ny / 2),
-                z = static_cast<float>(iz - g.nz / 2);
+    const float x = static_cast<float>(ix + g.x0), y = static_cast<float>(iy + g.y0),
+                z = static_cast<float>(iz + g.z0);
     const float arg = kx * x + ky * y + kz * z;
     float s, cs;
     sincosf(arg, &s, &cs);

@@ -49,10 +49,11 @@ struct SplitGeom {
   int axis = 0; // the axis split between rows and columns
   int lo = 1;   // extent of its low digit (row side); divides L[axis]
   int hi = 1;   // L[axis] / lo (column side)
-  int half = 0; // L[axis] / 2, the coordinate offset (row side)
+  int half = 0; // -origin[axis], the coordinate offset of the split axis (row side)
   int rows = 1, cols = 1;
   int fast_rows = 1; // extent of the rows' fastest digit: x (L[0], or lo when axis == 0)
   int L[3] = {1, 1, 1};
+  int origin[3] = {0, 0, 0}; // the coordinate of index 0 per axis (OutGrid's x0, y0, z0)
   double ip[3] = {1, 1, 1}; // 1 / period: turns per voxel per unit of k
 };
 
@@ -105,11 +106,13 @@ SplitGeom choose_split(const PlanState &plan) {
       }
     }
   }
+  const int origin[3] = {plan.out.x0, plan.out.y0, plan.out.z0};
   for (int a = 0; a < 3; ++a) {
     best.L[a] = L[a];
+    best.origin[a] = origin[a];
     best.ip[a] = plan.inv_period[a];
   }
-  best.half = L[best.axis] / 2;
+  best.half = -origin[best.axis];
   best.fast_rows = best.axis > 0 ? L[0] : best.lo;
   return best;
 }
@@ -163,7 +166,7 @@ __device__ __forceinline__ double row_turns(const SplitGeom &s, const double3 &t
     if (a < s.axis) {
       const int i = r % s.L[a];
       r /= s.L[a];
-      acc += component(t, a) * static_cast<double>(i - s.L[a] / 2);
+      acc += component(t, a) * static_cast<double>(i + s.origin[a]);
     }
   return acc + component(t, s.axis) * static_cast<double>(r - s.half); // r: the low digit now
 }
@@ -177,7 +180,7 @@ __device__ __forceinline__ double col_turns(const SplitGeom &s, const double3 &t
     if (a > s.axis) {
       const int i = q % s.L[a];
       q /= s.L[a];
-      acc += component(t, a) * static_cast<double>(i - s.L[a] / 2);
+      acc += component(t, a) * static_cast<double>(i + s.origin[a]);
     }
   return acc;
 }

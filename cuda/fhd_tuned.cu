@@ -220,9 +220,9 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) tuned_kernel(TunedA
   const int by = rest % a.tiles_y;
   const int bz = rest / a.tiles_y;
   const int ix0 = bx * kTuned.tile_x, iy0 = by * Rows;
-  const float xc = static_cast<float>(ix0 - a.g.nx / 2) + 0.5f * (kTuned.tile_x - 1);
-  const float y0 = static_cast<float>(iy0 - a.g.ny / 2);
-  const float z = static_cast<float>(bz - a.g.nz / 2);
+  const float xc = static_cast<float>(ix0 + a.g.x0) + 0.5f * (kTuned.tile_x - 1);
+  const float y0 = static_cast<float>(iy0 + a.g.y0);
+  const float z = static_cast<float>(bz + a.g.z0);
 
   const long long begin = (static_cast<long long>(a.pass) * a.splits + blockIdx.y) * a.per_block;
   const int b0 = static_cast<int>(min(begin, static_cast<long long>(a.m)));
@@ -296,9 +296,9 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) sincos_pair_kernel(
   const int ix0 = bx * kPairTileX;
   float xs[kPairTileX];
 #pragma unroll
-  for (int j = 0; j < kPairTileX; ++j) xs[j] = static_cast<float>(ix0 + j - a.g.nx / 2);
-  const float y = static_cast<float>(iy - a.g.ny / 2);
-  const float z = static_cast<float>(iz - a.g.nz / 2);
+  for (int j = 0; j < kPairTileX; ++j) xs[j] = static_cast<float>(ix0 + j + a.g.x0);
+  const float y = static_cast<float>(iy + a.g.y0);
+  const float z = static_cast<float>(iz + a.g.z0);
 
   const long long begin = (static_cast<long long>(a.pass) * a.splits + blockIdx.y) * a.per_block;
   const int b0 = static_cast<int>(min(begin, static_cast<long long>(a.m)));

@@ -10,6 +10,7 @@
 
 #include "cuda_check.cuh"
 #include "device_image.hpp"
+#include "device_slabs.hpp"
 #include "fhd_plan.cuh"
 #include "gridding_cuda.hpp"
 #include "mri/error.hpp"
@@ -111,8 +112,9 @@ public:
         q_policy_(options.precision == Precision::Float32 ? options.policy : policy_),
         nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
         gridding_(options.nufft_gridding == Gridding::Scatter ? Gridding::Scatter : Gridding::Gather),
-        report_(report) {
+        report_(report), devices_(recon_devices(options.devices)) {
     report_.backend = Backend::Cuda;
+    for (const int d : devices_) report_.device_seconds.push_back({d, 0, 0});
   }
 
   // The memory need, before anything is allocated; then the maps up.
@@ -123,7 +125,14 @@ public:
       timed(report_.transfer_seconds, [&] { coils_.emplace(*maps_, options_.regularizer, options_.lambda, stream_); });
   }
 
-  DeviceImage rhs() { return nufft_ ? rhs_by_nufft() : rhs_by_exact_sum(); }
+  DeviceImage rhs() {
+    if (!nufft_) return rhs_by_exact_sum();
+    const double timed_fhd = report_.fhd_seconds;
+    DeviceImage rhs = rhs_by_nufft();
+    report_.device_seconds.front().fhd_seconds += report_.fhd_seconds - timed_fhd; // its adjoint NUFFTs
+    note_unsplit("F^H D", "the NUFFT");
+    return rhs;
+  }
 
   void make_direct() {
     if (nufft_)
@@ -131,22 +140,29 @@ public:
     else
       direct_op_.emplace(trajectory_, data_.weights(), grid_, policy_, options_.precision, stream_);
     direct_op_->set_regularizer(inner_regularizer(), options_.lambda);
+    note_unsplit("normal = direct", "F and F^H in every CG iteration");
   }
 
   // The Toeplitz operator from Q: by the NUFFT on the doubled grid, or the exact sum (3D Auto:
   // the tensor-core Dirichlet spectrum).
   void compute_q() {
     nufft_plan_.reset(); // its oversampled grid is not needed any more
+    if (!nufft_ && devices_.size() > 1 && q_sum_splits(grid_, q_policy_)) return toeplitz_q_by_slabs();
+    const double timed_q = report_.q_seconds;
     if (nufft_)
       toeplitz_q_by_nufft();
     else
       toeplitz_.emplace(trajectory_, data_.weights(), grid_, q_policy_, ToeplitzFft::Auto, stream_);
     finish_toeplitz();
+    // Q on the first device alone: its sum's seconds (the Toeplitz operator's, or the NUFFT's)
+    report_.device_seconds.front().q_seconds += toeplitz_->setup().q_seconds + (report_.q_seconds - timed_q);
+    note_unsplit("Q", nufft_ ? "the NUFFT" : report_.q_method);
   }
   void load_spectrum(std::span<const float> spectrum) {
     nufft_plan_.reset();
     toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_);
     finish_toeplitz();
+    note_unsplit("Q", "the cache's spectrum");
   }
   std::vector<float> spectrum() const { return toeplitz_->spectrum(); }
 
@@ -235,22 +251,45 @@ private:
     return maps_ ? std::min(maps_->coils(), FhdPlan::coils_per_pass(policy_, grid_.voxels())) : 1;
   }
 
-  // F^H (w .* D) by the exact sum, exact_coils_per_pass() coils per call.
+  // F^H (w .* D) by the exact sum, exact_coils_per_pass() coils per call, split by voxel slabs
+  // over the devices (one slab, the whole grid, on one device).
   DeviceImage rhs_by_exact_sum() {
     const int block = exact_coils_per_pass();
-    auto [plan, rhs, samples] = timed(report_.setup_seconds, [&] {
-      return std::tuple{std::make_unique<FhdPlan>(trajectory_, grid_, grid_), DeviceImage(grid_, stream_),
+    auto [slabs, rhs, samples] = timed(report_.setup_seconds, [&] {
+      return std::tuple{std::make_unique<SlabAdjoint>(trajectory_, grid_, grid_, devices_), DeviceImage(grid_, stream_),
                         DeviceBuffer<cfloat>(block * trajectory_.size())};
     });
     const std::vector<cfloat> weighted = host_weighted_samples(data_);
+    std::vector<double> seconds(devices_.size());
     accumulate_rhs(rhs, block, [&](int c0, int count, cfloat *images) {
-      upload_coils(weighted, c0, count, samples, plan->stream());
-      timed(report_.fhd_seconds, [&] {
-        plan->adjoint_coils_device(policy_, samples.get(), count, images);
-        plan->synchronize();
-      });
+      upload_coils(weighted, c0, count, samples, stream_);
+      slabs->adjoint_coils(policy_, samples.get(), count, images, stream_, seconds);
     });
+    for (std::size_t i = 0; i < seconds.size(); ++i) report_.device_seconds[i].fhd_seconds += seconds[i];
+    note("F^H D: " + describe(slabs->slabs()));
     return std::move(rhs);
+  }
+
+  // Q's half-grid sum split by voxel slabs over the devices, completed on the first one, its
+  // spectrum there (the same q_method as one device's: the same sum).
+  void toeplitz_q_by_slabs() {
+    std::vector<double> seconds(devices_.size());
+    SlabQ q = slab_q(trajectory_, data_.weights(), grid_, q_policy_, devices_, stream_, seconds);
+    toeplitz_.emplace(grid_, q.q, ToeplitzFft::Auto, stream_);
+    finish_toeplitz();
+    report_.q_method = std::string("q-sum/") + mri::to_string(q_policy_) + " + fft";
+    for (std::size_t i = 0; i < seconds.size(); ++i) report_.device_seconds[i].q_seconds += seconds[i];
+    note("Q: its half grid's " + describe(q.slabs));
+  }
+
+  // ReconReport::device_note, one clause per phase.
+  void note(const std::string &clause) {
+    report_.device_note += (report_.device_note.empty() ? "" : "; ") + clause;
+  }
+  // A phase that ran on the first device alone (said only when more devices were listed).
+  void note_unsplit(const char *phase, const std::string &how) {
+    if (devices_.size() > 1)
+      note(std::string(phase) + ": " + how + ", not split: on device " + std::to_string(devices_.front()));
   }
 
   // F^H (w .* D) by one adjoint NUFFT per coil; k goes up once for this plan and Q's, and the
@@ -307,6 +346,7 @@ private:
   std::optional<ToeplitzOperator> toeplitz_;
   std::optional<DirectNormalOperator> direct_op_;
   std::optional<DeviceCoils> coils_;
+  const std::vector<int> devices_; // ReconOptions::devices checked, or the current device
 };
 
 } // namespace

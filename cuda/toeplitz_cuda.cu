@@ -12,6 +12,7 @@
 //              cropped voxels (+ regulariser) into out: the pad, multiply and crop passes vanish.
 // Plans are made once per padded grid and kept (release_toeplitz_plans()), so the cuFFT JIT of
 // the callback kernels is paid once per process.
+#include "device_slabs.hpp"
 #include "normal_common.cuh"
 #include "toeplitz_plans.cuh"
 
@@ -24,18 +25,6 @@ using detail::resolve_fft;
 
 // ---------------------------------------------------------------------------------------------
 // Kernels
-
-// c_m = w_m exp(-i 2 pi k_hm s / n_h): moves the origin of the (n_h + 1)-plane grid of Q's
-// direct sum so that its planes are the offsets d_h = -n_h .. 0 (turns = s / n_h).
-__global__ void modulate_kernel(const float *__restrict__ kh, const float *__restrict__ w, int m, double turns,
-                                float2 *__restrict__ c) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= m) return;
-  const float wi = w ? w[i] : 1.0f;
-  double s = 0.0, co = 1.0;
-  if (kh) sincospi(-2.0 * static_cast<double>(kh[i]) * turns, &s, &co);
-  c[i] = make_float2(static_cast<float>(wi * co), static_cast<float>(wi * s));
-}
 
 // The full Q on the padded grid in FFT order (offset d at index d mod L) from the half grid:
 // d_h <= 0 read directly, d_h > 0 as conj(Q(-d)); offsets with some d_a = -n_a zeroed. With
@@ -301,30 +290,9 @@ ToeplitzOperator::ToeplitzOperator(const Trajectory &trajectory, std::span<const
   const int h = last_axis(grid);
   const Grid half = q_half_grid(grid);
   detail::FhdPlan plan(trajectory, half, grid);
-  const auto m = static_cast<int>(trajectory.size());
-  cudaStream_t ps = static_cast<cudaStream_t>(plan.stream());
-  {
-    std::vector<float> kh;
-    if (h >= 0) {
-      kh.resize(trajectory.size());
-      for (std::size_t i = 0; i < kh.size(); ++i) {
-        const KPoint &k = trajectory[i];
-        kh[i] = h == 0 ? k.kx : h == 1 ? k.ky : k.kz;
-      }
-    }
-    DeviceBuffer<float> kh_dev(kh.size()), w_dev(w.size());
-    if (!kh.empty())
-      MRI_CUDA_CHECK(cudaMemcpyAsync(kh_dev.get(), kh.data(), kh.size() * sizeof(float), cudaMemcpyHostToDevice, ps));
-    if (!w.empty())
-      MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice, ps));
-    const double turns = h >= 0 ? static_cast<double>(grid.extent(h) / 2) / static_cast<double>(grid.extent(h)) : 0.0;
-    modulate_kernel<<<blocks_for(m), kThreads, 0, ps>>>(kh.empty() ? nullptr : kh_dev.get(),
-                                                          w.empty() ? nullptr : w_dev.get(), m, turns,
-                                                          reinterpret_cast<float2 *>(plan.device_samples()));
-    MRI_CUDA_CHECK(cudaGetLastError());
-    plan.adjoint_device(policy, plan.device_samples(), plan.device_image());
-    plan.synchronize(); // kh_dev and w_dev are freed next
-  }
+  detail::q_half_coefficients(trajectory, w, grid, plan.device_samples(), plan.stream()); // device_slabs.hpp
+  plan.adjoint_device(policy, plan.device_samples(), plan.device_image());
+  plan.synchronize();
   im.setup.q_seconds = seconds_since(t);
 
   // Plans, Hermitian completion into the FFT array, FFT(Q) -> the real spectrum.

@@ -37,6 +37,9 @@ void validate(const KSpaceData &data, const ReconOptions &o) {
   if (!(o.lambda >= 0) || !std::isfinite(o.lambda))
     detail::invalid_argument("options.lambda", o.lambda, "must be finite and >= 0");
   if (data.trajectory().empty()) detail::invalid_argument("data.trajectory().size()", 0, "needs at least one sample");
+  if (!o.devices.empty() && o.backend == Backend::Cpu)
+    detail::invalid_argument("options.devices", o.devices.size(),
+                             "entries need the CUDA backend, but backend = cpu (leave devices empty for the CPU)");
   if (o.method == Method::Nufft) {
     const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
     if (!(o.nufft_tolerance >= floor && o.nufft_tolerance <= kNufftMaxTolerance))
@@ -47,14 +50,16 @@ void validate(const KSpaceData &data, const ReconOptions &o) {
 }
 
 // The GPU NUFFT is float32 only: method = Nufft with Float64 runs on the CPU (Auto) or is refused.
+// options.devices asks for GPUs: Auto then runs on them or says why it cannot, as backend = cuda.
 Backend recon_backend(const ReconOptions &o) {
+  const Backend requested = o.devices.empty() ? o.backend : Backend::Cuda;
   if (o.method == Method::Nufft && o.precision == Precision::Float64) {
-    if (o.backend == Backend::Cuda)
+    if (requested == Backend::Cuda)
       throw Unsupported("reconstruct: method = nufft with precision = float64 runs on the CPU only (the CUDA "
-                        "NUFFT is float32); use backend = cpu or auto");
+                        "NUFFT is float32); use backend = cpu or auto, without devices");
     return Backend::Cpu;
   }
-  return detail::resolve_backend(o.backend, "reconstruct");
+  return detail::resolve_backend(requested, "reconstruct");
 }
 
 } // namespace

@@ -195,4 +195,13 @@ TEST_CASE("reconstruct: bad input", "[reconstruct][bad-input]") {
     o.backend = Backend::Cuda;
     CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), Unsupported);
   }
+  // devices ask for the CUDA backend: refused with cpu, and with auto where no GPU is usable
+  // (never run on the CPU with the devices ignored)
+  o.devices = {0};
+  o.backend = Backend::Cpu;
+  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.devices = 1: entries need the CUDA backend"));
+  if (!cuda_available()) {
+    o.backend = Backend::Auto;
+    CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), Unsupported);
+  }
 }

@@ -108,6 +108,16 @@ struct ReconOptions {
   // need is estimated before anything is allocated; a problem that does not fit throws
   // Unsupported naming the bytes needed and available.
   std::size_t device_memory_limit = 0;
+  // GPU: the CUDA devices (ordinals) the exact sums are split over (docs/scaling.md): F^H D and
+  // Q (summed by an F^H D policy) by voxel slabs, one slab per entry, each device its own plan
+  // and stream, the slabs gathered onto the first device, where everything else runs (CG, the
+  // NUFFT, the 3D Dirichlet spectrum of Q, the maps: ReconReport::device_note says what did not
+  // split). Empty: the current device alone, as before. The first must be the calling thread's
+  // current device (0 unless the program chose another). Repeats are allowed: {0, 0} is two slabs
+  // on device 0, run in turn (how one GPU tests the split). Needs the CUDA backend: with backend
+  // = cpu InvalidArgument, with auto on a machine without a usable GPU Unsupported (its reason);
+  // an ordinal this process does not see: InvalidArgument naming it and the device count.
+  std::vector<int> devices;
   // Coil sensitivities on `grid`, one per coil of the data (before compression). Given for
   // single-coil data, they make a one-coil SENSE (e.g. an intensity correction).
   std::shared_ptr<const CoilSensitivities> sensitivities;
@@ -121,6 +131,15 @@ struct ReconOptions {
   std::function<void(int, const Image &, double)> on_iteration;
   // Called when each phase starts and ends (ReconPhase), on the thread that called reconstruct.
   std::function<void(const ReconPhase &)> on_phase;
+};
+
+// What one device of ReconOptions::devices did (ReconReport::device_seconds): the seconds its
+// share of each phase took on it (wall time of its host thread: uploads to it, its kernels, the
+// copy of its slab to the first device). A phase that did not split counts on the first device.
+struct DevicePhaseSeconds {
+  int device = 0;         // CUDA ordinal
+  double fhd_seconds = 0; // its share of F^H D
+  double q_seconds = 0;   // its share of Q (0 on the others when Q ran on the first device only)
 };
 
 struct ReconReport {
@@ -157,6 +176,11 @@ struct ReconReport {
                                    // policy Auto), "q-sum/<policy> + fft", "device q + fft"
                                    // (method = Nufft), "spectrum upload" (cache hit); empty on
                                    // the CPU and for normal = Direct
+  // GPU: one entry per device used (ReconOptions::devices, or the current device), in order;
+  // empty on the CPU. device_note: how F^H D and Q were split over them, and what ran on the
+  // first device only and why (e.g. "Q: dirichlet-tensor-cores, not split: on device 0").
+  std::vector<DevicePhaseSeconds> device_seconds;
+  std::string device_note;
 };
 
 struct ReconResult {

@@ -1,0 +1,283 @@
+// Voxel slabs of the exact sums over several devices (device_slabs.hpp).
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <map>
+#include <thread>
+
+#include "device_slabs.hpp"
+#include "normal_common.cuh"
+
+namespace mri::cuda::detail {
+namespace {
+
+// Makes `device` current for a scope, then restores the one before (destructors run there too:
+// the cuBLAS handle and streams of a slab's plan belong to its device).
+class CurrentDevice {
+public:
+  explicit CurrentDevice(int device) {
+    MRI_CUDA_CHECK(cudaGetDevice(&before_));
+    if (device != before_) MRI_CUDA_CHECK(cudaSetDevice(device));
+  }
+  ~CurrentDevice() { cudaSetDevice(before_); } // a destructor cannot throw
+  CurrentDevice(const CurrentDevice &) = delete;
+  CurrentDevice &operator=(const CurrentDevice &) = delete;
+
+private:
+  int before_ = 0;
+};
+
+int current_device() {
+  int d = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+const char *axis_name(int axis) { return axis == 0 ? "x" : axis == 1 ? "y" : "z"; }
+
+// Runs work(i) for every slab index i with planes: the slabs of one device in order on one host
+// thread, each device on its own (the first device's on the calling thread). The first exception
+// (in slab order) is rethrown once every thread has joined.
+template <class Work> void per_device(const std::vector<Slab> &slabs, Work &&work) {
+  std::map<int, std::vector<std::size_t>> by_device;
+  for (std::size_t i = 0; i < slabs.size(); ++i)
+    if (slabs[i].planes > 0) by_device[slabs[i].device].push_back(i);
+  std::vector<std::exception_ptr> errors(slabs.size());
+  const auto run = [&](int device, const std::vector<std::size_t> &mine) {
+    for (const std::size_t i : mine) {
+      try {
+        const CurrentDevice on(device);
+        work(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+        return; // this device's later slabs would only add errors
+      }
+    }
+  };
+  struct Joined { // the threads started are joined however this scope ends
+    std::vector<std::thread> threads;
+    ~Joined() {
+      for (std::thread &t : threads) t.join();
+    }
+  };
+  {
+    const int first = slabs.front().device;
+    Joined joined;
+    for (const auto &[device, mine] : by_device)
+      if (device != first) joined.threads.emplace_back(run, device, std::cref(mine));
+    if (const auto it = by_device.find(first); it != by_device.end()) run(first, it->second);
+  }
+  for (const std::exception_ptr &e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+// The full Q on the doubled grid in image order from its half (offsets d_h <= 0 along h, the
+// doubled grid's elsewhere; h = -1: the half is the whole grid): d_h > 0 read as conj(Q(-d)),
+// offsets with some d_a = -n_a zeroed (they never enter the crop; ToeplitzOperator zeroes them
+// too).
+__global__ void complete_q_kernel(const float2 *__restrict__ half, Dims d, int h, int hx, int hy, long long total,
+                                  float2 *__restrict__ full) {
+  const long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= total) return;
+  const int pos[3] = {static_cast<int>(p % d.lx), static_cast<int>((p / d.lx) % d.ly),
+                      static_cast<int>(p / (static_cast<long long>(d.lx) * d.ly))};
+  const int n[3] = {d.nx, d.ny, d.nz}, l[3] = {d.lx, d.ly, d.lz};
+  int off[3];
+#pragma unroll
+  for (int a = 0; a < 3; ++a) {
+    off[a] = l[a] == 1 ? 0 : pos[a] - n[a];
+    if (l[a] > 1 && off[a] == -n[a]) {
+      full[p] = make_float2(0.f, 0.f);
+      return;
+    }
+  }
+  const bool flip = h >= 0 && off[h] > 0;
+  int idx[3];
+#pragma unroll
+  for (int a = 0; a < 3; ++a) idx[a] = l[a] == 1 ? 0 : (flip ? -off[a] : off[a]) + n[a];
+  const float2 v = half[idx[0] + static_cast<long long>(hx) * (idx[1] + static_cast<long long>(hy) * idx[2])];
+  full[p] = flip ? make_float2(v.x, -v.y) : v;
+}
+
+// c_m = w_m exp(-i 2 pi k_hm s / n_h) (turns = s / n_h), in double, rounded once.
+__global__ void modulate_kernel(const float *__restrict__ kh, const float *__restrict__ w, int m, double turns,
+                                float2 *__restrict__ c) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= m) return;
+  const float wi = w ? w[i] : 1.0f;
+  double s = 0.0, co = 1.0;
+  if (kh) sincospi(-2.0 * static_cast<double>(kh[i]) * turns, &s, &co);
+  c[i] = make_float2(static_cast<float>(wi * co), static_cast<float>(wi * s));
+}
+
+} // namespace
+
+std::vector<int> recon_devices(const std::vector<int> &requested) {
+  if (requested.empty()) return {current_device()};
+  int count = 0;
+  MRI_CUDA_CHECK(cudaGetDeviceCount(&count));
+  for (std::size_t i = 0; i < requested.size(); ++i)
+    if (requested[i] < 0 || requested[i] >= count)
+      mri::detail::invalid_argument("options.devices[" + std::to_string(i) + "]", requested[i],
+                                    "is not a CUDA device of this process, which sees " + std::to_string(count) +
+                                        " (ordinals 0 to " + std::to_string(count - 1) + ")");
+  if (const int current = current_device(); requested.front() != current)
+    mri::detail::invalid_argument("options.devices[0]", requested.front(),
+                                  "must be the calling thread's current CUDA device, " + std::to_string(current) +
+                                      ": the phases that do not split, and CG, run there");
+  return requested;
+}
+
+std::vector<Slab> voxel_slabs(const Grid &grid, const std::vector<int> &devices) {
+  const int axis = std::max(last_axis(grid), 0);
+  const std::int64_t planes = grid.extent(axis), n = static_cast<std::int64_t>(devices.size());
+  std::vector<Slab> slabs;
+  std::int64_t first = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t mine = planes / n + (i < planes % n ? 1 : 0);
+    slabs.push_back({devices[static_cast<std::size_t>(i)], axis, first, mine});
+    first += mine;
+  }
+  return slabs;
+}
+
+std::string describe(const std::vector<Slab> &slabs) {
+  std::string s = std::string(axis_name(slabs.front().axis)) + " planes ";
+  for (std::size_t i = 0; i < slabs.size(); ++i) {
+    const Slab &b = slabs[i];
+    s += (i ? ", " : "") +
+         (b.planes > 0 ? std::to_string(b.first) + "-" + std::to_string(b.first + b.planes - 1) : std::string("none")) +
+         " on device " + std::to_string(b.device);
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SlabAdjoint
+
+// One slab's plan and buffers, all on its device.
+struct SlabAdjoint::Part {
+  FhdPlan plan;
+  DeviceBuffer<cfloat> c;      // the coefficients, copied over when the slab is on another device
+  DeviceBuffer<cfloat> images; // count x slab voxels, unless the slab is the whole grid
+};
+
+SlabAdjoint::SlabAdjoint(const Trajectory &trajectory, const Grid &out, const Grid &period,
+                         const std::vector<int> &devices)
+    : slabs_(voxel_slabs(out, devices)), voxels_(out.voxels()), samples_(trajectory.size()) {
+  const int axis = slabs_.front().axis;
+  plane_voxels_ = out.voxels() / out.extent(axis);
+  parts_.resize(slabs_.size());
+  for (std::size_t i = 0; i < slabs_.size(); ++i) {
+    const Slab &s = slabs_[i];
+    if (s.planes == 0) continue;
+    const CurrentDevice on(s.device);
+    std::array<std::int64_t, 3> e = out.extents(), first{};
+    e[axis] = s.planes;
+    first[axis] = s.first;
+    FhdPlanOptions options;
+    if (s.planes < out.extent(axis)) options.window = FhdPlanOptions::Window{out, first};
+    parts_[i].reset(new Part{FhdPlan(trajectory, Grid(e[0], e[1], e[2]), period, options), {}, {}});
+  }
+}
+
+SlabAdjoint::~SlabAdjoint() {
+  for (std::size_t i = 0; i < parts_.size(); ++i)
+    if (parts_[i]) try {
+        const CurrentDevice on(slabs_[i].device); // the plan's cuBLAS handle and streams are its device's
+        parts_[i].reset();
+      } catch (const CudaError &) { // a destructor cannot throw: freed from the current device instead
+        parts_[i].reset();
+      }
+}
+
+const std::vector<Slab> &SlabAdjoint::slabs() const { return slabs_; }
+
+void SlabAdjoint::adjoint_coils(KernelPolicy policy, const cfloat *c, int count, cfloat *result, StreamHandle after,
+                                std::span<double> seconds) {
+  if (seconds.size() != slabs_.size())
+    mri::detail::invalid_argument("seconds.size()", seconds.size(), "must be one per slab, " + std::to_string(slabs_.size()));
+  MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(after))); // c is complete
+  const int home = slabs_.front().device;
+  const bool whole = parts_.size() == 1;
+  per_device(slabs_, [&](std::size_t i) {
+    const auto t0 = Clock::now();
+    const Slab &s = slabs_[i];
+    Part &p = *parts_[i];
+    const cudaStream_t stream = as_stream(p.plan.stream());
+    const std::size_t slab_voxels = static_cast<std::size_t>(s.planes * plane_voxels_);
+    const cfloat *mine = c;
+    if (s.device != home) {
+      const std::size_t n = static_cast<std::size_t>(count) * samples_;
+      MRI_CUDA_CHECK(cudaMemcpyPeerAsync(p.c.grow(n), s.device, c, home, n * sizeof(cfloat), stream));
+      mine = p.c.get();
+    }
+    cfloat *images = whole ? result : p.images.grow(static_cast<std::size_t>(count) * slab_voxels);
+    p.plan.adjoint_coils_device(policy, mine, count, images);
+    if (!whole) // each coil's slab is one contiguous run of its image: planes along the last axis
+      for (int v = 0; v < count; ++v)
+        MRI_CUDA_CHECK(cudaMemcpyPeerAsync(result + v * voxels_ + s.first * plane_voxels_, home,
+                                           images + v * slab_voxels, s.device, slab_voxels * sizeof(cfloat), stream));
+    p.plan.synchronize();
+    seconds[i] += seconds_since(t0);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Q
+
+void q_half_coefficients(const Trajectory &trajectory, const std::vector<float> &w, const Grid &grid, cfloat *c,
+                         StreamHandle stream) {
+  const cudaStream_t s = as_stream(stream);
+  const int h = last_axis(grid);
+  const auto m = static_cast<int>(trajectory.size());
+  std::vector<float> kh;
+  if (h >= 0) {
+    kh.resize(trajectory.size());
+    for (std::size_t i = 0; i < kh.size(); ++i) {
+      const KPoint &k = trajectory[i];
+      kh[i] = h == 0 ? k.kx : h == 1 ? k.ky : k.kz;
+    }
+  }
+  DeviceBuffer<float> kh_dev(kh.size()), w_dev(w.size());
+  if (!kh.empty())
+    MRI_CUDA_CHECK(cudaMemcpyAsync(kh_dev.get(), kh.data(), kh.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  if (!w.empty())
+    MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice, s));
+  const double turns = h >= 0 ? static_cast<double>(grid.extent(h) / 2) / static_cast<double>(grid.extent(h)) : 0.0;
+  modulate_kernel<<<blocks_for(m, kThreads), kThreads, 0, s>>>(kh.empty() ? nullptr : kh_dev.get(),
+                                                     w.empty() ? nullptr : w_dev.get(), m, turns,
+                                                     reinterpret_cast<float2 *>(c));
+  MRI_CUDA_CHECK(cudaGetLastError());
+  MRI_CUDA_CHECK(cudaStreamSynchronize(s)); // kh_dev and w_dev are freed next
+}
+
+bool q_sum_splits(const Grid &grid, KernelPolicy policy) {
+  return !(policy == KernelPolicy::Auto && dirichlet_spectrum_applies(grid)); // toeplitz_cuda.cu's choice
+}
+
+SlabQ slab_q(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid, KernelPolicy policy,
+                   const std::vector<int> &devices, StreamHandle stream, std::span<double> seconds) {
+  if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  trajectory.check_within(grid);
+  const std::vector<float> w = checked_weights(weights, trajectory.size());
+  const Grid half = q_half_grid(grid), padded = grid.doubled();
+  DeviceBuffer<cfloat> q_half(static_cast<std::size_t>(half.voxels()));
+  SlabQ out{DeviceImage(), voxel_slabs(half, devices)};
+  {
+    SlabAdjoint slabs(trajectory, half, grid, devices);
+    DeviceBuffer<cfloat> c(trajectory.size());
+    q_half_coefficients(trajectory, w, grid, c.get(), stream);
+    slabs.adjoint_coils(policy, c.get(), 1, q_half.get(), stream, seconds);
+  }
+  out.q = DeviceImage(padded, stream);
+  const auto l = static_cast<long long>(padded.voxels());
+  complete_q_kernel<<<blocks_for(l, kThreads), kThreads, 0, as_stream(stream)>>>(
+      reinterpret_cast<const float2 *>(q_half.get()), dims_of(grid, padded), last_axis(grid),
+      static_cast<int>(half.nx()), static_cast<int>(half.ny()), l, reinterpret_cast<float2 *>(out.q.data()));
+  MRI_CUDA_CHECK(cudaGetLastError());
+  MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); // q_half is freed next
+  return out;
+}
+
+} // namespace mri::cuda::detail
