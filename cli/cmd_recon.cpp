@@ -50,6 +50,9 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_option("--device-memory", a.device_memory_mib, "GPU memory the reconstruction may use, MiB (0: what is free)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--devices", o.devices, "CUDA devices the exact F^H D and Q are split over by voxel slabs, e.g. 0,1 "
+                                         "(the first: the current device, where the rest runs; default: it alone)")
+      ->delimiter(',');
 }
 
 void add_io_options(CLI::App &cmd, ReconArgs &a) {
