@@ -33,6 +33,21 @@ int current_device() {
   return d;
 }
 
+// Lets `from` reach `to`'s memory directly (NVLink or PCIe peer DMA) where the pair can; else
+// cudaMemcpyPeerAsync stages through the host. Enabling twice is not an error.
+void enable_peer_access(int from, int to) {
+  int can = 0;
+  MRI_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
+  if (!can) return;
+  const CurrentDevice on(from);
+  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError(); // an answer, not a failure: cleared
+    return;
+  }
+  check(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+}
+
 const char *axis_name(int axis) { return axis == 0 ? "x" : axis == 1 ? "y" : "z"; }
 
 // Runs work(i) for every slab index i with planes: the slabs of one device in order on one host
@@ -171,6 +186,10 @@ SlabAdjoint::SlabAdjoint(const Trajectory &trajectory, const Grid &out, const Gr
   for (std::size_t i = 0; i < slabs_.size(); ++i) {
     const Slab &s = slabs_[i];
     if (s.planes == 0) continue;
+    if (s.device != slabs_.front().device) { // its coefficients come from, and its planes go to, the first
+      enable_peer_access(s.device, slabs_.front().device);
+      enable_peer_access(slabs_.front().device, s.device);
+    }
     const CurrentDevice on(s.device);
     std::array<std::int64_t, 3> e = out.extents(), first{};
     e[axis] = s.planes;
