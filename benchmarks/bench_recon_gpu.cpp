@@ -26,6 +26,8 @@
 //
 //   MRI_BENCH_256=1 adds a 256^3 reconstruction (koosh 4096 x 256 = 2^20 samples, 2 CG
 //   iterations, no warm-up): the large problem runs, or fails up front naming the memory it needs.
+//   MRI_BENCH_DEVICES=0,1 adds RECON-3D with the exact sums split by voxel slabs over those CUDA
+//   devices (ReconOptions::devices; "0,0" on one GPU), each device's seconds as counters.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -200,6 +202,35 @@ void BM_Recon3D_EndToEnd_CachedQ(benchmark::State &state) {
   o.q_cache_dir = cache_dir(); // the warm-up call stores the entry; timed calls hit it
   end_to_end(state, "RECON-3D", "RECON-3D (Q from cache)", o);
 }
+// The exact sums split by voxel slabs over the devices of MRI_BENCH_DEVICES (e.g. "0,1"; "0,0" on
+// one GPU: the split's cost without a second device; docs/scaling.md), with each device's share
+// of F^H D and Q as counters. Q by the Dirichlet spectrum (Auto, not split) or by Tuned (split).
+std::vector<int> bench_devices() {
+  std::vector<int> devices;
+  if (const char *e = std::getenv("MRI_BENCH_DEVICES"))
+    for (std::string s = e; !s.empty();) {
+      const std::size_t comma = s.find(',');
+      devices.push_back(std::stoi(s.substr(0, comma)));
+      s = comma == std::string::npos ? "" : s.substr(comma + 1);
+    }
+  return devices;
+}
+void BM_Recon3D_Devices(benchmark::State &state, mri::KernelPolicy policy) {
+  auto o = recon_options();
+  o.policy = policy;
+  o.devices = bench_devices();
+  const std::string label = std::string("RECON-3D (devices ") + std::getenv("MRI_BENCH_DEVICES") + ", policy " +
+                            mri::to_string(policy) + ")";
+  end_to_end(state, "RECON-3D", label, o);
+  if (!g_reports.count(label)) return; // failed: said by end_to_end
+  const mri::ReconReport &r = g_reports[label];
+  for (std::size_t i = 0; i < r.device_seconds.size(); ++i) {
+    state.counters["dev" + std::to_string(i) + "_fhd_s"] = r.device_seconds[i].fhd_seconds;
+    state.counters["dev" + std::to_string(i) + "_q_s"] = r.device_seconds[i].q_seconds;
+  }
+  std::printf("%s: %s\n", label.c_str(), r.device_note.c_str());
+}
+
 void BM_Recon2D_EndToEnd(benchmark::State &state) { end_to_end(state, "RECON-2D", "RECON-2D", recon_options()); }
 void BM_Recon2D_EndToEnd_CachedQ(benchmark::State &state) {
   auto o = recon_options();
@@ -425,6 +456,9 @@ int main(int argc, char **argv) {
   for (const char *mc : {"RECON-2D-MC", "RECON-3D-MC"})
     benchmark::RegisterBenchmark((std::string(mc) + "/sense-apply").c_str(), BM_SenseApply, std::string(mc))->Arg(0)->Arg(4)->Arg(8)->UseManualTime()->Iterations(20)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-3D-MC/exact", BM_Recon3DMC_Exact)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
+  if (!bench_devices().empty())
+    for (const mri::KernelPolicy p : {mri::KernelPolicy::Auto, mri::KernelPolicy::Tuned})
+      benchmark::RegisterBenchmark((std::string("RECON-3D/devices/") + mri::to_string(p)).c_str(), BM_Recon3D_Devices, p)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   if (const char *e = std::getenv("MRI_BENCH_256"); e && std::string(e) == "1") {
     benchmark::RegisterBenchmark("RECON-3D-256/end-to-end", BM_Recon3D_256)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("RECON-3D-256/nufft", BM_Recon3D_256_Nufft)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
