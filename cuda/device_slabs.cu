@@ -143,17 +143,27 @@ std::vector<int> recon_devices(const std::vector<int> &requested) {
   return requested;
 }
 
-std::vector<Slab> voxel_slabs(const Grid &grid, const std::vector<int> &devices) {
-  const int axis = std::max(last_axis(grid), 0);
-  const std::int64_t planes = grid.extent(axis), n = static_cast<std::int64_t>(devices.size());
+namespace {
+
+// `planes` planes along `axis` cut into one slab per device, in groups of `unit` planes (the
+// last group may be short), as even as can be (the first slabs one group more).
+std::vector<Slab> split_planes(int axis, std::int64_t planes, std::int64_t unit, const std::vector<int> &devices) {
+  const std::int64_t groups = (planes + unit - 1) / unit, n = static_cast<std::int64_t>(devices.size());
   std::vector<Slab> slabs;
   std::int64_t first = 0;
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t mine = planes / n + (i < planes % n ? 1 : 0);
+    const std::int64_t mine = std::min(planes - first, unit * (groups / n + (i < groups % n ? 1 : 0)));
     slabs.push_back({devices[static_cast<std::size_t>(i)], axis, first, mine});
     first += mine;
   }
   return slabs;
+}
+
+} // namespace
+
+std::vector<Slab> voxel_slabs(const Grid &grid, const std::vector<int> &devices) {
+  const int axis = std::max(last_axis(grid), 0);
+  return split_planes(axis, grid.extent(axis), 1, devices);
 }
 
 std::string describe(const std::vector<Slab> &slabs) {
@@ -296,6 +306,41 @@ SlabQ slab_q(const Trajectory &trajectory, std::span<const float> weights, const
       static_cast<int>(half.nx()), static_cast<int>(half.ny()), l, reinterpret_cast<float2 *>(out.q.data()));
   MRI_CUDA_CHECK(cudaGetLastError());
   MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); // q_half is freed next
+  return out;
+}
+
+SlabSpectrum slab_dirichlet_spectrum(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                                     const std::vector<int> &devices, std::span<double> seconds) {
+  if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
+  trajectory.check_within(grid);
+  const std::vector<float> w = checked_weights(weights, trajectory.size());
+  const double w_max = w.empty() ? 1.0 : *std::max_element(w.begin(), w.end());
+  const Grid padded = grid.doubled();
+  const auto plane = static_cast<std::size_t>(padded.nx() * padded.ny());
+  SlabSpectrum out{std::vector<float>(static_cast<std::size_t>(padded.voxels()), 0.0f),
+                   split_planes(2, padded.nz(), dirichlet_spectrum_plane_block(), devices)};
+  if (w_max == 0.0) return out; // all weights zero: K = 0
+  per_device(out.slabs, [&](std::size_t i) {
+    const auto t0 = Clock::now();
+    const Slab &s = out.slabs[i];
+    const Stream stream; // on the slab's device, as everything below (plain copies: the staging
+                         // ring belongs to the first device)
+    DeviceBuffer<KPoint> k(trajectory.size());
+    DeviceBuffer<float> w_dev(w.size());
+    DeviceBuffer<float> planes(plane * static_cast<std::size_t>(s.planes));
+    MRI_CUDA_CHECK(cudaMemcpyAsync(k.get(), trajectory.data(), trajectory.size() * sizeof(KPoint),
+                                   cudaMemcpyHostToDevice, stream.get()));
+    if (!w.empty())
+      MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                     stream.get()));
+    dirichlet_spectrum_planes(k.get(), w.empty() ? nullptr : w_dev.get(), trajectory.size(), w_max, grid,
+                              static_cast<int>(s.first), static_cast<int>(s.planes), planes.get(), stream.get());
+    MRI_CUDA_CHECK(cudaMemcpyAsync(out.spectrum.data() + static_cast<std::size_t>(s.first) * plane, planes.get(),
+                                   plane * static_cast<std::size_t>(s.planes) * sizeof(float), cudaMemcpyDeviceToHost,
+                                   stream.get()));
+    MRI_CUDA_CHECK(cudaStreamSynchronize(stream.get())); // the buffers are freed next
+    seconds[i] += seconds_since(t0);
+  });
   return out;
 }
 

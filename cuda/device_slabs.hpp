@@ -78,9 +78,9 @@ private:
 void q_half_coefficients(const Trajectory &trajectory, const std::vector<float> &w, const Grid &grid, cfloat *c,
                          StreamHandle stream);
 
-// Whether the exact Q of `grid` under `policy` is a sum of an F^H D policy (it splits by slabs)
-// rather than the tensor-core Dirichlet spectrum (3D, KernelPolicy::Auto: toeplitz_cuda.cu),
-// which runs on the first device only.
+// Whether the exact Q of `grid` under `policy` is a sum of an F^H D policy (slab_q) rather than
+// the tensor-core Dirichlet spectrum (3D, KernelPolicy::Auto: toeplitz_cuda.cu's choice;
+// slab_dirichlet_spectrum).
 bool q_sum_splits(const Grid &grid, KernelPolicy policy);
 
 // The exact Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(), in image order (offset d
@@ -97,5 +97,19 @@ struct SlabQ {
 SlabQ slab_q(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
                    KernelPolicy policy, const std::vector<int> &devices, StreamHandle stream,
                    std::span<double> seconds);
+
+// The Toeplitz spectrum of the exact Q by the tensor-core Dirichlet sum (what ToeplitzOperator
+// makes on one device for 3D grids under KernelPolicy::Auto), its fz planes split over `devices`
+// in slabs of whole kernel tiles (dirichlet_spectrum_plane_block() planes), each device's planes
+// copied into the host spectrum (what ToeplitzOperator's spectrum constructor and the Q cache
+// take). Within float rounding of the one-device spectrum: the sum adds atomically, and its
+// blocks split the samples by how many frequency blocks a slab has. weights as slab_q.
+// seconds[i] += slab i's wall time (its uploads, its planes, their download).
+struct SlabSpectrum {
+  std::vector<float> spectrum;
+  std::vector<Slab> slabs; // of K's fz planes
+};
+SlabSpectrum slab_dirichlet_spectrum(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
+                                     const std::vector<int> &devices, std::span<double> seconds);
 
 } // namespace mri::cuda::detail

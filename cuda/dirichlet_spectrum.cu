@@ -128,8 +128,9 @@ struct MmaArgs {
   const float *y, *z;
   int cols;                 // table row length
   int stages_per_block;     // stages each block (blockIdx.y) of a frequency block sums
-  int blocks[3];            // blocks along x, y, z
+  int blocks[3];            // blocks along x, y, z (z: over the planes computed)
   int l[3];                 // doubled extents
+  int fz_first, fz_end;     // the fz planes computed, [fz_first, fz_end); kernel holds them only
   float scale;              // accumulator -> K
   float *kernel;
 };
@@ -245,7 +246,7 @@ __global__ void __launch_bounds__(kTile.threads, 2) dirichlet_mma_kernel(MmaArgs
   float4 *sums = dynamic_smem + 2 * sizeof(Stage) / sizeof(float4);
   const int block = blockIdx.x;
   const int bx = block % a.blocks[0], by = (block / a.blocks[0]) % a.blocks[1], bz = block / (a.blocks[0] * a.blocks[1]);
-  const int fx0 = bx * kTile.fx, fy0 = by * kTile.fy, fz0 = bz * kTile.fz;
+  const int fx0 = bx * kTile.fx, fy0 = by * kTile.fy, fz0 = a.fz_first + bz * kTile.fz;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 
   const int s_begin = blockIdx.y * a.stages_per_block;
@@ -275,8 +276,8 @@ __global__ void __launch_bounds__(kTile.threads, 2) dirichlet_mma_kernel(MmaArgs
       const int fx = fx0 + 16 * mt + g + (e >= 2 ? 8 : 0);
       const int fy = fy0 + 8 * jy + 2 * t + (e & 1);
       const int fz = fz0 + kIz * warp + i;
-      if (fx < a.l[0] && fy < a.l[1] && fz < a.l[2])
-        atomicAdd(a.kernel + fx + static_cast<long long>(a.l[0]) * (fy + static_cast<long long>(a.l[1]) * fz),
+      if (fx < a.l[0] && fy < a.l[1] && fz < a.fz_end)
+        atomicAdd(a.kernel + fx + static_cast<long long>(a.l[0]) * (fy + static_cast<long long>(a.l[1]) * (fz - a.fz_first)),
                   c[e] * a.scale);
     }
   });
@@ -297,12 +298,23 @@ std::size_t dirichlet_spectrum_bytes(const Grid &grid) {
 
 void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w_max, const Grid &grid, float *kernel,
                         cudaStream_t stream) {
+  dirichlet_spectrum_planes(k, w, m, w_max, grid, 0, static_cast<int>(grid.doubled().nz()), kernel, stream);
+}
+
+int dirichlet_spectrum_plane_block() { return kTile.fz; }
+
+void dirichlet_spectrum_planes(const KPoint *k, const float *w, std::size_t m, double w_max, const Grid &grid,
+                               int first, int count, float *kernel, cudaStream_t stream) {
   if (!dirichlet_spectrum_applies(grid))
     mri::detail::invalid_argument("grid", std::to_string(grid.nx()) + "x" + std::to_string(grid.ny()) + "x" +
                                               std::to_string(grid.nz()),
                                   "needs three axes of extent > 1 (the Dirichlet spectrum)");
   if (!(w_max > 0.0) || !std::isfinite(w_max)) mri::detail::invalid_argument("w_max", w_max, "must be finite and > 0");
   const Grid doubled = grid.doubled();
+  if (first < 0 || first % kTile.fz != 0 || count < 1 || first + count > doubled.nz())
+    mri::detail::invalid_argument("planes", std::to_string(first) + " + " + std::to_string(count),
+                                  "must start at a multiple of " + std::to_string(kTile.fz) + " and lie within the " +
+                                      std::to_string(doubled.nz()) + " fz planes");
   TableArgs ta{};
   MmaArgs ma{};
   for (int a = 0; a < 3; ++a) {
@@ -312,6 +324,10 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
     ta.rows[a] = round_up(ta.l[a], block);
     ma.blocks[a] = ta.rows[a] / block;
   }
+  // The z table keeps every row (cheap); the sum runs over the blocks of the planes asked for.
+  ma.blocks[2] = (count + kTile.fz - 1) / kTile.fz;
+  ma.fz_first = first;
+  ma.fz_end = first + count;
   ta.k = k;
   ta.w = w;
   ta.inv_w_max = 1.0 / w_max;
@@ -320,7 +336,8 @@ void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w
   double scale = w_max / (static_cast<double>(doubled.voxels()) * kTile.scale * kTile.scale);
   for (int a = 0; a < 3; ++a) scale *= 2.0 * ta.n[a] - 1.0;
   ma.scale = static_cast<float>(scale);
-  MRI_CUDA_CHECK(cudaMemsetAsync(kernel, 0, static_cast<std::size_t>(doubled.voxels()) * sizeof(float), stream));
+  const std::size_t plane = static_cast<std::size_t>(doubled.nx() * doubled.ny());
+  MRI_CUDA_CHECK(cudaMemsetAsync(kernel, 0, plane * static_cast<std::size_t>(count) * sizeof(float), stream));
 
   MRI_CUDA_CHECK(cudaFuncSetAttribute(dirichlet_mma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kSmemBytes)));

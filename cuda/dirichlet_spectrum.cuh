@@ -26,5 +26,13 @@ std::size_t dirichlet_spectrum_bytes(const Grid &grid);
 // `stream`; returns when it is done (the tables it allocates are freed on return).
 void dirichlet_spectrum(const KPoint *k, const float *w, std::size_t m, double w_max, const Grid &grid,
                         float *kernel, cudaStream_t stream);
+// The same for the fz planes [first, first + count) of K only (the voxel slabs of several
+// devices, device_slabs.hpp): `kernel` holds those count planes. first must be a multiple of
+// dirichlet_spectrum_plane_block() (the kernel's fz tile), the planes within K's
+// (InvalidArgument otherwise). Each plane's sum is the whole spectrum's up to float rounding (the
+// blocks' sample splits depend on how many frequency blocks there are).
+void dirichlet_spectrum_planes(const KPoint *k, const float *w, std::size_t m, double w_max, const Grid &grid,
+                               int first, int count, float *kernel, cudaStream_t stream);
+int dirichlet_spectrum_plane_block();
 
 } // namespace mri::cuda::detail

@@ -147,7 +147,8 @@ public:
   // the tensor-core Dirichlet spectrum).
   void compute_q() {
     nufft_plan_.reset(); // its oversampled grid is not needed any more
-    if (!nufft_ && devices_.size() > 1 && q_sum_splits(grid_, q_policy_)) return toeplitz_q_by_slabs();
+    if (!nufft_ && devices_.size() > 1)
+      return q_sum_splits(grid_, q_policy_) ? toeplitz_q_by_slabs() : toeplitz_spectrum_by_slabs();
     const double timed_q = report_.q_seconds;
     if (nufft_)
       toeplitz_q_by_nufft();
@@ -280,6 +281,18 @@ private:
     report_.q_method = std::string("q-sum/") + mri::to_string(q_policy_) + " + fft";
     for (std::size_t i = 0; i < seconds.size(); ++i) report_.device_seconds[i].q_seconds += seconds[i];
     note("Q: its half grid's " + describe(q.slabs));
+  }
+
+  // Q's spectrum by the tensor-core Dirichlet sum (3D, policy Auto), its planes split over the
+  // devices, gathered on the host and uploaded to the first device (as a cached spectrum is).
+  void toeplitz_spectrum_by_slabs() {
+    std::vector<double> seconds(devices_.size());
+    SlabSpectrum k = slab_dirichlet_spectrum(trajectory_, data_.weights(), grid_, devices_, seconds);
+    toeplitz_.emplace(grid_, k.spectrum, ToeplitzFft::Auto, stream_);
+    finish_toeplitz();
+    report_.q_method = "dirichlet-tensor-cores"; // the one device's path, as it names it
+    for (std::size_t i = 0; i < seconds.size(); ++i) report_.device_seconds[i].q_seconds += seconds[i];
+    note("Q: dirichlet-tensor-cores, its spectrum's " + describe(k.slabs));
   }
 
   // ReconReport::device_note, one clause per phase.

@@ -1,6 +1,7 @@
 // Several GPUs in one process for the exact sums (ReconOptions::devices, cuda/device_slabs.hpp),
 // tested on one GPU: a device listed twice is two slabs, two plans and streams on it.
 //  - each slab's share of F^H D (and Q's half grid) against the float64 sum, fresh random inputs;
+//  - the Dirichlet spectrum by fz slabs against one device's (atomic adds: float rounding);
 //  - reconstruct with devices {0, 0} and {0, 0, 0} against {0}: bitwise where the policy's
 //    per-voxel summation order does not depend on the slab (Gather, Register, ConstantChunked,
 //    SfuTrig: a thread per voxel walks the samples in order, the coordinates are the whole grid's
@@ -20,6 +21,7 @@
 #include "../../cuda/device_image.hpp"
 #include "../../cuda/device_slabs.hpp"
 #include "../../cuda/fhd_backend.hpp"
+#include "../../cuda/toeplitz_cuda.hpp"
 #include "../catch.hpp"
 #include "../test_support.hpp"
 #include "mri/coil_simulation.hpp"
@@ -220,15 +222,45 @@ TEST_CASE("slabs: what does not split runs on the first device and the report sa
   o.backend = Backend::Cuda;
   o.iterations = 2;
   o.devices = {0, 0};
-  const ReconResult d = reconstruct(problem(Grid(16, 16, 16), 1).data, Grid(16, 16, 16), o); // 3D Auto: Dirichlet Q
-  CHECK(d.report.q_method == "dirichlet-tensor-cores");
-  CHECK(d.report.device_note.find("Q: dirichlet-tensor-cores, not split: on device 0") != std::string::npos);
-  CHECK(d.report.device_seconds.at(0).q_seconds > 0);
-  CHECK(d.report.device_seconds.at(1).q_seconds == 0);
-
   o.method = Method::Nufft;
   const ReconResult n = reconstruct(pb.data, pb.grid, o);
   CHECK(n.report.device_note.find("Q: the NUFFT, not split: on device 0") != std::string::npos);
+}
+
+TEST_CASE("slabs: the Dirichlet spectrum by fz slabs matches one device's", "[gpu][slabs][small]") {
+  // Padded nz 40 (5 kernel tiles of 8 planes: 16, 16, 8 on three slabs) and 18 (8 + 8 + 2: 16
+  // and 2 on two); weighted and not.
+  for (const Grid grid : {Grid(12, 10, 20), Grid(14, 12, 9)})
+    for (const bool weighted : {false, true}) {
+      const std::uint64_t seed = fresh_seed();
+      const std::vector<int> devices(grid.nz() == 20 ? 3 : 2, 0);
+      INFO(describe(grid) << (weighted ? ", weighted" : "") << ", " << devices.size() << " slabs, seed " << seed);
+      const Trajectory t = random_trajectory(grid, 3001, seed);
+      const std::vector<float> w = weighted ? test::random_weights(t.size(), seed + 1) : std::vector<float>{};
+      const std::vector<float> one = cuda::ToeplitzOperator(t, w, grid).spectrum(); // Auto: the Dirichlet sum
+      std::vector<double> seconds(devices.size());
+      const cuda::detail::SlabSpectrum many = cuda::detail::slab_dirichlet_spectrum(t, w, grid, devices, seconds);
+      REQUIRE(many.spectrum.size() == one.size());
+      INFO("slabs: " << cuda::detail::describe(many.slabs));
+      CHECK(many.slabs.back().first + many.slabs.back().planes == grid.doubled().nz());
+      const double err = rel_l2(many.spectrum, one);
+      std::printf("  dirichlet slabs %s x%zu rel L2 %.3e\n", describe(grid).c_str(), devices.size(), err);
+      CHECK(err <= 5e-6); // each run's own error against float64 is 3e-7 - 6e-7 (dirichlet_spectrum.cu)
+      for (const double s : seconds) CHECK(s > 0);
+    }
+
+  // In reconstruct: 3D, policy Auto, on two "devices" (the images: check_reconstruct's tolerance)
+  const Problem pb = problem(Grid(16, 16, 16), 1);
+  ReconOptions o;
+  o.backend = Backend::Cuda;
+  o.iterations = 2;
+  o.devices = {0, 0};
+  const ReconResult d = reconstruct(pb.data, pb.grid, o);
+  CHECK(d.report.q_method == "dirichlet-tensor-cores");
+  INFO("device note: " << d.report.device_note);
+  CHECK(d.report.device_note.find("Q: dirichlet-tensor-cores, its spectrum's z planes 0-15 on device 0, 16-31 on "
+                                  "device 0") != std::string::npos);
+  for (const DevicePhaseSeconds &s : d.report.device_seconds) CHECK(s.q_seconds > 0);
 }
 
 TEST_CASE("slabs: bad ordinals and windows are refused", "[gpu][slabs][small][bad-input]") {
