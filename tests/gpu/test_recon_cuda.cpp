@@ -30,6 +30,7 @@
 #include "mri/reconstruct.hpp"
 #include "mri/toeplitz.hpp"
 #include "mri/toeplitz_cache.hpp"
+#include "mri_backend/q_trajectory.hpp"
 
 using namespace mri;
 using cuda::DeviceImage;
