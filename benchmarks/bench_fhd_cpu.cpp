@@ -28,6 +28,7 @@
 #include "bench_support.hpp"
 #include "mri/fourier.hpp"
 #include "mri/trajectory.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace {
 

@@ -41,6 +41,7 @@
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri/trajectory.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace {
 

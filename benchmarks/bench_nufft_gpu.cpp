@@ -40,6 +40,7 @@
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace {
 

@@ -376,7 +376,7 @@ void BM_SenseApply(benchmark::State &state, const std::string &name) {
     if (composed)
       (*composed)(*a.x, *a.out);
     else
-      (*batched)(*a.x, *a.out);
+      batched->forward(*a.x, *a.out);
     state.SetIterationTime(timer.stop_ms() * 1e-3);
   }
   state.SetLabel(composed ? "one-coil operator per coil (" + a.toeplitz->fft_note() + ")"

@@ -1,6 +1,9 @@
 // The device memory a reconstruction needs, per phase (toeplitz_cuda.hpp's
 // reconstruct_device_bytes): checked against the free memory and device_memory_limit before
 // anything is allocated.
+#include "dirichlet_spectrum.cuh"
+#include "fhd_plan.cuh"
+#include "gridding_cuda.hpp"
 #include "normal_common.cuh"
 #include "sense_toeplitz.hpp"
 

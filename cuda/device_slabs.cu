@@ -1,15 +1,21 @@
 // Voxel slabs of the exact sums over several devices (device_slabs.hpp).
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <exception>
 #include <map>
 #include <thread>
 
 #include "device_slabs.hpp"
+#include "dirichlet_spectrum.cuh"
+#include "fhd_plan.cuh"
 #include "normal_common.cuh"
 
 namespace mri::cuda::detail {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Makes `device` current for a scope, then restores the one before (destructors run there too:
 // the cuBLAS handle and streams of a slab's plan belong to its device).

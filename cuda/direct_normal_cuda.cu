@@ -1,5 +1,10 @@
 // The direct normal operator on the GPU (toeplitz_cuda.hpp): F^H (w .* (F x)) by FhdPlan's
 // forward and adjoint, or by a device NUFFT pair.
+#include <memory>
+#include <optional>
+
+#include "fhd_plan.cuh"
+#include "gridding_cuda.hpp"
 #include "normal_common.cuh"
 
 namespace mri::cuda {
@@ -15,8 +20,6 @@ struct DirectNormalOperator::Impl {
   DeviceBuffer<float2> nufft_samples;                  // F x between the two NUFFT halves
   DeviceBuffer<float> weights;
   bool weighted = false;
-  int regularizer = mri::detail::kRegNone;
-  float lambda = 0;
   cudaEvent_t event = nullptr;
 
   Impl(const Grid &g, const std::vector<float> &w) : grid(g), dims(dims_of(g, g)), weights(w.size()), weighted(!w.empty()) {
@@ -56,13 +59,14 @@ DirectNormalOperator &DirectNormalOperator::operator=(DirectNormalOperator &&) n
 
 const Grid &DirectNormalOperator::grid() const { return impl_->grid; }
 
-void DirectNormalOperator::set_regularizer(Regularizer r, double lambda) {
-  check_regularizer(lambda);
-  impl_->regularizer = lambda == 0 ? mri::detail::kRegNone : static_cast<int>(r);
-  impl_->lambda = static_cast<float>(lambda);
+DeviceImage DirectNormalOperator::domain_vector() const {
+  return DeviceImage(impl_->grid, static_cast<StreamHandle>(impl_->plan_stream()));
 }
 
-void DirectNormalOperator::apply(const DeviceImage &in, DeviceImage &out) const {
+void DirectNormalOperator::apply(const DeviceImage &in, DeviceImage &out) const { apply_regularized(in, out, Regularizer::None, 0); }
+
+void DirectNormalOperator::apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const {
+  const RegularizerTerm reg = regularizer_term(r, lambda);
   Impl &im = *impl_;
   check_image(in, im.grid, "in");
   check_image(out, im.grid, "out");
@@ -83,10 +87,10 @@ void DirectNormalOperator::apply(const DeviceImage &in, DeviceImage &out) const 
     im.nufft->adjoint_device(y, out.data(), im.gridding);
   else
     im.plan->adjoint_device(im.policy, y, out.data());
-  if (im.regularizer != mri::detail::kRegNone) {
+  if (reg.regularizer != mri::detail::kRegNone) {
     const int n = static_cast<int>(im.grid.voxels());
     add_regularizer_kernel<<<blocks_for(n), kThreads, 0, ps>>>(reinterpret_cast<const float2 *>(in.data()), im.dims,
-                                                               n, im.regularizer, im.lambda,
+                                                               n, reg.regularizer, reg.lambda,
                                                                reinterpret_cast<float2 *>(out.data()));
     MRI_CUDA_CHECK(cudaGetLastError());
   }

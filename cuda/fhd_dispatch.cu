@@ -18,13 +18,17 @@ namespace {
 
 // The policy table: a new kernel policy is its enum value (mri/options.hpp), its own file
 // fhd_<policy>.cu defining run_adjoint<P>, and one row here (with its declaration above).
-// `run_coils` evaluates each phase once for a block of coils (null: one coil at a time).
+// `run_coils` evaluates each phase once for a block of coils (null: one coil at a time);
+// `run_into` sums a streamed chunk straight into the plan's double accumulator (null: the
+// chunk's float32 image is added to it).
 struct PolicyEntry {
   KernelPolicy policy;
   SampleScratch scratch; // the per-sample device scratch it keeps between calls (fhd_plan.cu)
   void (*run)(const PlanState &, const float2 *, float2 *);
   void (*run_coils)(const PlanState &, const float2 *, int, float2 *) = nullptr;
+  void (*run_into)(const PlanState &, const float2 *, double2 *, bool accumulate) = nullptr;
 };
+constexpr void (*kSeparableInto)(const PlanState &, const float2 *, double2 *, bool) = separable_adjoint_into;
 constexpr PolicyEntry kPolicies[] = {
     {KernelPolicy::ScatterAtomic, SampleScratch::None, run_adjoint<KernelPolicy::ScatterAtomic>},
     {KernelPolicy::Gather, SampleScratch::Soa, run_adjoint<KernelPolicy::Gather>},
@@ -32,7 +36,8 @@ constexpr PolicyEntry kPolicies[] = {
     {KernelPolicy::ConstantChunked, SampleScratch::Packed, run_adjoint<KernelPolicy::ConstantChunked>},
     {KernelPolicy::SfuTrig, SampleScratch::Packed, run_adjoint<KernelPolicy::SfuTrig>},
     {KernelPolicy::Tuned, SampleScratch::Tuned, run_adjoint<KernelPolicy::Tuned>},
-    {KernelPolicy::SeparableGemm, SampleScratch::Gemm, run_adjoint<KernelPolicy::SeparableGemm>, run_adjoint_coils_gemm},
+    {KernelPolicy::SeparableGemm, SampleScratch::Gemm, run_adjoint<KernelPolicy::SeparableGemm>, run_adjoint_coils_gemm,
+     kSeparableInto}, // sums in double
 };
 
 // Auto: the fastest policy that meets the 1e-5 accuracy bar (benchmarks/bench_fhd_gpu.cpp).
@@ -96,6 +101,13 @@ void FhdPlan::adjoint_device(KernelPolicy policy, const cfloat *c_dev, cfloat *r
 
 void run_adjoint_policy(const PlanState &s, KernelPolicy policy, const float2 *c, float2 *out) {
   entry(policy).run(s, c, out);
+}
+
+bool run_adjoint_into(const PlanState &s, KernelPolicy policy, const float2 *c, double2 *acc, bool accumulate) {
+  const PolicyEntry &e = entry(policy);
+  if (!e.run_into) return false;
+  e.run_into(s, c, acc, accumulate);
+  return true;
 }
 
 int FhdPlan::coils_per_pass(KernelPolicy policy, std::int64_t voxels) {

@@ -199,7 +199,7 @@ void streamed_adjoint(FhdPlan::Impl &p, KernelPolicy policy, const float2 *c_hos
       p, c_host, sizeof(float2),
       [&](const PlanState &view, double2 *io, std::size_t i) {
         const auto *c = reinterpret_cast<const float2 *>(io);
-        if (policy == KernelPolicy::SeparableGemm) return separable_adjoint_into(view, c, acc, i > 0); // sums in double
+        if (run_adjoint_into(view, policy, c, acc, i > 0)) return;
         run_adjoint_policy(view, policy, c, image); // the chunk's partial image
         accumulate_kernel<<<blocks_for(n, kStreamThreads), kStreamThreads, 0, s>>>(image, n, i == 0, acc);
         MRI_CUDA_CHECK_LAUNCH("accumulate_kernel");

@@ -164,6 +164,9 @@ template <KernelPolicy P> void run_adjoint(const PlanState &plan, const float2 *
 // The runtime dispatch over policies / forward paths (fhd_dispatch.cu), on any PlanState
 // (the plan's own, or a chunk's view of it).
 void run_adjoint_policy(const PlanState &plan, KernelPolicy policy, const float2 *c, float2 *out);
+// A streamed chunk summed by the policy straight into the double accumulator (= or += by
+// `accumulate`); false when the policy has no such path (its float32 image is accumulated instead).
+bool run_adjoint_into(const PlanState &plan, KernelPolicy policy, const float2 *c, double2 *acc, bool accumulate);
 void run_forward_path(const PlanState &plan, ForwardPath path, const float2 *image, float2 *result);
 // The per-sample scratch `policy` (resolved) uses.
 SampleScratch sample_scratch(KernelPolicy policy);

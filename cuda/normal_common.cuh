@@ -4,42 +4,25 @@
 // launch shapes, the image/padded extents the kernels see, the regulariser and weighting
 // kernels, stream joins and argument checks. Internal linkage: each including file gets its own.
 #include <cuda_runtime.h>
-#include <cufft.h>
-#include <cufftXt.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <limits>
-#include <memory>
-#include <mutex>
-#include <optional>
+#include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cuda_check.cuh"
-#include "cufft_check.cuh"
-#include "device.cuh"
-#include "dirichlet_spectrum.cuh"
-#include "fhd_backend.hpp"
-#include "fhd_plan.cuh"
-#include "gridding_cuda.hpp"
+#include "device_buffer.cuh"
 #include "mri/detail/regularizer_stencil.hpp"
 #include "mri/error.hpp"
 #include "mri/kspace.hpp"
-#include "toeplitz_callback_params.h"
 #include "toeplitz_cuda.hpp"
 
 namespace mri::cuda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 constexpr int kThreads = 256;
 using detail::DeviceBuffer;
-using detail::ToeplitzCallbackParams;
 
 inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
 
@@ -62,9 +45,17 @@ inline int log2_if_power_of_two(std::int64_t v) {
   return s;
 }
 
-inline void check_regularizer(double lambda) {
+// lambda W^H W as the kernels take it (regularizer_stencil.hpp's code, float lambda); lambda = 0
+// is no term. Throws InvalidArgument if lambda < 0 or not finite.
+struct RegularizerTerm {
+  int regularizer = mri::detail::kRegNone;
+  float lambda = 0;
+};
+inline RegularizerTerm regularizer_term(Regularizer r, double lambda) {
   if (!(lambda >= 0) || !std::isfinite(lambda))
     mri::detail::invalid_argument("lambda", lambda, "must be finite and >= 0");
+  if (lambda == 0 || r == Regularizer::None) return {};
+  return {static_cast<int>(r), static_cast<float>(lambda)};
 }
 
 __device__ __forceinline__ void image_coordinates(int v, const Dims &d, int &ix, int &iy, int &iz) {

@@ -15,6 +15,7 @@
 #include "gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
+#include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
 #include "recon_cuda.hpp"
@@ -72,18 +73,6 @@ DeviceBuffer<cfloat> q_samples(const KSpaceData &data, cudaStream_t stream) {
   return out;
 }
 
-// The normal operator CG applies: Toeplitz or direct, each with the regulariser fused in.
-struct GpuNormal {
-  const ToeplitzOperator *toeplitz;
-  const DirectNormalOperator *direct;
-  void operator()(const DeviceImage &in, DeviceImage &out) const {
-    if (toeplitz)
-      toeplitz->apply(in, out);
-    else
-      direct->apply(in, out);
-  }
-};
-
 // f(), its wall time added to `seconds`; returns what f returns.
 template <class F> decltype(auto) timed(double &seconds, F &&f) {
   struct Add {
@@ -139,7 +128,6 @@ public:
       direct_op_.emplace(nufft_plan_, gridding_, data_.weights(), grid_, trajectory_.size());
     else
       direct_op_.emplace(trajectory_, data_.weights(), grid_, policy_, options_.precision, stream_);
-    direct_op_->set_regularizer(inner_regularizer(), options_.lambda);
     note_unsplit("normal = direct", "F and F^H in every CG iteration");
   }
 
@@ -167,17 +155,20 @@ public:
   }
   std::vector<float> spectrum() const { return toeplitz_->spectrum(); }
 
-  // The CG's operator: the one-coil normal (its regulariser fused in); with SENSE the coil-batched
-  // Toeplitz operator where it applies, else the maps composed around the one-coil normal.
+  // The CG's operator (mri_backend/normal_assembly.hpp): the Toeplitz form or the direct normal,
+  // its regulariser fused in; with SENSE the coil-batched Toeplitz operator where it applies, else
+  // the maps composed around the one-coil operator.
   template <class F> ReconResult with_normal(const DeviceImage &like, F &&f) {
-    const GpuNormal normal{toeplitz_ ? &*toeplitz_ : nullptr, direct_op_ ? &*direct_op_ : nullptr};
-    if (!coils_) return f(normal);
-    if (const int batch = toeplitz_ ? sense_coil_batch(grid_, coils_->count()) : 0; batch > 0) {
+    if (const int batch = coils_ && toeplitz_ ? sense_coil_batch(grid_, coils_->count()) : 0; batch > 0) {
       SenseToeplitz batched = timed(report_.fft_setup_seconds, [&] { return SenseToeplitz(*coils_, *toeplitz_, batch); });
       report_.toeplitz_fft = "unfused, " + std::to_string(batch) + " coils per batched transform";
-      return f(std::move(batched));
+      return f(mri::normal_equations(std::move(batched)));
     }
-    return f(mri::detail::SenseNormal<DeviceImage, DeviceCoils, GpuNormal>(*coils_, normal, like));
+    const auto assemble = [&](auto data_normal) {
+      return mri::detail::with_reconstruction_normal(coils_, data_normal, options_.regularizer, options_.lambda, grid_,
+                                                     like, f);
+    };
+    return toeplitz_ ? assemble(mri::ref(*toeplitz_)) : assemble(mri::ref(*direct_op_));
   }
 
   void synchronize() const { MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
@@ -188,13 +179,9 @@ private:
   void finish_toeplitz() {
     report_.fft_setup_seconds += toeplitz_->setup().fft_setup_seconds;
     report_.transfer_seconds += toeplitz_->setup().transfer_seconds;
-    toeplitz_->set_regularizer(inner_regularizer(), options_.lambda);
     report_.toeplitz_fft = toeplitz_->fft_note();
     report_.q_method = toeplitz_->q_path();
   }
-
-  // The regulariser inside the one-coil operator, or, with SENSE, once outside it (DeviceCoils).
-  Regularizer inner_regularizer() const { return coils_ ? Regularizer::None : options_.regularizer; }
 
   // rhs = F^H (w .* D), or sum_c conj(S_c) .* F^H (w .* D_c); `fhd(c0, count, images)` writes
   // the F^H of coils c0 .. c0 + count - 1 (count <= block) into `images`, one after another.

@@ -1,4 +1,5 @@
 // The coil-batched SENSE Toeplitz operator (sense_toeplitz.hpp).
+#include "device.cuh"
 #include "normal_common.cuh"
 #include "sense_toeplitz.hpp"
 #include "toeplitz_plans.cuh"
@@ -148,7 +149,11 @@ SenseToeplitz &SenseToeplitz::operator=(SenseToeplitz &&) noexcept = default;
 
 int SenseToeplitz::batch() const { return impl_->batch; }
 
-void SenseToeplitz::operator()(const DeviceImage &x, DeviceImage &out) const {
+DeviceImage SenseToeplitz::domain_vector() const {
+  return DeviceImage(impl_->coils->grid(), static_cast<StreamHandle>(impl_->stream));
+}
+
+void SenseToeplitz::forward(const DeviceImage &x, DeviceImage &out) const {
   const Impl &im = *impl_;
   check_image(x, im.coils->grid(), "x");
   check_image(out, im.coils->grid(), "out");

@@ -32,8 +32,14 @@ public:
   SenseToeplitz &operator=(SenseToeplitz &&) noexcept;
 
   int batch() const;
-  // out = the SENSE normal of x (x and out: distinct images on the maps' grid).
-  void operator()(const DeviceImage &x, DeviceImage &out) const;
+  // The operator core's form (mri/linear_operator.hpp), self-adjoint on images of the maps' grid:
+  // out = the SENSE normal of x (x and out: distinct images), on the Toeplitz operator's stream.
+  using Domain = DeviceImage;
+  using Range = DeviceImage;
+  DeviceImage domain_vector() const;
+  DeviceImage range_vector() const { return domain_vector(); }
+  void forward(const DeviceImage &x, DeviceImage &out) const;
+  void adjoint(const DeviceImage &x, DeviceImage &out) const { forward(x, out); }
 
   struct Impl;
 

@@ -12,13 +12,25 @@
 //              cropped voxels (+ regulariser) into out: the pad, multiply and crop passes vanish.
 // Plans are made once per padded grid and kept (release_toeplitz_plans()), so the cuFFT JIT of
 // the callback kernels is paid once per process.
+#include <chrono>
+#include <limits>
+#include <memory>
+
+#include "device.cuh"
 #include "device_slabs.hpp"
+#include "dirichlet_spectrum.cuh"
+#include "fhd_plan.cuh"
+#include "gridding_cuda.hpp"
 #include "normal_common.cuh"
 #include "toeplitz_plans.cuh"
 
 namespace mri::cuda {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+using detail::ToeplitzCallbackParams;
 using detail::acquire_plans;
 using detail::PlanSet;
 using detail::resolve_fft;
@@ -126,8 +138,7 @@ struct ToeplitzOperator::Impl {
   DeviceBuffer<float2> w;     // L: the FFT array
   DeviceBuffer<float2> z;     // Unfused: L, Pruned: the n_last slabs; the zero-padded input
   DeviceBuffer<float2> a;     // Pruned: L, the slab-transformed input (slabs >= n_last stay zero)
-  int regularizer = mri::detail::kRegNone;
-  float lambda = 0;
+  bool apply_ready = false;   // z and a made (prepare_apply)
   ToeplitzSetup setup;
   std::string q_path = "spectrum upload";
   cudaEvent_t event = nullptr;
@@ -145,12 +156,19 @@ struct ToeplitzOperator::Impl {
     if (event) cudaEventDestroy(event);
   }
 
-  // Plans + buffers; `kernel` must be filled by the caller.
+  // Plans + the spectrum's buffers; `kernel` must be filled by the caller.
   void prepare(ToeplitzFft requested) {
     plans = acquire_plans(padded, resolve_fft(requested, padded), stream);
     const auto l = static_cast<std::size_t>(padded.voxels());
     kernel.grow(l); // may already hold the spectrum (the Dirichlet path writes it first)
     w = DeviceBuffer<float2>(l);
+  }
+
+  // The zero-padded input buffers, at the first apply(): an operator whose spectrum only the
+  // coil-batched SENSE operator reads (sense_toeplitz.hpp) never holds them.
+  void prepare_apply() {
+    if (apply_ready) return;
+    const auto l = static_cast<std::size_t>(padded.voxels());
     if (plans->fft == ToeplitzFft::Unfused) {
       z = DeviceBuffer<float2>(l);
       MRI_CUDA_CHECK(cudaMemsetAsync(z.get(), 0, l * sizeof(float2), stream));
@@ -161,6 +179,7 @@ struct ToeplitzOperator::Impl {
       a = DeviceBuffer<float2>(l);
       MRI_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, l * sizeof(float2), stream));
     }
+    apply_ready = true;
   }
 
   // K = Re(FFT(Q)) / L from Q on `half` (Q's offsets d_h <= 0 along axis h, or the whole padded
@@ -179,7 +198,7 @@ struct ToeplitzOperator::Impl {
   }
 
   // The callbacks' operands, uploaded (stream-ordered) only when they change.
-  void update_params(const float2 *src, float2 *dst) {
+  void update_params(const float2 *src, float2 *dst, RegularizerTerm reg) {
     ToeplitzCallbackParams p{};
     p.in = src;
     p.out = dst;
@@ -191,8 +210,8 @@ struct ToeplitzOperator::Impl {
     p.ly = dims.ly;
     p.lx_shift = log2_if_power_of_two(dims.lx);
     p.ly_shift = log2_if_power_of_two(dims.ly);
-    p.regularizer = regularizer;
-    p.lambda = lambda;
+    p.regularizer = reg.regularizer;
+    p.lambda = reg.lambda;
     if (!plans->params_valid || !same_params(p, plans->params_host)) {
       plans->params_host = p; // pageable source: copied to staging before cudaMemcpyAsync returns
       MRI_CUDA_CHECK(cudaMemcpyAsync(plans->params_dev, &plans->params_host, sizeof p, cudaMemcpyHostToDevice, stream));
@@ -200,18 +219,19 @@ struct ToeplitzOperator::Impl {
     }
   }
 
-  void apply(const DeviceImage &in, DeviceImage &out) {
+  void apply(const DeviceImage &in, DeviceImage &out, RegularizerTerm reg) {
     check_image(in, grid, "in");
     check_image(out, grid, "out");
     if (in.data() == out.data()) mri::detail::invalid_argument("out", "in", "must not alias the input");
     join(as_stream(in.stream()), stream, event);
+    prepare_apply();
     plans->set_stream(stream);
     const auto l = static_cast<long long>(padded.voxels());
     const int n = static_cast<int>(grid.voxels());
     const auto *src = reinterpret_cast<const float2 *>(in.data());
     auto *dst = reinterpret_cast<float2 *>(out.data());
     if (plans->fft == ToeplitzFft::Callbacks) {
-      update_params(src, dst);
+      update_params(src, dst, reg);
       auto *buf = reinterpret_cast<cufftComplex *>(w.get());
       MRI_CUFFT_CHECK(cufftExecC2C(plans->cb_fwd, buf, buf, CUFFT_FORWARD));
       MRI_CUFFT_CHECK(cufftExecC2C(plans->cb_inv, buf, buf, CUFFT_INVERSE));
@@ -223,7 +243,7 @@ struct ToeplitzOperator::Impl {
       MRI_CUDA_CHECK(cudaGetLastError());
       MRI_CUFFT_CHECK(cufftExecC2C(plans->slab, zc, ac, CUFFT_FORWARD));
       if (plans->fft == ToeplitzFft::PrunedCallback) {
-        update_params(src, dst);
+        update_params(src, dst, reg);
         MRI_CUFFT_CHECK(cufftExecC2C(plans->last_cb, ac, wc, CUFFT_FORWARD)); // multiplied on store
       } else {
         MRI_CUFFT_CHECK(cufftExecC2C(plans->last, ac, wc, CUFFT_FORWARD));
@@ -233,7 +253,7 @@ struct ToeplitzOperator::Impl {
       }
       MRI_CUFFT_CHECK(cufftExecC2C(plans->last, wc, wc, CUFFT_INVERSE));
       MRI_CUFFT_CHECK(cufftExecC2C(plans->slab, wc, wc, CUFFT_INVERSE));
-      crop_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w.get(), src, dims, n, regularizer, lambda, dst);
+      crop_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w.get(), src, dims, n, reg.regularizer, reg.lambda, dst);
       MRI_CUDA_CHECK(cudaGetLastError());
     } else {
       pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, dims, n, z.get());
@@ -245,7 +265,7 @@ struct ToeplitzOperator::Impl {
       MRI_CUDA_CHECK(cudaGetLastError());
       MRI_CUFFT_CHECK(cufftExecC2C(plans->inv, reinterpret_cast<cufftComplex *>(w.get()),
                                    reinterpret_cast<cufftComplex *>(w.get()), CUFFT_INVERSE));
-      crop_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w.get(), src, dims, n, regularizer, lambda, dst);
+      crop_kernel<<<blocks_for(n), kThreads, 0, stream>>>(w.get(), src, dims, n, reg.regularizer, reg.lambda, dst);
       MRI_CUDA_CHECK(cudaGetLastError());
     }
     join(stream, as_stream(out.stream()), event);
@@ -344,13 +364,11 @@ const std::string &ToeplitzOperator::q_path() const { return impl_->q_path; }
 const ToeplitzSetup &ToeplitzOperator::setup() const { return impl_->setup; }
 StreamHandle ToeplitzOperator::stream() const { return impl_->stream; }
 
-void ToeplitzOperator::set_regularizer(Regularizer r, double lambda) {
-  check_regularizer(lambda);
-  impl_->regularizer = lambda == 0 ? mri::detail::kRegNone : static_cast<int>(r);
-  impl_->lambda = static_cast<float>(lambda);
+void ToeplitzOperator::apply(const DeviceImage &in, DeviceImage &out) const { impl_->apply(in, out, {}); }
+void ToeplitzOperator::apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const {
+  impl_->apply(in, out, regularizer_term(r, lambda));
 }
-
-void ToeplitzOperator::apply(const DeviceImage &in, DeviceImage &out) const { impl_->apply(in, out); }
+DeviceImage ToeplitzOperator::domain_vector() const { return DeviceImage(impl_->grid, impl_->stream); }
 
 std::vector<float> ToeplitzOperator::spectrum() const {
   std::vector<float> s(static_cast<std::size_t>(impl_->padded.voxels()));

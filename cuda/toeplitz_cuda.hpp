@@ -1,8 +1,9 @@
 #pragma once
 // The normal operator F^H W F on the GPU, as plain C++ (no CUDA types): the Toeplitz form (Q on
 // the 2x grid, its spectrum kept on the device, two cuFFT transforms per application) and the
-// direct form (forward then adjoint through FhdPlan). Both apply to DeviceImages and can add the
-// regulariser lambda W^H W in the same pass (the definitions of mri/detail/regularizer_stencil.hpp).
+// direct form (forward then adjoint through FhdPlan). Both apply to DeviceImages, model the operator
+// core's LinearOperator (self-adjoint), and can add the regulariser lambda W^H W in the same pass
+// (the definitions of mri/detail/regularizer_stencil.hpp).
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -84,12 +85,25 @@ public:
   const std::string &q_path() const;
   StreamHandle stream() const;
 
-  // Adds lambda W^H W to every later apply(). Throws InvalidArgument if lambda < 0 or not finite.
-  void set_regularizer(Regularizer r, double lambda);
-  // out = F^H W F in (+ lambda W^H W in), enqueued on the operator's stream (ordered after work on
-  // in's stream, and before later work on out's). in and out: distinct images on grid().
+  // out = F^H W F in, enqueued on the operator's stream (ordered after work on in's stream, and
+  // before later work on out's). in and out: distinct images on grid().
   // Not re-entrant: one operator per host thread.
   void apply(const DeviceImage &in, DeviceImage &out) const;
+  // out = (F^H W F + lambda W^H W) in, the regulariser's stencil added by the crop (or the crop
+  // callback) in the same pass: what mri_backend/normal_assembly.hpp's regularized() builds from
+  // this operator. Throws InvalidArgument if lambda < 0 or not finite.
+  void apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const;
+
+  // The operator core's form (mri/linear_operator.hpp): F^H W F, self-adjoint on device images of
+  // grid() on the operator's stream. It is the normal operator of F: compose it as it is, not
+  // through normal_of.
+  using Domain = DeviceImage;
+  using Range = DeviceImage;
+  DeviceImage domain_vector() const;
+  DeviceImage range_vector() const { return domain_vector(); }
+  void forward(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
+  void adjoint(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
+
   // The spectrum, downloaded (what the cache stores).
   std::vector<float> spectrum() const;
   // The spectrum on the device: grid().doubled().voxels() values, FFT order, scaled by 1 / L (what
@@ -119,8 +133,16 @@ public:
   DirectNormalOperator &operator=(DirectNormalOperator &&) noexcept;
 
   const Grid &grid() const;
-  void set_regularizer(Regularizer r, double lambda);
+  // As ToeplitzOperator's: out = F^H W F in; apply_regularized adds lambda W^H W in by one kernel
+  // after F^H (on the plan's stream); the operator core's self-adjoint form on images of grid().
   void apply(const DeviceImage &in, DeviceImage &out) const;
+  void apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const;
+  using Domain = DeviceImage;
+  using Range = DeviceImage;
+  DeviceImage domain_vector() const;
+  DeviceImage range_vector() const { return domain_vector(); }
+  void forward(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
+  void adjoint(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
 
   struct Impl;
 

@@ -5,6 +5,7 @@
 #include <numbers>
 
 #include "mri/fourier.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace mri::detail {
 namespace {

@@ -7,6 +7,7 @@
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "operator_checks.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace mri {
 namespace {

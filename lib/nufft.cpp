@@ -13,6 +13,7 @@
 #include "nufft_plan.hpp"
 #include "operator_checks.hpp"
 #include "trajectory_range.hpp"
+#include "mri_backend/q_trajectory.hpp"
 
 namespace mri {
 

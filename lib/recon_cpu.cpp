@@ -75,12 +75,9 @@ public:
   Image to_host(Image &&x) const { return std::move(x); }
 
 private:
-  // + lambda R^H R; with SENSE the data term bare inside the coil sum, the regulariser once outside.
   template <class N, class F> ReconResult with_data_normal(const Image &like, N data_normal, F &f) {
-    if (!coils_)
-      return f(normal_equations(regularized(std::move(data_normal), options_.regularizer, options_.lambda, grid_)));
-    auto inner = normal_equations(std::move(data_normal));
-    return f(SenseNormal<Image, HostCoils, decltype(inner)>(*coils_, std::move(inner), like));
+    return with_reconstruction_normal(coils_, std::move(data_normal), options_.regularizer, options_.lambda, grid_,
+                                      like, f);
   }
 
   // Coil images per NufftOperator::adjoint_coils call. 4, not its 8: the plan is fresh in every

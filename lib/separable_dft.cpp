@@ -50,6 +50,7 @@
 
 #include "cpu_isa.hpp"
 #include "separable_dft_kernels.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace mri::detail {
 namespace {

@@ -17,6 +17,7 @@
 #include "mri_backend/cuda_backend.hpp"
 #include "operator_checks.hpp"
 #include "trajectory_range.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace mri {
 

@@ -14,6 +14,7 @@
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "test_support.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 using namespace mri;
 

@@ -22,6 +22,7 @@
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "test_support.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 using namespace mri;
 

@@ -5,6 +5,7 @@
 #include "mri/fourier.hpp"
 #include "mri/phantom.hpp"
 #include "mri/trajectory.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 #include <cmath>
 #include <limits>

@@ -72,17 +72,4 @@ private:
   FourierOperator fourier_;
 };
 
-namespace detail {
-// The sum s(x) = sum_m c_m exp(+i 2 pi sum_a k_ma x_a / period_a) on an output grid `out`
-// (coordinates {-L/2 .. L/2-1} per axis). F^H uses out == period == the image grid; Q uses
-// out = 2n, period = n. Implementations: float64 direct sum, float32 separable GEMM.
-void adjoint_sum_f64(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
-                     const Grid &period, cfloat *result);
-void adjoint_sum_f32(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
-                     const Grid &period, cfloat *result);
-// (F x)_m on the image grid, float64 direct sum and float32 separable path.
-void forward_sum_f64(const Trajectory &t, const Image &x, cfloat *result);
-void forward_sum_f32(const Trajectory &t, const Image &x, cfloat *result);
-} // namespace detail
-
 } // namespace mri

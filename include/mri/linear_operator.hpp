@@ -51,6 +51,7 @@ public:
   using Domain = typename A::Domain;
   using Range = typename A::Range;
   explicit OperatorRef(const A &a) : a_(&a) {}
+  const A &get() const { return *a_; }
   Domain domain_vector() const { return a_->domain_vector(); }
   Range range_vector() const { return a_->range_vector(); }
   void forward(const Domain &x, Range &y) const { a_->forward(x, y); }

@@ -191,9 +191,4 @@ private:
 Image nufft_q(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
               const NufftOptions &options = {});
 
-namespace detail {
-// nufft_q's trajectory: every k doubled (0 on axes of extent 1), for the adjoint on grid.doubled().
-Trajectory q_trajectory(const Trajectory &trajectory, const Grid &grid);
-} // namespace detail
-
 } // namespace mri

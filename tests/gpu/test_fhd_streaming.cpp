@@ -23,6 +23,7 @@
 #include "mri/fourier.hpp"
 #include "mri/image.hpp"
 #include "sampled_reference.hpp"
+#include "mri_backend/direct_sums.hpp"
 
 namespace {
 

@@ -18,6 +18,8 @@
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
+#include "mri_backend/direct_sums.hpp"
+#include "mri_backend/q_trajectory.hpp"
 
 using namespace mri;
 

@@ -30,6 +30,7 @@
 #include "mri/reconstruct.hpp"
 #include "mri/toeplitz.hpp"
 #include "mri/toeplitz_cache.hpp"
+#include "mri_backend/q_trajectory.hpp"
 
 using namespace mri;
 using cuda::DeviceImage;
@@ -175,9 +176,8 @@ void check_toeplitz(const Grid &grid, ToeplitzFft fft, bool weighted) {
 
   // The regulariser fused into the crop (or the inverse FFT's store callback).
   for (Regularizer r : {Regularizer::Tikhonov, Regularizer::FiniteDifference}) {
-    q.set_regularizer(r, 0.7);
     DeviceImage out_r = poisoned(grid);
-    q.apply(dx, out_r);
+    q.apply_regularized(dx, out_r, r, 0.7);
     CHECK(test::relative_error(out_r.to_host(), explicit_normal(t, w, x, r, 0.7)) < 1e-4);
   }
 
@@ -222,10 +222,8 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the pruned and callback paths equa
     if (fft == ToeplitzFft::Pruned || cuda::toeplitz_callbacks_built()) CHECK(other.fft() == fft);
     DeviceImage a = poisoned(grid), b = poisoned(grid);
     for (Regularizer r : {Regularizer::None, Regularizer::FiniteDifference}) {
-      unfused.set_regularizer(r, 0.3);
-      other.set_regularizer(r, 0.3);
-      unfused.apply(x, a);
-      other.apply(x, b);
+      unfused.apply_regularized(x, a, r, 0.3);
+      other.apply_regularized(x, b, r, 0.3);
       const double err = test::relative_error(b.to_host(), a.to_host());
       WARN(cuda::to_string(fft) << " vs unfused " << describe(grid) << " " << to_string(r) << ": rel L2 " << err);
       CHECK(err < 1e-5);
@@ -342,8 +340,7 @@ TEST_CASE("gpu direct normal operator: forward then adjoint equals the explicit 
   DeviceImage out = poisoned(grid);
   d.apply(dx, out);
   CHECK(test::relative_error(out.to_host(), explicit_normal(t, w, x)) < 1e-4);
-  d.set_regularizer(Regularizer::FiniteDifference, 1.5);
-  d.apply(dx, out);
+  d.apply_regularized(dx, out, Regularizer::FiniteDifference, 1.5);
   CHECK(test::relative_error(out.to_host(), explicit_normal(t, w, x, Regularizer::FiniteDifference, 1.5)) < 1e-4);
 }
 
@@ -357,12 +354,13 @@ TEST_CASE("gpu cg: the CPU ConjugateGradient template on device images, same ite
 
   const QOperator q_cpu(t, w, grid, {Backend::Cpu, Precision::Float64});
   ToeplitzOperator q_gpu(t, w, grid);
-  q_gpu.set_regularizer(Regularizer::Tikhonov, 0.1);
   auto cpu_op = [&](const Image &in, Image &out) {
     q_cpu.apply(in.data(), out.data());
     add_regularizer_normal(Regularizer::Tikhonov, 0.1, grid, in.data(), out.data());
   };
-  auto gpu_op = [&](const DeviceImage &in, DeviceImage &out) { q_gpu.apply(in, out); };
+  auto gpu_op = [&](const DeviceImage &in, DeviceImage &out) {
+    q_gpu.apply_regularized(in, out, Regularizer::Tikhonov, 0.1);
+  };
   std::vector<Image> cpu_iterates, gpu_iterates;
   ConjugateGradient<decltype(cpu_op), Image> cg_cpu(cpu_op);
   ConjugateGradient<decltype(gpu_op), DeviceImage> cg_gpu(gpu_op);
@@ -500,9 +498,8 @@ TEST_CASE("gpu toeplitz and direct normal by NUFFT: equal the explicit float64 s
   for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {
     DirectNormalOperator direct(std::dynamic_pointer_cast<cuda::detail::NufftDevicePlan>(mri::detail::NufftAccess::device_plan(pair)), g, w,
                                 grid, t.size());
-    direct.set_regularizer(Regularizer::FiniteDifference, 0.8);
     DeviceImage out_d = poisoned(grid);
-    direct.apply(dx, out_d);
+    direct.apply_regularized(dx, out_d, Regularizer::FiniteDifference, 0.8);
     CHECK(test::relative_error(out_d.to_host(), explicit_normal(t, w, x, Regularizer::FiniteDifference, 0.8)) < 1e-4);
   }
 }
@@ -638,7 +635,8 @@ TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][
   DeviceImage in(test::random_image(grid, 1)), wrong(Grid(8, 7));
   CHECK_THROWS_AS(q.apply(in, wrong), InvalidArgument);
   CHECK_THROWS_AS(q.apply(in, in), InvalidArgument);
-  CHECK_THROWS_AS(q.set_regularizer(Regularizer::Tikhonov, -0.5), InvalidArgument);
+  DeviceImage right(grid);
+  CHECK_THROWS_WITH(q.apply_regularized(in, right, Regularizer::Tikhonov, -0.5), test::contains("lambda"));
   CHECK_THROWS_AS(ToeplitzOperator(grid, std::vector<float>(10)), InvalidArgument);
   std::vector<float> w(64, 1.0f);
   w[9] = -2;

@@ -85,7 +85,7 @@ TEST_CASE("gpu sense: the coil-batched Toeplitz normal equals the float64 SENSE 
     INFO("batch " << batch);
     const cuda::detail::SenseToeplitz op(device_maps, toeplitz, batch);
     DeviceImage out(grid);
-    op(dx, out);
+    op.forward(dx, out);
     const Image got = out.to_host();
     CHECK(test::relative_error(got.values(), reference) < 1e-5);
     CHECK(test::relative_error(got, composed_host) < 1e-5);
