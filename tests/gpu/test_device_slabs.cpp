@@ -31,6 +31,7 @@
 #include "mri/fourier.hpp"
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
+#include "mri_backend/direct_sums.hpp"
 #include "sampled_reference.hpp"
 
 using namespace mri;
