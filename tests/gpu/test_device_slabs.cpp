@@ -28,7 +28,6 @@
 #include "mri/coils.hpp"
 #include "mri/density.hpp"
 #include "mri/error.hpp"
-#include "mri/fourier.hpp"
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri_backend/direct_sums.hpp"
