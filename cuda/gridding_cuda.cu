@@ -63,6 +63,7 @@ struct NufftDevicePlan::State {
   DeviceBuffer<float> consts, wts; // consts: kernel polynomial (kMaxCoef floats), then deapodization
   DeviceBuffer<float2> grid, sorted, samples, image;
   DeviceBuffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
+  DeviceBuffer<float2> coil_samples, coil_images; // adjoint_coils (host arrays): a block's uploads and results
   DeviceBuffer<unsigned char> fft_work;
 
   const float *coef() const { return consts.get(); }
@@ -75,7 +76,8 @@ struct NufftDevicePlan::State {
     rec.release();
     consts.release();
     wts.release();
-    for (auto *b : {&grid, &sorted, &samples, &image, &coil_grids, &coil_sorted}) b->release();
+    for (auto *b : {&grid, &sorted, &samples, &image, &coil_grids, &coil_sorted, &coil_samples, &coil_images})
+      b->release();
     fft_work.release();
     if (fft_held) return_fft(fft);
     if (e0) cudaEventDestroy(e0);
@@ -394,16 +396,19 @@ void NufftDevicePlan::adjoint(const cfloat *samples, cfloat *image, Gridding gri
 }
 
 void NufftDevicePlan::adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding) {
-  const auto m = static_cast<std::size_t>(s_->m), n = static_cast<std::size_t>(s_->voxels);
+  State &s = *s_;
+  const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.voxels);
   const int block = std::min(coils, kCoilBlock);
-  DeviceBuffer<float2> d_samples(block * m), d_images(block * n);
+  // The plan's own buffers from its pool, kept for the next call (as adjoint_coils_device's).
+  if (s.coil_samples.size() < block * m) s.coil_samples.allocate(block * m, s.pool, s.stream);
+  if (s.coil_images.size() < block * n) s.coil_images.allocate(block * n, s.pool, s.stream);
   for (int c0 = 0; c0 < coils; c0 += block) {
     const int count = std::min(block, coils - c0);
-    upload_staged(d_samples.get(), samples + c0 * m, count * m * sizeof(float2), s_->stream);
-    adjoint_coils_device(reinterpret_cast<const cfloat *>(d_samples.get()), count,
-                         reinterpret_cast<cfloat *>(d_images.get()), gridding);
-    MRI_CUDA_CHECK(cudaMemcpyAsync(images + c0 * n, d_images.get(), count * n * sizeof(float2), cudaMemcpyDeviceToHost,
-                                   s_->stream));
+    upload_staged(s.coil_samples.get(), samples + c0 * m, count * m * sizeof(float2), s.stream);
+    adjoint_coils_device(reinterpret_cast<const cfloat *>(s.coil_samples.get()), count,
+                         reinterpret_cast<cfloat *>(s.coil_images.get()), gridding);
+    MRI_CUDA_CHECK(cudaMemcpyAsync(images + c0 * n, s.coil_images.get(), count * n * sizeof(float2),
+                                   cudaMemcpyDeviceToHost, s.stream));
     synchronize(); // the buffers are reused by the next block
   }
 }

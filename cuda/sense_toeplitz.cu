@@ -153,7 +153,7 @@ DeviceImage SenseToeplitz::domain_vector() const {
   return DeviceImage(impl_->coils->grid(), static_cast<StreamHandle>(impl_->stream));
 }
 
-void SenseToeplitz::forward(const DeviceImage &x, DeviceImage &out) const {
+void SenseToeplitz::apply(const DeviceImage &x, DeviceImage &out) const {
   const Impl &im = *impl_;
   check_image(x, im.coils->grid(), "x");
   check_image(out, im.coils->grid(), "out");

@@ -22,7 +22,7 @@ int sense_coil_batch(const Grid &grid, int coils);
 // The device bytes of the batched operator's padded grids and cuFFT work area at `batch` coils.
 std::size_t sense_batch_bytes(const Grid &grid, int batch);
 
-class SenseToeplitz {
+class SenseToeplitz : public SelfAdjointOnDevice<SenseToeplitz> {
 public:
   // coils and toeplitz must outlive the operator; work runs on toeplitz.stream(). batch: coils per
   // pass, in [1, coils.count()]. Throws InvalidArgument (batch, grids that differ), CudaError.
@@ -32,14 +32,10 @@ public:
   SenseToeplitz &operator=(SenseToeplitz &&) noexcept;
 
   int batch() const;
-  // The operator core's form (mri/linear_operator.hpp), self-adjoint on images of the maps' grid:
-  // out = the SENSE normal of x (x and out: distinct images), on the Toeplitz operator's stream.
-  using Domain = DeviceImage;
-  using Range = DeviceImage;
+  // out = the SENSE normal of x (x and out: distinct images on the maps' grid), on the Toeplitz
+  // operator's stream; self-adjoint (SelfAdjointOnDevice: forward = adjoint = apply).
+  void apply(const DeviceImage &x, DeviceImage &out) const;
   DeviceImage domain_vector() const;
-  DeviceImage range_vector() const { return domain_vector(); }
-  void forward(const DeviceImage &x, DeviceImage &out) const;
-  void adjoint(const DeviceImage &x, DeviceImage &out) const { forward(x, out); }
 
   struct Impl;
 

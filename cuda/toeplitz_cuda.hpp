@@ -50,7 +50,21 @@ struct ToeplitzSetup {
   double transfer_seconds = 0;  // a host spectrum's upload (from_spectrum)
 };
 
-class ToeplitzOperator {
+// The operator core's form (mri/linear_operator.hpp) of a self-adjoint operator on device images:
+// forward = adjoint = Op::apply, the range its domain (Op::domain_vector).
+template <class Op> class SelfAdjointOnDevice {
+public:
+  using Domain = DeviceImage;
+  using Range = DeviceImage;
+  DeviceImage range_vector() const { return op().domain_vector(); }
+  void forward(const DeviceImage &in, DeviceImage &out) const { op().apply(in, out); }
+  void adjoint(const DeviceImage &in, DeviceImage &out) const { op().apply(in, out); }
+
+private:
+  const Op &op() const { return static_cast<const Op &>(*this); }
+};
+
+class ToeplitzOperator : public SelfAdjointOnDevice<ToeplitzOperator> {
 public:
   // The spectrum of Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(). 3D grids under
   // KernelPolicy::Auto: computed directly as a sum of separable Dirichlet kernels on the tensor
@@ -93,16 +107,9 @@ public:
   // callback) in the same pass: what mri_backend/normal_assembly.hpp's regularized() builds from
   // this operator. Throws InvalidArgument if lambda < 0 or not finite.
   void apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const;
-
-  // The operator core's form (mri/linear_operator.hpp): F^H W F, self-adjoint on device images of
-  // grid() on the operator's stream. It is the normal operator of F: compose it as it is, not
-  // through normal_of.
-  using Domain = DeviceImage;
-  using Range = DeviceImage;
+  // Images of grid() on the operator's stream (SelfAdjointOnDevice). F^H W F is the normal
+  // operator of F: compose it as it is, not through normal_of.
   DeviceImage domain_vector() const;
-  DeviceImage range_vector() const { return domain_vector(); }
-  void forward(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
-  void adjoint(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
 
   // The spectrum, downloaded (what the cache stores).
   std::vector<float> spectrum() const;
@@ -118,7 +125,7 @@ private:
 
 // F^H (w .* (F x)) by FhdPlan's forward then adjoint (the seeds' loop fission of F^H F): two
 // launches of O(N*M) each per application; or by the gridding NUFFT's forward and adjoint.
-class DirectNormalOperator {
+class DirectNormalOperator : public SelfAdjointOnDevice<DirectNormalOperator> {
 public:
   // F x by FhdPlan's fastest forward path of `precision`, F^H y by `policy`.
   DirectNormalOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,
@@ -134,15 +141,10 @@ public:
 
   const Grid &grid() const;
   // As ToeplitzOperator's: out = F^H W F in; apply_regularized adds lambda W^H W in by one kernel
-  // after F^H (on the plan's stream); the operator core's self-adjoint form on images of grid().
+  // after F^H (on the plan's stream); images of grid() on that stream.
   void apply(const DeviceImage &in, DeviceImage &out) const;
   void apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const;
-  using Domain = DeviceImage;
-  using Range = DeviceImage;
   DeviceImage domain_vector() const;
-  DeviceImage range_vector() const { return domain_vector(); }
-  void forward(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
-  void adjoint(const DeviceImage &in, DeviceImage &out) const { apply(in, out); }
 
   struct Impl;
 

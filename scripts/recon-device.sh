@@ -9,6 +9,7 @@
 #             device; MRI_TEST_PLUGIN_DIR: the staged plugins; no bart there) -> suite.log
 #   compare   (not default) RECON-2D/3D end to end from $BEFORE_DIR (another staged build) and
 #             from $BUILD_DIR, alternating, same filter             -> compare-*.json, compare.log
+#             (COMPARE_FILTER: another benchmark filter; COMPARE_ROUNDS: rounds, default 2)
 #   ncu       (not default) one launch of the tensor-core Dirichlet spectrum in RECON-3D: tensor
 #             pipe, issue slots, stall reasons per issued instruction -> ncu-dirichlet.txt
 #
@@ -59,8 +60,8 @@ if has suite; then
 fi
 
 if has compare; then
-  filter='^RECON-(2D|3D)/end-to-end/'
-  for round in 1 2; do
+  filter=${COMPARE_FILTER:-'^RECON-(2D|3D)/end-to-end/'}
+  for round in $(seq "${COMPARE_ROUNDS:-2}"); do
     for side in before after; do
       dir=$BUILD_DIR; [ $side = before ] && dir=$BEFORE_DIR
       LD_LIBRARY_PATH="$PWD/$dir/lib:$PWD/$dir/runtime-libs:$LD_LIBRARY_PATH" timeout 120 "$dir/benchmarks/bench_recon_gpu" \

@@ -364,6 +364,18 @@ TEST_CASE("ismrmrd: a damaged global heap is refused, not looped on by HDF5 1.10
                                                   "18446744073709518888, which runs past the collection's end"));
 }
 
+// HDF5 1.10.8 walks the root group's local heap free list under H5Lexists, one allocation per
+// block: a list that comes back to its own block took 4 GB in 23 s before the reader's "no group"
+// (finding 18). Refused from the file's bytes first (lib/io/hdf5_group_guard.hpp); read in a
+// child process.
+TEST_CASE("a root group whose local heap's free list loops is refused before HDF5 walks it", "[ismrmrd]") {
+  test::TempDir dir("damaged-group");
+  const std::filesystem::path file = regression_file("hdf5-root-heap-free-list-loop.h5", dir);
+  CHECK_THAT(error_within(file, 30),
+             test::contains(file.string() + ": the root group: its local heap's free list loops (back to the block "
+                                            "at offset 16)"));
+}
+
 // HDF5 1.10.8 decodes the datatype message in H5Dopen2 and trusts it: an array member stored as 0
 // bytes divided by zero there (SIGFPE), a variable-length string of 2^31 + 1-byte characters sized
 // H5Dread's buffer by it. Both refused from the file's bytes before HDF5 opens the dataset

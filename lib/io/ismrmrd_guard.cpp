@@ -3,6 +3,7 @@
 
 #include <optional>
 
+#include "hdf5_group_guard.hpp"
 #include "hdf5_heap_guard.hpp"
 #include "hdf5_type_guard.hpp"
 #include "ismrmrd_common.hpp"
@@ -81,6 +82,12 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
     : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");
+  try {
+    check_groups(path_, file_, group); // HDF5 trusts the groups it looks names up in
+  } catch (...) {
+    close(); // the destructor does not run for a constructor that throws
+    throw;
+  }
   if (H5Lexists(file_, group.c_str(), H5P_DEFAULT) <= 0) {
     close(); // the destructor does not run for a constructor that throws
     ismrmrd_io_error(path, "no group '" + group + "' (an ISMRMRD file has one per data set)");

@@ -31,8 +31,9 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
 
 class IsmrmrdGuard {
 public:
-  // Opens the file read-only. Throws IoError for a file without the group, or an acquisitions'
-  // dataspace of rank other than 1.
+  // Opens the file read-only. Throws IoError for a damaged root group or group (checked before
+  // HDF5 looks a name up in them: hdf5_group_guard.hpp), a file without the group, or an
+  // acquisitions' dataspace of rank other than 1.
   IsmrmrdGuard(const std::filesystem::path &path, const std::string &group);
   ~IsmrmrdGuard();
   IsmrmrdGuard(const IsmrmrdGuard &) = delete;
