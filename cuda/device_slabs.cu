@@ -92,34 +92,6 @@ template <class Work> void per_device(const std::vector<Slab> &slabs, Work &&wor
     if (e) std::rethrow_exception(e);
 }
 
-// The full Q on the doubled grid in image order from its half (offsets d_h <= 0 along h, the
-// doubled grid's elsewhere; h = -1: the half is the whole grid): d_h > 0 read as conj(Q(-d)),
-// offsets with some d_a = -n_a zeroed (they never enter the crop; ToeplitzOperator zeroes them
-// too).
-__global__ void complete_q_kernel(const float2 *__restrict__ half, Dims d, int h, int hx, int hy, long long total,
-                                  float2 *__restrict__ full) {
-  const long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= total) return;
-  const int pos[3] = {static_cast<int>(p % d.lx), static_cast<int>((p / d.lx) % d.ly),
-                      static_cast<int>(p / (static_cast<long long>(d.lx) * d.ly))};
-  const int n[3] = {d.nx, d.ny, d.nz}, l[3] = {d.lx, d.ly, d.lz};
-  int off[3];
-#pragma unroll
-  for (int a = 0; a < 3; ++a) {
-    off[a] = l[a] == 1 ? 0 : pos[a] - n[a];
-    if (l[a] > 1 && off[a] == -n[a]) {
-      full[p] = make_float2(0.f, 0.f);
-      return;
-    }
-  }
-  const bool flip = h >= 0 && off[h] > 0;
-  int idx[3];
-#pragma unroll
-  for (int a = 0; a < 3; ++a) idx[a] = l[a] == 1 ? 0 : (flip ? -off[a] : off[a]) + n[a];
-  const float2 v = half[idx[0] + static_cast<long long>(hx) * (idx[1] + static_cast<long long>(hy) * idx[2])];
-  full[p] = flip ? make_float2(v.x, -v.y) : v;
-}
-
 // c_m = w_m exp(-i 2 pi k_hm s / n_h) (turns = s / n_h), in double, rounded once.
 __global__ void modulate_kernel(const float *__restrict__ kh, const float *__restrict__ w, int m, double turns,
                                 float2 *__restrict__ c) {
@@ -296,22 +268,12 @@ SlabQ slab_q(const Trajectory &trajectory, std::span<const float> weights, const
   if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   trajectory.check_within(grid);
   const std::vector<float> w = checked_weights(weights, trajectory.size());
-  const Grid half = q_half_grid(grid), padded = grid.doubled();
-  DeviceBuffer<cfloat> q_half(static_cast<std::size_t>(half.voxels()));
-  SlabQ out{DeviceImage(), voxel_slabs(half, devices)};
-  {
-    SlabAdjoint slabs(trajectory, half, grid, devices);
-    DeviceBuffer<cfloat> c(trajectory.size());
-    q_half_coefficients(trajectory, w, grid, c.get(), stream);
-    slabs.adjoint_coils(policy, c.get(), 1, q_half.get(), stream, seconds);
-  }
-  out.q = DeviceImage(padded, stream);
-  const auto l = static_cast<long long>(padded.voxels());
-  complete_q_kernel<<<blocks_for(l, kThreads), kThreads, 0, as_stream(stream)>>>(
-      reinterpret_cast<const float2 *>(q_half.get()), dims_of(grid, padded), last_axis(grid),
-      static_cast<int>(half.nx()), static_cast<int>(half.ny()), l, reinterpret_cast<float2 *>(out.q.data()));
-  MRI_CUDA_CHECK(cudaGetLastError());
-  MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); // q_half is freed next
+  const Grid half = q_half_grid(grid);
+  SlabQ out{DeviceImage(half, stream), voxel_slabs(half, devices)};
+  SlabAdjoint slabs(trajectory, half, grid, devices);
+  DeviceBuffer<cfloat> c(trajectory.size());
+  q_half_coefficients(trajectory, w, grid, c.get(), stream);
+  slabs.adjoint_coils(policy, c.get(), 1, out.q.data(), stream, seconds); // returns with every slab in place
   return out;
 }
 

@@ -83,12 +83,11 @@ void q_half_coefficients(const Trajectory &trajectory, const std::vector<float> 
 // slab_dirichlet_spectrum).
 bool q_sum_splits(const Grid &grid, KernelPolicy policy);
 
-// The exact Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(), in image order (offset d
-// at index d + n: what ToeplitzOperator's device-Q constructor takes), from the same half-grid
-// sum as ToeplitzOperator's own (q_half_coefficients), its planes split by slabs over `devices`, then
-// completed by Q(-d) = conj(Q(d)) on the first device (offsets d_a = -n_a zeroed). Bitwise what
-// the one-device operator sums wherever the policy's per-voxel order does not depend on the
-// slab. weights: empty (all ones) or one per sample, finite and >= 0 (InvalidArgument otherwise,
+// The exact Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on its half grid (q_half_grid: offsets
+// d_h <= 0 along the last axis h; ToeplitzOperator's device-Q constructor completes the rest), the
+// same half-grid sum as ToeplitzOperator's own (q_half_coefficients), its planes split by slabs
+// over `devices`, on the first device. Bitwise what the one-device operator sums wherever the
+// policy's per-voxel order does not depend on the slab. weights: empty (all ones) or one per sample, finite and >= 0 (InvalidArgument otherwise,
 // as ToeplitzOperator). seconds[i] += slab i's wall time. Also returns the slabs of the half grid.
 struct SlabQ {
   DeviceImage q;

@@ -323,13 +323,19 @@ ToeplitzOperator::ToeplitzOperator(const Trajectory &trajectory, std::span<const
 }
 
 ToeplitzOperator::ToeplitzOperator(const Grid &grid, const DeviceImage &q, ToeplitzFft fft, StreamHandle stream) {
-  check_image(q, grid.doubled(), "q");
+  const Grid half = q_half_grid(grid);
+  const bool whole = q.grid() == grid.doubled();
+  if (q.data() == nullptr || (!whole && q.grid() != half))
+    mri::detail::invalid_argument("q.grid().voxels()", q.grid().voxels(),
+                                  "must be grid.doubled() (" + std::to_string(grid.doubled().voxels()) +
+                                      " voxels) or Q's half grid (" + std::to_string(half.voxels()) + " voxels)");
   impl_ = std::make_unique<Impl>(grid, stream);
   Impl &im = *impl_;
   const auto t = Clock::now();
   join(as_stream(q.stream()), im.stream, im.event);
   im.prepare(fft);
-  im.make_spectrum(reinterpret_cast<const float2 *>(q.data()), -1, im.padded); // the whole grid: no completion
+  // The whole grid needs no completion (h = -1); the half is completed as the exact sum's own.
+  im.make_spectrum(reinterpret_cast<const float2 *>(q.data()), whole ? -1 : last_axis(grid), whole ? im.padded : half);
   im.q_path = "device q + fft";
   im.setup.fft_setup_seconds = seconds_since(t);
 }

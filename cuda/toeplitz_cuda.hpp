@@ -82,8 +82,11 @@ public:
   ToeplitzOperator(const Grid &grid, std::span<const float> spectrum, ToeplitzFft fft = ToeplitzFft::Auto,
                    StreamHandle stream = nullptr);
   // From Q itself on grid.doubled() in image order (offset d at index d + n per axis, QOperator::
-  // q()'s layout), e.g. computed by the NUFFT (method = Nufft). setup().q_seconds stays 0 (the
-  // caller computed Q). Throws InvalidArgument if q is not on grid.doubled().
+  // q()'s layout), e.g. computed by the NUFFT (method = Nufft); or from Q's half as the exact sum
+  // makes it (offsets d_h <= 0 along the last axis h of extent > 1, on the (n_h + 1)-plane grid;
+  // the rest completed here by Q(-d) = conj(Q(d)), as the trajectory constructor does), e.g. summed
+  // by voxel slabs over devices (device_slabs.hpp). setup().q_seconds stays 0 (the caller computed
+  // Q). Throws InvalidArgument if q is on neither grid.
   ToeplitzOperator(const Grid &grid, const DeviceImage &q, ToeplitzFft fft = ToeplitzFft::Auto,
                    StreamHandle stream = nullptr);
   ~ToeplitzOperator();
