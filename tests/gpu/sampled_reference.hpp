@@ -72,22 +72,65 @@ template <class Real> std::array<Real, 3> scaled_coordinates(const Grid &g, cons
   return x;
 }
 
-// The adjoint sum at the voxels `voxels` of `out`, accumulated in Real (long double or double).
-template <class Real = long double, class C>
-std::vector<std::complex<double>> adjoint_at(const Trajectory &t, std::span<const std::complex<C>> c, const Grid &out,
-                                             const Grid &period, std::span<const std::int64_t> voxels) {
+// Sample m's k (cycles per FOV) in Real: the reference sums below read the points through such
+// a function, so they can also run at points held in another form (e.g. a peer library's radians
+// converted back, in double) without a copy of the sums.
+template <class Real> auto trajectory_k(const Trajectory &t) {
+  return [&t](std::size_t m) {
+    const KPoint &k = t[m];
+    return std::array<Real, 3>{static_cast<Real>(k.kx), static_cast<Real>(k.ky), static_cast<Real>(k.kz)};
+  };
+}
+
+// The adjoint sum at the voxels `voxels` of `out` over m samples with k = k_of(sample),
+// accumulated in Real (long double or double).
+template <class Real = long double, class C, class KOf>
+std::vector<std::complex<double>> adjoint_at_points(std::size_t m, KOf &&k_of, std::span<const std::complex<C>> c,
+                                                    const Grid &out, const Grid &period,
+                                                    std::span<const std::int64_t> voxels) {
   std::vector<std::complex<double>> ref(voxels.size());
   const Real two_pi = 2 * std::numbers::pi_v<Real>;
   parallel_for(voxels.size(), [&](std::size_t i) {
     const auto x = scaled_coordinates<Real>(out, period, voxels[i]);
     Real re = 0, im = 0;
-    for (std::size_t m = 0; m < t.size(); ++m) {
-      const Real ph = two_pi * (static_cast<Real>(t[m].kx) * x[0] + static_cast<Real>(t[m].ky) * x[1] +
-                                static_cast<Real>(t[m].kz) * x[2]);
+    for (std::size_t s = 0; s < m; ++s) {
+      const std::array<Real, 3> k = k_of(s);
+      const Real ph = two_pi * (k[0] * x[0] + k[1] * x[1] + k[2] * x[2]);
       const Real cs = std::cos(ph), sn = std::sin(ph);
-      const Real cr = static_cast<Real>(c[m].real()), ci = static_cast<Real>(c[m].imag());
+      const Real cr = static_cast<Real>(c[s].real()), ci = static_cast<Real>(c[s].imag());
       re += cr * cs - ci * sn;
       im += cr * sn + ci * cs;
+    }
+    ref[i] = {static_cast<double>(re), static_cast<double>(im)};
+  });
+  return ref;
+}
+
+// The adjoint sum at the voxels `voxels` of `out`, accumulated in Real (long double or double).
+template <class Real = long double, class C>
+std::vector<std::complex<double>> adjoint_at(const Trajectory &t, std::span<const std::complex<C>> c, const Grid &out,
+                                             const Grid &period, std::span<const std::int64_t> voxels) {
+  return adjoint_at_points<Real>(t.size(), trajectory_k<Real>(t), c, out, period, voxels);
+}
+
+// The forward sum of `image` (on grid g, period g) at the samples `samples`, sample s at
+// k = k_of(s), in Real.
+template <class Real = long double, class C, class KOf>
+std::vector<std::complex<double>> forward_at_points(KOf &&k_of, std::span<const std::complex<C>> image, const Grid &g,
+                                                    std::span<const std::int64_t> samples) {
+  std::vector<std::complex<double>> ref(samples.size());
+  const Real two_pi = 2 * std::numbers::pi_v<Real>;
+  parallel_for(samples.size(), [&](std::size_t i) {
+    const std::array<Real, 3> k = k_of(static_cast<std::size_t>(samples[i]));
+    Real re = 0, im = 0;
+    for (std::int64_t v = 0; v < g.voxels(); ++v) {
+      const auto x = scaled_coordinates<Real>(g, g, v);
+      const Real ph = -two_pi * (k[0] * x[0] + k[1] * x[1] + k[2] * x[2]);
+      const Real cs = std::cos(ph), sn = std::sin(ph);
+      const auto val = image[static_cast<std::size_t>(v)];
+      const Real vr = static_cast<Real>(val.real()), vi = static_cast<Real>(val.imag());
+      re += vr * cs - vi * sn;
+      im += vr * sn + vi * cs;
     }
     ref[i] = {static_cast<double>(re), static_cast<double>(im)};
   });
@@ -98,24 +141,7 @@ std::vector<std::complex<double>> adjoint_at(const Trajectory &t, std::span<cons
 template <class Real = long double, class C>
 std::vector<std::complex<double>> forward_at(const Trajectory &t, std::span<const std::complex<C>> image, const Grid &g,
                                              std::span<const std::int64_t> samples) {
-  std::vector<std::complex<double>> ref(samples.size());
-  const Real two_pi = 2 * std::numbers::pi_v<Real>;
-  parallel_for(samples.size(), [&](std::size_t i) {
-    const KPoint &k = t[static_cast<std::size_t>(samples[i])];
-    Real re = 0, im = 0;
-    for (std::int64_t v = 0; v < g.voxels(); ++v) {
-      const auto x = scaled_coordinates<Real>(g, g, v);
-      const Real ph = -two_pi * (static_cast<Real>(k.kx) * x[0] + static_cast<Real>(k.ky) * x[1] +
-                                 static_cast<Real>(k.kz) * x[2]);
-      const Real cs = std::cos(ph), sn = std::sin(ph);
-      const auto val = image[static_cast<std::size_t>(v)];
-      const Real vr = static_cast<Real>(val.real()), vi = static_cast<Real>(val.imag());
-      re += vr * cs - vi * sn;
-      im += vr * sn + vi * cs;
-    }
-    ref[i] = {static_cast<double>(re), static_cast<double>(im)};
-  });
-  return ref;
+  return forward_at_points<Real>(trajectory_k<Real>(t), image, g, samples);
 }
 
 // ||result[at] - ref|| / ||ref|| over the sampled points; +inf when any of them is not finite.
