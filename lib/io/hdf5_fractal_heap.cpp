@@ -77,7 +77,7 @@ FractalHeap::FractalHeap(FileBytes &bytes, const Format &format, std::uint64_t a
   direct_rows_ = log2_of(max_direct) - log2_of(start_) + 2;
   const unsigned max_rows = static_cast<unsigned>(bits) - log2_of(start_) - width_bits_ + 1;
   if (root_rows > max_rows)
-    refuse(heap + "'s root indirect block has " + std::to_string(root_rows) + " rows, more than the " +
+    refuse(heap + " has a root indirect block of " + std::to_string(root_rows) + " rows, more than the " +
            std::to_string(max_rows) + " of its maximum size");
   if (root == format.undefined()) return; // no object yet
   if (root_rows == 0) direct(root, 0, start_);
@@ -107,8 +107,8 @@ void FractalHeap::check_prefix(const std::vector<unsigned char> &b, const char *
   const std::uint64_t stored = decode_le(&b[5 + format_.address], offset_bytes_);
   if (heap != address_ || stored != offset)
     refuse(std::string("its fractal heap's ") + what + at(address) + " says it is at offset " +
-           std::to_string(stored) + " of the heap" + at(heap) + ", not " + std::to_string(offset) + " of" +
-           at(address_));
+           std::to_string(stored) + " of the heap" + at(heap) + ", not at offset " + std::to_string(offset) +
+           " of the heap" + at(address_));
 }
 
 void FractalHeap::direct(std::uint64_t address, std::uint64_t offset, std::uint64_t size) {
@@ -142,19 +142,20 @@ void FractalHeap::indirect(std::uint64_t address, std::uint64_t offset, unsigned
     }
 }
 
-std::vector<unsigned char> FractalHeap::object(const unsigned char *id) {
+std::vector<unsigned char> FractalHeap::object(const unsigned char *id, std::size_t id_bytes) {
   const unsigned type = id[0] >> 4 & 3;
   if (id[0] >> 6 != 0 || type == 3) refuse("a fractal heap ID of version " + std::to_string(id[0] >> 6) +
                                            " and type " + std::to_string(type) + " is not one HDF5 knows");
   if (type == 1) refuse("a huge object's fractal heap ID: not checked");
   if (type == 2) { // tiny: the object is in the ID
     const std::size_t length = (id[0] & 0x0f) + 1u;
-    if (id_length_ > 18 || length > id_length_ - 1)
-      refuse("a tiny object's fractal heap ID of " + std::to_string(id_length_) + " bytes: not checked");
+    if (id_length_ > 18 || length > id_bytes - 1)
+      refuse("a tiny object of " + std::to_string(length) + " bytes in a fractal heap ID of " +
+             std::to_string(id_bytes) + " (" + std::to_string(id_length_) + " in its header): not checked");
     return {id + 1, id + 1 + length};
   }
-  if (1 + offset_bytes_ + length_bytes_ > id_length_)
-    refuse("its fractal heap's IDs of " + std::to_string(id_length_) + " bytes cannot hold an offset of " +
+  if (1 + offset_bytes_ + length_bytes_ > id_bytes)
+    refuse("its fractal heap's IDs of " + std::to_string(id_bytes) + " bytes cannot hold an offset of " +
            std::to_string(offset_bytes_) + " and a length of " + std::to_string(length_bytes_) + " bytes");
   const std::uint64_t offset = decode_le(id + 1, offset_bytes_);
   const std::uint64_t length = decode_le(id + 1 + offset_bytes_, length_bytes_);

@@ -21,11 +21,11 @@ public:
   // one is not what the header says or not inside the file, or the header's sizes are not sane.
   FractalHeap(FileBytes &bytes, const Format &format, std::uint64_t address);
 
-  std::size_t id_length() const { return id_length_; }
-
-  // The bytes of the object a heap ID of id_length() bytes names, read from inside one managed
-  // direct block past its header (or from the ID, for a tiny object); Refused for any other ID.
-  std::vector<unsigned char> object(const unsigned char *id);
+  // The bytes of the object a heap ID of `id_bytes` bytes names, read from inside one managed
+  // direct block past its header (or from the ID, for a tiny object); Refused for any other ID
+  // (a huge object's: HDF5 1.10.8 dereferences a B-tree it may not have) and for an ID too short
+  // for the offset and length the header's sizes make HDF5 decode.
+  std::vector<unsigned char> object(const unsigned char *id, std::size_t id_bytes);
 
 private:
   struct Block {

@@ -207,11 +207,8 @@ Storage group_messages(FileBytes &bytes, const Format &format, std::uint64_t add
 // index what an iteration in that order walks).
 void check_dense(FileBytes &bytes, const Format &format, const Storage &storage) {
   FractalHeap heap(bytes, format, storage.dense_heap);
-  if (heap.id_length() != kLinkHeapId)
-    refuse("its fractal heap's IDs are of " + std::to_string(heap.id_length()) + " bytes, not " +
-           std::to_string(kLinkHeapId));
   const auto link = [&](const unsigned char *id) {
-    const std::vector<unsigned char> message = heap.object(id);
+    const std::vector<unsigned char> message = heap.object(id, kLinkHeapId);
     check_link(message.data(), message.size(), format);
   };
   walk_v2_btree(bytes, format, storage.name_index, kNameIndex, 4 + kLinkHeapId, "its link name index",
