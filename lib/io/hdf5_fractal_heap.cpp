@@ -48,7 +48,12 @@ FractalHeap::FractalHeap(FileBytes &bytes, const Format &format, std::uint64_t a
   const std::uint64_t filters = c.take(2);
   const auto flags = static_cast<unsigned>(c.take(1));
   max_object_ = c.take(4);
-  c.skip(l + o + l + o + 8 * l); // huge objects, free space, statistics: used by writes
+  c.skip(l); // the next huge object's ID
+  // Its B-tree of huge objects (link messages past the managed size, 4 KiB in a group's heap):
+  // HDF5 1.10.8 loads what a defined address names as it opens the heap, and a damaged one made
+  // it crash when the file closed (a mutation of a seed's heap, checksum made right).
+  const std::uint64_t huge = c.take(o);
+  c.skip(l + o + 8 * l); // free space, statistics: used by writes
   width_ = static_cast<unsigned>(c.take(2));
   start_ = c.take(l);
   const std::uint64_t max_direct = c.take(l), bits = c.take(2);
@@ -57,6 +62,7 @@ FractalHeap::FractalHeap(FileBytes &bytes, const Format &format, std::uint64_t a
   const auto root_rows = static_cast<unsigned>(c.take(2));
   const std::string heap = "its fractal heap" + at(address);
   if (filters != 0) refuse(heap + " has I/O filters: not checked");
+  if (huge != format.undefined()) refuse(heap + " has huge objects (a B-tree" + at(huge) + "): not checked");
   if (!power_of_two(width_)) refuse(heap + " has a table width of " + std::to_string(width_) + ", not a power of 2");
   width_bits_ = log2_of(width_);
   offset_bytes_ = (bits + 7) / 8;
