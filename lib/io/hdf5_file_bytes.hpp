@@ -41,6 +41,8 @@ struct Format {
   std::size_t descriptor() const { return 4 + address + 4; } // a variable-length value as stored
   std::size_t collection_header() const { return 8 + length; }
   std::size_t object_header() const { return 8 + length; }
+  // HDF5's undefined address: all bits of an address set.
+  std::uint64_t undefined() const { return address >= 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << 8 * address) - 1; }
   // Sizes the guards decode (HDF5 allows 2 to 8 bytes; wider ones are not checked).
   bool decodable() const { return address >= 2 && address <= 8 && length >= 2 && length <= 8; }
 };

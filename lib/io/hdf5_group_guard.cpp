@@ -19,12 +19,16 @@
 #include <set>
 #include <vector>
 
+#include "hdf5_fractal_heap.hpp"
 #include "hdf5_object_header.hpp"
+#include "hdf5_v2_btree.hpp"
 
 namespace mri::detail {
 namespace {
 
-constexpr std::uint16_t kLinkMessage = 0x0006, kSymbolTable = 0x0011;
+constexpr std::uint16_t kLinkInfo = 0x0002, kLinkMessage = 0x0006, kSymbolTable = 0x0011;
+constexpr std::size_t kLinkHeapId = 7;        // the heap ID in a dense group's index records
+constexpr unsigned kNameIndex = 5, kOrderIndex = 6; // their v2 B-tree record types
 constexpr std::uint64_t kNoFreeBlock = 1; // HDF5's H5HL_FREE_NULL
 
 std::string at(std::uint64_t address) { return " at " + std::to_string(address); }
@@ -159,34 +163,72 @@ void check_link(const unsigned char *data, std::size_t size, const Format &forma
   else if (type == 1 || type >= 64) c.skip(c.take(2)); // a soft link's path, a user-defined link's data
 }
 
-struct Stab {
+// Where a group keeps its links: a symbol table (old style), or a new-style group's dense storage
+// (from its link info message; an undefined heap address: its link messages are compact).
+struct Storage {
   std::uint64_t btree = 0, heap = 0;
-  bool present = false;
+  bool symbol_table = false;
+  std::uint64_t dense_heap = 0, name_index = 0, order_index = 0;
+  bool dense = false;
 };
 
-// The symbol table message of the group's object header, once its link messages are checked.
-Stab group_messages(FileBytes &bytes, const Format &format, std::uint64_t address) {
-  Stab stab;
+// A link info message: version 0, flags (0x01: creation order tracked, 0x02: indexed), the
+// maximum creation index (8, flag 0x01), the fractal heap's address, the name index's, and the
+// creation-order index's (flag 0x02). Other versions HDF5 refuses itself.
+void link_info(const unsigned char *data, std::size_t size, const Format &format, Storage &storage) {
+  Cursor c(data, size, "its link info message");
+  if (c.take(1) != 0) return;
+  const auto flags = static_cast<unsigned>(c.take(1));
+  if (flags & 0x01) c.skip(8);
+  storage.dense_heap = c.take(format.address);
+  storage.name_index = c.take(format.address);
+  storage.order_index = (flags & 0x02) ? c.take(format.address) : format.undefined();
+  storage.dense = storage.dense_heap != format.undefined();
+}
+
+// The group's storage messages, once its (compact) link messages are checked.
+Storage group_messages(FileBytes &bytes, const Format &format, std::uint64_t address) {
+  Storage storage;
   visit_object_header(bytes, format, address,
                       [&](std::uint16_t type, unsigned, const unsigned char *data, std::size_t size) {
                         if (type == kLinkMessage) check_link(data, size, format);
+                        if (type == kLinkInfo) link_info(data, size, format, storage);
                         if (type != kSymbolTable) return;
                         Cursor c(data, size, "its symbol table message");
-                        stab = {c.take(format.address), c.take(format.address), true};
+                        storage.btree = c.take(format.address);
+                        storage.heap = c.take(format.address);
+                        storage.symbol_table = true;
                       });
-  return stab;
+  return storage;
+}
+
+// Dense storage: the fractal heap of link messages, then each index's records, each of which
+// names a link message in the heap (the name index is what a lookup walks, the creation-order
+// index what an iteration in that order walks).
+void check_dense(FileBytes &bytes, const Format &format, const Storage &storage) {
+  FractalHeap heap(bytes, format, storage.dense_heap);
+  const auto link = [&](const unsigned char *id) {
+    const std::vector<unsigned char> message = heap.object(id, kLinkHeapId);
+    check_link(message.data(), message.size(), format);
+  };
+  walk_v2_btree(bytes, format, storage.name_index, kNameIndex, 4 + kLinkHeapId, "its link name index",
+                [&](const unsigned char *record) { link(record + 4); }); // after the name's hash
+  if (storage.order_index != format.undefined())
+    walk_v2_btree(bytes, format, storage.order_index, kOrderIndex, 8 + kLinkHeapId, "its creation-order index",
+                  [&](const unsigned char *record) { link(record + 8); }); // after the creation order
 }
 
 void check_group(FileBytes &bytes, const Format &format, hid_t file, std::uint64_t address) {
-  const Stab stab = group_messages(bytes, format, address);
-  if (!stab.present) return;
+  const Storage storage = group_messages(bytes, format, address);
+  if (storage.dense) check_dense(bytes, format, storage);
+  if (!storage.symbol_table) return;
   unsigned internal_k = 0, leaf_k = 0;
   const hid_t fcpl = H5Fget_create_plist(file);
   const bool known = fcpl >= 0 && H5Pget_sym_k(fcpl, &internal_k, &leaf_k) >= 0;
   if (fcpl >= 0) H5Pclose(fcpl);
   if (!known) refuse("HDF5 cannot say its symbol table's node sizes");
-  const LocalHeap heap(bytes, format, stab.heap); // first: a B-tree lookup loads the heap first
-  SymbolTable(bytes, format, heap, internal_k, leaf_k).check(stab.btree);
+  const LocalHeap heap(bytes, format, storage.heap); // first: a B-tree lookup loads the heap first
+  SymbolTable(bytes, format, heap, internal_k, leaf_k).check(storage.btree);
 }
 
 std::uint64_t root_address(hid_t file) {

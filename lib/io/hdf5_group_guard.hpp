@@ -13,9 +13,15 @@
 // loops, a B-tree node that is no group node inside the file, has more than 2K children, a level
 // that is not its parent's minus 1, or is reached twice, a symbol table node with more than 2K'
 // entries, and a name (a key or an entry's) that is not a NUL-terminated string inside the heap;
-// for a new-style group, a link message whose name or value runs past the message. A new-style
-// group's dense storage (a fractal heap and its B-trees, past 8 links) is left to HDF5, unchecked.
-// Call with lock_hdf5() held.
+// for a new-style group, a link message whose name or value runs past the message. For a
+// new-style group's dense storage (past 8 links, or a phase change of 0), where HDF5 verifies
+// checksums but then trusts the fields they cover (a crafted file has them right): a fractal heap
+// (hdf5_fractal_heap.hpp) whose sizes are not sane or whose blocks are not where its doubling
+// table says, inside the file, once each; a name or creation-order index (hdf5_v2_btree.hpp)
+// whose depth, node record counts or totals are not what its nodes hold, or whose nodes are not
+// inside the file or are reached twice; a record whose heap ID names no object inside a managed
+// direct block (huge objects, and filtered heaps, are refused: not checked); and a link message
+// in the heap that runs past its object. Call with lock_hdf5() held.
 #include <filesystem>
 #include <string>
 
