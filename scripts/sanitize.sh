@@ -28,6 +28,9 @@ configure() { # build dir, sanitizer flags
     -DMRI_ENABLE_CUDA=OFF -DMRI_ENABLE_MPI=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF
 }
 
+# Tests run side by side, each with an OpenMP team: passive waiting (scripts/test.sh says why).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+
 start=$SECONDS
 configure "$root/build-asan" "-fsanitize=address,undefined -fno-sanitize-recover=all"
 cmake --build "$root/build-asan" -j "$jobs" --target mri mri_tests plugin_lazy_load mri_concurrency_tests mri_fuzz_replay

@@ -213,14 +213,17 @@ struct Expect {
 
 TEST_CASE("motion: endpoint error per synthetic motion, far below the zero-flow error",
           "[motion]") {
-  // Bounds: the errors measured over random textures at the default options (texture: 0.08-0.10,
-  // 0.09-0.10, 0.14-0.16, 0.18-0.20; phantom 0.36, 0.26 voxels) plus ~40% margin. Shepp-Logan's
-  // flat interiors leave rotation and swirl to the smoothness term (an aperture problem), so the
-  // phantom is tested on the motions its edges determine.
-  const Expect e = GENERATE(Expect{SyntheticMotion::Translation, false, 0.15},
-                            Expect{SyntheticMotion::Rotation, false, 0.15},
-                            Expect{SyntheticMotion::Swirl, false, 0.22},
-                            Expect{SyntheticMotion::Compressive, false, 0.28},
+  // Bounds: the largest error over 200 random textures (seeds 17 + 1000003 i, these options; VM,
+  // 2026-12-02) plus ~30%: translation median 0.094, max 0.162; rotation 0.088, 0.228; swirl
+  // 0.142, 0.217; compressive 0.182, 0.308 voxels. (The bounds before, 0.15 / 0.15 / 0.22 / 0.28
+  // from a few seeds, were below those maxima: a CI run met rotation at 0.172.) The phantom with
+  // 100 noise seeds: 0.358-0.362 and 0.256-0.258.
+  // Shepp-Logan's flat interiors leave rotation and swirl to the smoothness term (an aperture
+  // problem), so the phantom is tested on the motions its edges determine.
+  const Expect e = GENERATE(Expect{SyntheticMotion::Translation, false, 0.21},
+                            Expect{SyntheticMotion::Rotation, false, 0.30},
+                            Expect{SyntheticMotion::Swirl, false, 0.28},
+                            Expect{SyntheticMotion::Compressive, false, 0.40},
                             Expect{SyntheticMotion::Translation, true, 0.50},
                             Expect{SyntheticMotion::Compressive, true, 0.36});
   const std::uint64_t seed = fresh_seed();
