@@ -58,6 +58,7 @@ struct NufftDevicePlan::State {
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   mutable float setup_ms = -1;
   DeviceBuffer<unsigned> keys, perm, offsets;
+  DeviceBuffer<uint2> subproblems; // SM's work items (gridding_kernels.cuh: kSubproblem)
   DeviceBuffer<int> jxs;
   DeviceBuffer<float4> rec;
   DeviceBuffer<float> consts, wts; // consts: kernel polynomial (kMaxCoef floats), then deapodization
@@ -66,12 +67,31 @@ struct NufftDevicePlan::State {
   DeviceBuffer<float2> coil_samples, coil_images; // adjoint_coils (host arrays): a block's uploads and results
   DeviceBuffer<unsigned char> fft_work;
 
+  // SM's subproblem table (gridding_kernels.cuh) from the per-cell offsets, enqueued: per tile
+  // ceil(samples / kSubproblem) entries, in tile order; the rest of the table kNoTile. The launch
+  // takes the table's whole length (no wait for the count): at most tiles + M / kSubproblem + 1.
+  std::size_t subproblem_bound() const { return tiles + static_cast<std::size_t>(m) / kSubproblem + 1; }
+  void plan_subproblems(unsigned *counts, void *temp, std::size_t temp_bytes) {
+    DeviceBuffer<unsigned> first;
+    first.allocate(tiles, pool, stream);
+    MRI_CUDA_CHECK(cudaMemsetAsync(subproblems.get(), 0xff, subproblem_bound() * sizeof(uint2), stream));
+    count_subproblems_kernel<<<blocks(tiles, 256), 256, 0, stream>>>(offsets.get(), dev, k.tx, k.ty, k.tz,
+                                                                     static_cast<int>(tiles_x),
+                                                                     static_cast<int>(tiles_y), tiles, counts);
+    check_launch("count_subproblems_kernel");
+    MRI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, counts, first.get(), static_cast<int>(tiles), stream));
+    fill_subproblems_kernel<<<blocks(tiles, 256), 256, 0, stream>>>(counts, first.get(), tiles, subproblems.get());
+    check_launch("fill_subproblems_kernel");
+    first.release();
+  }
+
   const float *coef() const { return consts.get(); }
   const float *deapod() const { return consts.get() + kMaxCoef; }
 
   ~State() {
     // Buffers go back to the pool in this stream's order, then the stream (its work finishes).
     for (auto *b : {&keys, &perm, &offsets}) b->release();
+    subproblems.release();
     jxs.release();
     rec.release();
     consts.release();
@@ -154,6 +174,7 @@ NufftDevicePlan::NufftDevicePlan(const GriddingSetup &setup, std::size_t samples
   s.jxs.allocate(M, s.pool, s.stream);
   s.wts.allocate(M * static_cast<std::size_t>(setup.dims * setup.width), s.pool, s.stream);
   s.offsets.allocate(points + 1, s.pool, s.stream);
+  s.subproblems.allocate(s.subproblem_bound(), s.pool, s.stream);
   s.grid.allocate(points, s.pool, s.stream);
   s.sorted.allocate(M, s.pool, s.stream);
   s.samples.allocate(M, s.pool, s.stream);
@@ -236,6 +257,7 @@ void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> sc
   check_launch("count_kernel");
   MRI_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.get(), scan_bytes, counts.get(), s.offsets.get(),
                                                static_cast<int>(s.points) + 1, s.stream));
+  s.plan_subproblems(counts.get(), temp.get(), scan_bytes);
   MRI_CUDA_CHECK(cudaEventRecord(s.e1, s.stream));
   if (trace) {
     const double t_end = ms_since(s.t_start);
@@ -298,8 +320,9 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
                                                         s.grid.get());
       check_launch("scatter_kernel");
     } else {
-      s.k.sm<<<s.tiles, 256, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.dev,
-                                            static_cast<int>(s.tiles_x), static_cast<int>(s.tiles_y), s.grid.get());
+      s.k.sm<<<static_cast<unsigned>(s.subproblem_bound()), 256, 0, s.stream>>>(
+          s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.subproblems.get(), s.dev,
+          static_cast<int>(s.tiles_x), static_cast<int>(s.tiles_y), s.grid.get());
       check_launch("sm_scatter_kernel");
     }
   } else { // Gather; Auto means Gather here as in NufftOperator

@@ -15,10 +15,12 @@
 //                            cells whose samples' windows cover it - each row a contiguous run
 //                            of the sorted samples - and sums in that fixed order with the
 //                            precomputed weights: no atomics, no zeroing, bitwise deterministic;
-//              Scatter, ScatterMethod::Shared (SM, the default in 3D): a block per tile of the
-//                            grid spreads the tile's samples (its cells' runs of the sorted
-//                            order) into a padded shared-memory copy of the tile with shared
-//                            atomics, then adds the padded tile's nonzero points into the grid;
+//              Scatter, ScatterMethod::Shared (SM, the default in 3D): a block per subproblem (at
+//                            most 1024 of one tile's samples, taken from its cells' runs of
+//                            the sorted order) spreads them into a padded shared-memory copy
+//                            of the tile with shared atomics, then adds the padded tile's
+//                            nonzero points into the grid (a dense tile's subproblems add into
+//                            the same points);
 //              Scatter, ScatterMethod::Global (GA, the default in 2D): thread per sample,
 //                            atomicAdd (float2, sm_90) into its W^d window in the global grid;
 //            cuFFT C2C inverse; deapodize + crop.

@@ -218,14 +218,51 @@ __global__ void __launch_bounds__(256) scatter_kernel(const float4 *__restrict__
   });
 }
 
-// SM: the grid in tiles of TX x TY x TZ cells; a block per tile. The tile's samples (j0 in the
-// tile) are the runs [offsets[row + x0], offsets[row + x1]) of its TY x TZ rows; the block takes
-// them in chunks of S, stages their weights, values and padded-tile positions in shared memory,
+// SM's work items (subproblems): a tile's samples cut into runs of at most kSubproblem. A
+// trajectory with a dense centre (koosh, radial: every spoke crosses the centre tiles) put 10^5
+// samples into one tile, one block summing them while the rest of the GPU idled: koosh 128^3,
+// M = 2^21, W 5 took 13.6 ms against 2.8 ms by global atomics (H200, 2026-12-02, bench_nufft_front_gpu).
+constexpr unsigned kSubproblem = 1024;
+constexpr unsigned kNoTile = 0xffffffffu; // a table entry past the last subproblem
+
+// The samples of tile `tile` (runs of its rows in cell order; offsets per cell).
+__device__ unsigned tile_samples(const unsigned *offsets, Dev d, int tx, int ty, int tz, int tiles_x, int tiles_y,
+                                 unsigned tile) {
+  const int x0 = static_cast<int>(tile % tiles_x) * tx, y0 = static_cast<int>(tile / tiles_x % tiles_y) * ty;
+  const int z0 = static_cast<int>(tile / (tiles_x * tiles_y)) * tz, x1 = min(x0 + tx, d.gx);
+  unsigned total = 0;
+  for (int z = z0; z < min(z0 + tz, d.gz); ++z)
+    for (int y = y0; y < min(y0 + ty, d.gy); ++y) {
+      const unsigned row = (static_cast<unsigned>(z) * d.gy + y) * d.gx;
+      total += offsets[row + x1] - offsets[row + x0];
+    }
+  return total;
+}
+
+__global__ void count_subproblems_kernel(const unsigned *offsets, Dev d, int tx, int ty, int tz, int tiles_x,
+                                         int tiles_y, unsigned tiles, unsigned *counts) {
+  const unsigned tile = blockIdx.x * blockDim.x + threadIdx.x;
+  if (tile < tiles)
+    counts[tile] = (tile_samples(offsets, d, tx, ty, tz, tiles_x, tiles_y, tile) + kSubproblem - 1) / kSubproblem;
+}
+
+// table[first[tile] + j] = (tile, j kSubproblem): the tile and the first of its samples (in its
+// own order) that subproblem j takes.
+__global__ void fill_subproblems_kernel(const unsigned *counts, const unsigned *first, unsigned tiles, uint2 *table) {
+  const unsigned tile = blockIdx.x * blockDim.x + threadIdx.x;
+  if (tile >= tiles) return;
+  for (unsigned j = 0; j < counts[tile]; ++j) table[first[tile] + j] = make_uint2(tile, j * kSubproblem);
+}
+
+// SM: the grid in tiles of TX x TY x TZ cells; a block per subproblem, at most kSubproblem of one
+// tile's samples. The tile's samples (j0 in the tile) are the runs [offsets[row + x0],
+// offsets[row + x1]) of its TY x TZ rows; the block takes its part of them in chunks of S, stages their weights, values and padded-tile positions in shared memory,
 // spreads them into the padded tile (TX + W - 1) x (TY + W - 1) x (TZ + W - 1) with shared
 // atomics (work item = one window row of one sample: W points along x, so a dense tile keeps
 // every thread busy; real and imaginary parts in separate arrays with an odd row pitch, against
 // bank conflicts), and finally adds the padded tile's nonzero points into the grid (global
-// float2 atomics, coordinates wrapped: the halo belongs to the neighbouring tiles).
+// float2 atomics, coordinates wrapped: the halo belongs to the neighbouring tiles, and the other
+// subproblems of a dense tile add into the same points).
 template <int D, int W> struct SmTile {
   static constexpr int TX = D == 3 ? 16 : 32;
   static constexpr int TY = D == 3 ? 8 : 16;
@@ -244,7 +281,8 @@ template <int D, int W> struct SmTile {
 template <int D, int W>
 __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
                                                          const float2 *__restrict__ val,
-                                                         const unsigned *__restrict__ offsets, Dev d, int tiles_x,
+                                                         const unsigned *__restrict__ offsets,
+                                                         const uint2 *__restrict__ subproblems, Dev d, int tiles_x,
                                                          int tiles_y, float2 *grid) {
   using T = SmTile<D, W>;
   constexpr int DW = D * W;
@@ -257,7 +295,9 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   __shared__ typename Scan::TempStorage scan;
 
   const int t = threadIdx.x;
-  const int tile_index = blockIdx.x;
+  const uint2 sub = subproblems[blockIdx.x];
+  if (sub.x == kNoTile) return;
+  const int tile_index = static_cast<int>(sub.x);
   const int x0 = (tile_index % tiles_x) * T::TX;
   const int y0 = (tile_index / tiles_x % tiles_y) * T::TY;
   const int z0 = D == 3 ? tile_index / (tiles_x * tiles_y) * T::TZ : 0;
@@ -283,8 +323,9 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   }
   __syncthreads();
 
-  for (unsigned c0 = 0; c0 < total; c0 += T::S) {
-    const int count = static_cast<int>(min(static_cast<unsigned>(T::S), total - c0));
+  const unsigned end = min(total, sub.y + kSubproblem);
+  for (unsigned c0 = sub.y; c0 < end; c0 += T::S) {
+    const int count = static_cast<int>(min(static_cast<unsigned>(T::S), end - c0));
     for (int k = t; k < count; k += 256) {
       const unsigned f = c0 + k;
       int lo = 0, hi = T::R - 1; // the last run starting at or before f (it holds f)
@@ -420,8 +461,10 @@ template <int D, int W = 2> Kernels pick(int width) {
 
 unsigned blocks(std::int64_t n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
 
-// Auto: SM in 3D; GA in 2D, where the samples per cell are many and global atomics in L2 were
-// measured faster than SM's tiles (H200: 2D 256^2 M = 2^20 and PROPELLER).
+// Auto: SM in 3D; GA in 2D, where on PROPELLER 256^2 (2^17 samples, half a sample per grid
+// cell) GA measured 0.054 ms and SM 0.098 ms even with the dense tiles cut into subproblems
+// (H200, 2026-12-02, bench_nufft_gpu GRID2D; at 2^20 samples SM was the faster: uniform 0.16
+// against 0.20 ms, radial 0.25 against 0.38 ms). A rule by samples per cell is not made yet.
 ScatterMethod resolved_scatter(ScatterMethod method, int dims) {
   if (method != ScatterMethod::Auto) return method;
   return dims == 3 ? ScatterMethod::Shared : ScatterMethod::Global;

@@ -245,12 +245,13 @@ TEST_CASE("cuda nufft: SM tiles, GA and RGA agree with the CPU NUFFT for every w
 
 TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowded tile)", "[gpu][gridding][small]") {
   // PROPELLER: every blade crosses the centre, whose tiles hold many chunks of samples.
-  // 3D: 4000 samples within one cell's width of k = 0 (one tile, many chunks, heavy contention
-  // on the same shared-memory points) plus a uniform background.
+  // 3D: 4100 samples within one cell's width of k = 0 (one tile, many chunks, heavy contention
+  // on the same shared-memory points; 5 subproblems of at most 1024 samples, the last of 4, each
+  // a block adding into the same grid points) plus a uniform background.
   std::vector<KPoint> p;
   std::mt19937 rng(17);
   std::uniform_real_distribution<float> near(-0.4f, 0.4f), any(-8.0f, std::nextafter(8.0f, 0.0f));
-  for (int i = 0; i < 4000; ++i) p.push_back({near(rng), near(rng), near(rng)});
+  for (int i = 0; i < 4100; ++i) p.push_back({near(rng), near(rng), near(rng)});
   for (int i = 0; i < 1000; ++i) p.push_back({any(rng), any(rng), any(rng)});
   const std::vector<std::pair<Trajectory, Grid>> problems = {
       {traj::propeller(Grid(64, 64), 8, 16, 64), Grid(64, 64)}, {Trajectory(3, p), Grid(16, 16, 16)}};
