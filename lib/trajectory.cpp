@@ -28,19 +28,75 @@ Trajectory::Trajectory(int dims, std::vector<KPoint> points) : dims_(dims), poin
   }
 }
 
+namespace {
+
+void check_dims(int dims, const Grid &grid) {
+  if (grid.dims() != dims)
+    detail::invalid_argument("trajectory dims", dims, "differs from the grid's dims " + std::to_string(grid.dims()));
+}
+
+// The points outside [-n/2, n/2) on any of the first D axes, and whether one lies beyond 3n/2:
+// one branch-free pass in float (n/2 and 3n/2 are exact in float for any grid extent below
+// 2^22; the points are finite), shared by check_within and check_range, whose loops in double
+// per axis it replaced (a GPU NUFFT plan from host points runs it on every point: 2^20 2D points
+// 2.7 -> 2.4 ms, 2^21 3D points 8.4 -> 6.6 ms, VM, best of 20, 2026-12-02). The callers walk the
+// points again only to name the first offending one.
+template <int D> std::size_t count_outside(const std::vector<KPoint> &points, const Grid &grid, bool &beyond) {
+  const auto half = [&](int a) { return 0.5f * static_cast<float>(grid.extent(a)); };
+  const float hx = half(0), hy = half(1), hz = half(2);
+  std::size_t outside = 0;
+  unsigned far = 0;
+  for (const KPoint &k : points) {
+    unsigned out = (k.kx < -hx) | (k.kx >= hx) | (k.ky < -hy) | (k.ky >= hy);
+    unsigned f = (std::fabs(k.kx) > 3.0f * hx) | (std::fabs(k.ky) > 3.0f * hy);
+    if constexpr (D == 3) {
+      out |= (k.kz < -hz) | (k.kz >= hz);
+      f |= std::fabs(k.kz) > 3.0f * hz;
+    }
+    outside += out;
+    far |= f;
+  }
+  beyond = far != 0;
+  return outside;
+}
+
+std::size_t count_outside(int dims, const std::vector<KPoint> &points, const Grid &grid, bool &beyond) {
+  return dims == 3 ? count_outside<3>(points, grid, beyond) : count_outside<2>(points, grid, beyond);
+}
+
+} // namespace
+
 void Trajectory::check_within(const Grid &grid) const {
-  if (grid.dims() != dims_)
-    detail::invalid_argument("trajectory dims", dims_,
-                             "differs from the grid's dims " + std::to_string(grid.dims()));
-  const double half[3] = {grid.nx() / 2.0, grid.ny() / 2.0, grid.nz() / 2.0};
+  check_dims(dims_, grid);
+  bool beyond = false;
+  if (count_outside(dims_, points_, grid, beyond) == 0) return;
+  for (std::size_t m = 0; m < points_.size(); ++m) {
+    const KPoint &k = points_[m];
+    const float c[3] = {k.kx, k.ky, k.kz};
+    for (int a = 0; a < dims_; ++a) {
+      const double half = static_cast<double>(grid.extent(a)) / 2.0;
+      if (!(c[a] >= -half && c[a] < half))
+        throw InvalidArgument(describe(m, k) + ": outside the grid's k-space [-n/2, n/2) on axis " +
+                              std::to_string(a) + " (n = " + std::to_string(grid.extent(a)) + ")");
+    }
+  }
+}
+
+std::size_t Trajectory::check_range(const Grid &grid) const {
+  check_dims(dims_, grid);
+  bool beyond = false;
+  const std::size_t outside = count_outside(dims_, points_, grid, beyond);
+  if (!beyond) return outside;
   for (std::size_t m = 0; m < points_.size(); ++m) {
     const KPoint &k = points_[m];
     const float c[3] = {k.kx, k.ky, k.kz};
     for (int a = 0; a < dims_; ++a)
-      if (!(c[a] >= -half[a] && c[a] < half[a]))
-        throw InvalidArgument(describe(m, k) + ": outside the grid's k-space [-n/2, n/2) on axis " +
-                              std::to_string(a) + " (n = " + std::to_string(grid.extent(a)) + ")");
+      if (std::abs(c[a]) > 1.5 * static_cast<double>(grid.extent(a)))
+        throw InvalidArgument(describe(m, k) + ": beyond 3n/2 on axis " + std::to_string(a) + " (n = " +
+                              std::to_string(grid.extent(a)) +
+                              "): k is in cycles per field of view, the grid's k-space is [-n/2, n/2)");
   }
+  return outside;
 }
 
 namespace {
@@ -55,27 +111,6 @@ float wrap(float k, std::int64_t n) {
 }
 
 } // namespace
-
-std::size_t Trajectory::check_range(const Grid &grid) const {
-  if (grid.dims() != dims_)
-    detail::invalid_argument("trajectory dims", dims_, "differs from the grid's dims " + std::to_string(grid.dims()));
-  std::size_t outside = 0;
-  for (std::size_t m = 0; m < points_.size(); ++m) {
-    const KPoint &k = points_[m];
-    const float c[3] = {k.kx, k.ky, k.kz};
-    bool out = false;
-    for (int a = 0; a < dims_; ++a) {
-      const double n = static_cast<double>(grid.extent(a));
-      if (std::abs(c[a]) > 1.5 * n)
-        throw InvalidArgument(describe(m, k) + ": beyond 3n/2 on axis " + std::to_string(a) + " (n = " +
-                              std::to_string(grid.extent(a)) +
-                              "): k is in cycles per field of view, the grid's k-space is [-n/2, n/2)");
-      out = out || !(c[a] >= -n / 2 && c[a] < n / 2);
-    }
-    outside += out ? 1 : 0;
-  }
-  return outside;
-}
 
 Trajectory Trajectory::wrapped(const Grid &grid) const & { return Trajectory(*this).wrapped(grid); }
 
