@@ -37,16 +37,24 @@ void check_dims(int dims, const Grid &grid) {
 
 // The points outside [-n/2, n/2) on any of the first D axes, and whether one lies beyond 3n/2:
 // one branch-free pass in float (n/2 and 3n/2 are exact in float for any grid extent below
-// 2^22; the points are finite), shared by check_within and check_range, whose loops in double
-// per axis it replaced (a GPU NUFFT plan from host points runs it on every point: 2^20 2D points
-// 2.7 -> 2.4 ms, 2^21 3D points 8.4 -> 6.6 ms, VM, best of 20, 2026-12-02). The callers walk the
+// 2^22; the points are finite), over OpenMP's threads, shared by check_within and check_range,
+// whose loops in double per axis it replaced. Every NufftOperator runs it on all its points (the
+// wrap of samples at k_max): a GPU plan from 2^21 host points took 11.7 ms on the H200's host,
+// its device part 0.5 ms (bench_nufft_gpu NUFFT_plan, 2026-12-02). On the VM (2 cores, loaded):
+// 2^21 3D points 8.4 ms before, 8.0 ms now on one thread, 3.7 ms on two. The callers walk the
 // points again only to name the first offending one.
+constexpr std::ptrdiff_t kParallelPoints = 1 << 16; // below: one thread (a team costs more)
+
 template <int D> std::size_t count_outside(const std::vector<KPoint> &points, const Grid &grid, bool &beyond) {
   const auto half = [&](int a) { return 0.5f * static_cast<float>(grid.extent(a)); };
   const float hx = half(0), hy = half(1), hz = half(2);
   std::size_t outside = 0;
   unsigned far = 0;
-  for (const KPoint &k : points) {
+  const auto n = static_cast<std::ptrdiff_t>(points.size());
+  // Integer reductions: the same result whatever the thread count.
+#pragma omp parallel for reduction(+ : outside) reduction(| : far) if (n >= kParallelPoints)
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    const KPoint &k = points[static_cast<std::size_t>(i)];
     unsigned out = (k.kx < -hx) | (k.kx >= hx) | (k.ky < -hy) | (k.ky >= hy);
     unsigned f = (std::fabs(k.kx) > 3.0f * hx) | (std::fabs(k.ky) > 3.0f * hy);
     if constexpr (D == 3) {
