@@ -71,6 +71,8 @@ struct NufftDevicePlan::State {
   // ceil(samples / kSubproblem) entries, in tile order; the rest of the table kNoTile. The launch
   // takes the table's whole length (no wait for the count): at most tiles + M / kSubproblem + 1.
   std::size_t subproblem_bound() const { return tiles + static_cast<std::size_t>(m) / kSubproblem + 1; }
+  // counts: the offsets' count buffer (points + 1 >= tiles entries), reused; temp: the offsets'
+  // scan storage, sized for points + 1 items (cub's scan needs no more for fewer items).
   void plan_subproblems(unsigned *counts, void *temp, std::size_t temp_bytes) {
     DeviceBuffer<unsigned> first;
     first.allocate(tiles, pool, stream);
