@@ -27,7 +27,8 @@
 //   MRI_BENCH_256=1 adds a 256^3 reconstruction (koosh 4096 x 256 = 2^20 samples, 2 CG
 //   iterations, no warm-up): the large problem runs, or fails up front naming the memory it needs.
 //   MRI_BENCH_DEVICES=0,1 adds RECON-3D with the exact sums split by voxel slabs over those CUDA
-//   devices (ReconOptions::devices; "0,0" on one GPU), each device's seconds as counters.
+//   devices (ReconOptions::devices; "0,0" on one GPU), and RECON-3D-MC by the NUFFT with SENSE's
+//   CG split by coils over them, each device's seconds as counters.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -215,6 +216,15 @@ std::vector<int> bench_devices() {
     }
   return devices;
 }
+// Each device's share of every phase as counters, and the report's note on how they split.
+void device_counters(benchmark::State &state, const mri::ReconReport &r, const std::string &label) {
+  for (std::size_t i = 0; i < r.device_seconds.size(); ++i) {
+    state.counters["dev" + std::to_string(i) + "_fhd_s"] = r.device_seconds[i].fhd_seconds;
+    state.counters["dev" + std::to_string(i) + "_q_s"] = r.device_seconds[i].q_seconds;
+    state.counters["dev" + std::to_string(i) + "_cg_s"] = r.device_seconds[i].cg_seconds;
+  }
+  std::printf("%s: %s\n", label.c_str(), r.device_note.c_str());
+}
 void BM_Recon3D_Devices(benchmark::State &state, mri::KernelPolicy policy) {
   auto o = recon_options();
   o.policy = policy;
@@ -223,12 +233,22 @@ void BM_Recon3D_Devices(benchmark::State &state, mri::KernelPolicy policy) {
                             mri::to_string(policy) + ")";
   end_to_end(state, "RECON-3D", label, o);
   if (!g_reports.count(label)) return; // failed: said by end_to_end
+  device_counters(state, g_reports[label], label);
+}
+// RECON-3D-MC by the NUFFT with SENSE's CG split by coils over MRI_BENCH_DEVICES (coil_split.hpp):
+// per device its coils' CG seconds, and the exchange's seconds and share of the CG phase.
+void BM_Recon3DMC_Devices(benchmark::State &state) {
+  auto o = recon_options();
+  o.method = mri::Method::Nufft;
+  o.devices = bench_devices();
+  const std::string label = std::string("RECON-3D-MC (nufft, devices ") + std::getenv("MRI_BENCH_DEVICES") + ")";
+  end_to_end(state, "RECON-3D-MC", label, o);
+  if (!g_reports.count(label)) return;
   const mri::ReconReport &r = g_reports[label];
-  for (std::size_t i = 0; i < r.device_seconds.size(); ++i) {
-    state.counters["dev" + std::to_string(i) + "_fhd_s"] = r.device_seconds[i].fhd_seconds;
-    state.counters["dev" + std::to_string(i) + "_q_s"] = r.device_seconds[i].q_seconds;
-  }
-  std::printf("%s: %s\n", label.c_str(), r.device_note.c_str());
+  device_counters(state, r, label);
+  state.counters["cg_s"] = r.cg_seconds;
+  state.counters["exchange_s"] = r.exchange_seconds;
+  state.counters["exchange_share"] = r.cg_seconds > 0 ? r.exchange_seconds / r.cg_seconds : 0;
 }
 
 void BM_Recon2D_EndToEnd(benchmark::State &state) { end_to_end(state, "RECON-2D", "RECON-2D", recon_options()); }
@@ -456,9 +476,11 @@ int main(int argc, char **argv) {
   for (const char *mc : {"RECON-2D-MC", "RECON-3D-MC"})
     benchmark::RegisterBenchmark((std::string(mc) + "/sense-apply").c_str(), BM_SenseApply, std::string(mc))->Arg(0)->Arg(4)->Arg(8)->UseManualTime()->Iterations(20)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-3D-MC/exact", BM_Recon3DMC_Exact)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
-  if (!bench_devices().empty())
+  if (!bench_devices().empty()) {
     for (const mri::KernelPolicy p : {mri::KernelPolicy::Auto, mri::KernelPolicy::Tuned})
       benchmark::RegisterBenchmark((std::string("RECON-3D/devices/") + mri::to_string(p)).c_str(), BM_Recon3D_Devices, p)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("RECON-3D-MC/nufft/devices", BM_Recon3DMC_Devices)->UseManualTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  }
   if (const char *e = std::getenv("MRI_BENCH_256"); e && std::string(e) == "1") {
     benchmark::RegisterBenchmark("RECON-3D-256/end-to-end", BM_Recon3D_256)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark("RECON-3D-256/nufft", BM_Recon3D_256_Nufft)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);

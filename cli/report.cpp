@@ -10,7 +10,7 @@ namespace {
 nlohmann::json device_seconds_json(const std::vector<DevicePhaseSeconds> &devices) {
   nlohmann::json out = nlohmann::json::array();
   for (const DevicePhaseSeconds &d : devices)
-    out.push_back({{"device", d.device}, {"fhd_seconds", d.fhd_seconds}, {"q_seconds", d.q_seconds}});
+    out.push_back({{"device", d.device}, {"fhd_seconds", d.fhd_seconds}, {"q_seconds", d.q_seconds}, {"cg_seconds", d.cg_seconds}});
   return out;
 }
 
@@ -44,7 +44,8 @@ nlohmann::json to_json(const ReconReport &r) {
           {"toeplitz_fft", r.toeplitz_fft},
           {"q_method", r.q_method},
           {"device_seconds", device_seconds_json(r.device_seconds)},
-          {"device_note", r.device_note}};
+          {"device_note", r.device_note},
+          {"exchange_seconds", r.exchange_seconds}};
 }
 
 nlohmann::json to_json(const IsmrmrdData &d) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "current_device.cuh"
 #include "device_slabs.hpp"
 #include "dirichlet_spectrum.cuh"
 #include "fhd_plan.cuh"
@@ -16,43 +17,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-// Makes `device` current for a scope, then restores the one before (destructors run there too:
-// the cuBLAS handle and streams of a slab's plan belong to its device).
-class CurrentDevice {
-public:
-  explicit CurrentDevice(int device) {
-    MRI_CUDA_CHECK(cudaGetDevice(&before_));
-    if (device != before_) MRI_CUDA_CHECK(cudaSetDevice(device));
-  }
-  ~CurrentDevice() { cudaSetDevice(before_); } // a destructor cannot throw
-  CurrentDevice(const CurrentDevice &) = delete;
-  CurrentDevice &operator=(const CurrentDevice &) = delete;
-
-private:
-  int before_ = 0;
-};
-
-int current_device() {
-  int d = 0;
-  MRI_CUDA_CHECK(cudaGetDevice(&d));
-  return d;
-}
-
-// Lets `from` reach `to`'s memory directly (NVLink or PCIe peer DMA) where the pair can; else
-// cudaMemcpyPeerAsync stages through the host. Enabling twice is not an error.
-void enable_peer_access(int from, int to) {
-  int can = 0;
-  MRI_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
-  if (!can) return;
-  const CurrentDevice on(from);
-  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError(); // an answer, not a failure: cleared
-    return;
-  }
-  check(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
-}
 
 const char *axis_name(int axis) { return axis == 0 ? "x" : axis == 1 ? "y" : "z"; }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "coil_split.hpp"
 #include "cuda_check.cuh"
 #include "device_image.hpp"
 #include "device_slabs.hpp"
@@ -159,6 +160,8 @@ public:
   // its regulariser fused in; with SENSE the coil-batched Toeplitz operator where it applies, else
   // the maps composed around the one-coil operator.
   template <class F> ReconResult with_normal(const DeviceImage &like, F &&f) {
+    if (devices_.size() > 1 && coils_ && toeplitz_) return with_coil_split(std::forward<F>(f));
+    if (!coils_) note_unsplit("CG", "one coil");
     if (const int batch = coils_ && toeplitz_ ? sense_coil_batch(grid_, coils_->count()) : 0; batch > 0) {
       SenseToeplitz batched = timed(report_.fft_setup_seconds, [&] { return SenseToeplitz(*coils_, *toeplitz_, batch); });
       report_.toeplitz_fft = "unfused, " + std::to_string(batch) + " coils per batched transform";
@@ -169,6 +172,20 @@ public:
                                                      like, f);
     };
     return toeplitz_ ? assemble(mri::ref(*toeplitz_)) : assemble(mri::ref(*direct_op_));
+  }
+
+  // SENSE with the coils split over the devices (coil_split.hpp); the report gets each device's
+  // share of the iterations and the exchange's seconds.
+  template <class F> ReconResult with_coil_split(F &&f) {
+    const CoilSplitNormal split = timed(report_.setup_seconds, [&] {
+      return CoilSplitNormal(*coils_, *toeplitz_, devices_);
+    });
+    note("CG: " + split.describe());
+    ReconResult r = f(mri::normal_equations(mri::ref(split)));
+    const CoilSplitNormal::Times t = split.times();
+    for (std::size_t i = 0; i < t.device_seconds.size(); ++i) r.report.device_seconds[i].cg_seconds = t.device_seconds[i];
+    r.report.exchange_seconds = t.exchange_seconds;
+    return r;
   }
 
   void synchronize() const { MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }

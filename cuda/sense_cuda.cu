@@ -53,6 +53,7 @@ __global__ void regularize_kernel(int code, float lambda, const float *__restric
 DeviceCoils::DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer, double lambda, StreamHandle stream)
     : coils_(maps.coils()), voxels_(maps.voxels()), grid_(maps.grid()), regularizer_(regularizer),
       lambda_(static_cast<float>(lambda)) {
+  MRI_CUDA_CHECK(cudaGetDevice(&device_));
   MRI_CUDA_CHECK(cudaMalloc(&maps_, maps.values().size() * sizeof(cfloat)));
   try {
     upload_staged(maps_, maps.values().data(), maps.values().size() * sizeof(cfloat), as_stream(stream));
@@ -60,6 +61,22 @@ DeviceCoils::DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer,
     cudaFree(maps_);
     throw;
   }
+}
+
+DeviceCoils::DeviceCoils(const DeviceCoils &all, int first, int count, Regularizer regularizer, double lambda,
+                         StreamHandle stream)
+    : coils_(count), voxels_(all.voxels_), grid_(all.grid_), regularizer_(regularizer),
+      lambda_(static_cast<float>(lambda)) {
+  if (first < 0 || count < 1 || first + count > all.count())
+    mri::detail::invalid_argument("count", count,
+                                  "from coil " + std::to_string(first) + ": must be at least 1 and end within the " +
+                                      std::to_string(all.count()) + " coils");
+  MRI_CUDA_CHECK(cudaGetDevice(&device_));
+  const std::size_t bytes = static_cast<std::size_t>(count) * voxels_ * sizeof(cfloat);
+  MRI_CUDA_CHECK(cudaMalloc(&maps_, bytes));
+  const cudaError_t e = cudaMemcpyPeerAsync(maps_, device_, all.map(first), all.device_, bytes, as_stream(stream));
+  if (e != cudaSuccess) cudaFree(maps_);
+  check(e, "cudaMemcpyPeerAsync (coil maps)", __FILE__, __LINE__);
 }
 
 DeviceCoils::~DeviceCoils() { cudaFree(maps_); }

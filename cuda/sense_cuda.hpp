@@ -12,6 +12,11 @@ class DeviceCoils {
 public:
   // Uploads maps, ordered on `stream` (the host array may go on return). Throws CudaError.
   DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer, double lambda, StreamHandle stream);
+  // Coils first .. first + count - 1 of `all` (maps on any device) on the current device, copied
+  // device to device (peer copy from another device), ordered on `stream` (a stream of the current
+  // device; all's maps must not change meanwhile). InvalidArgument for a block outside all's coils.
+  DeviceCoils(const DeviceCoils &all, int first, int count, Regularizer regularizer, double lambda,
+              StreamHandle stream);
   ~DeviceCoils();
   DeviceCoils(const DeviceCoils &) = delete;
   DeviceCoils &operator=(const DeviceCoils &) = delete;
@@ -28,6 +33,7 @@ public:
 
 private:
   const cfloat *map(int c) const { return maps_ + static_cast<std::size_t>(c) * voxels_; }
+  int device_ = 0; // where maps_ lives
   int coils_;
   std::size_t voxels_;
   Grid grid_;

@@ -22,6 +22,7 @@ struct Staging {
   std::vector<cudaEvent_t> done;
   std::vector<char> pending;
   bool unavailable = false; // pinning failed once: pageable from then on
+  int device = 0;           // the device its events were made on: they can be recorded on its streams only
 };
 Staging &g_staging = *new Staging();
 
@@ -49,6 +50,7 @@ bool ring_ready() {
       g_staging.host = nullptr;
       g_staging.unavailable = true;
     } else {
+      MRI_CUDA_CHECK(cudaGetDevice(&g_staging.device));
       g_staging.done.assign(slots, nullptr);
       g_staging.pending.assign(slots, 0);
       for (cudaEvent_t &e : g_staging.done) MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -57,11 +59,18 @@ bool ring_ready() {
   return g_staging.host != nullptr;
 }
 
+// The device `stream` belongs to (the current one for the legacy default stream).
+int stream_device(cudaStream_t stream) {
+  int device = 0;
+  MRI_CUDA_CHECK(cudaStreamGetDevice(stream, &device));
+  return device;
+}
+
 } // namespace
 
 void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
   std::unique_lock lock(g_staging.mutex);
-  if (bytes < kStagingMinBytes || !ring_ready()) {
+  if (bytes < kStagingMinBytes || !ring_ready() || stream_device(stream) != g_staging.device) {
     lock.unlock();
     MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     return;

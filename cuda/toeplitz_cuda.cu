@@ -359,6 +359,26 @@ ToeplitzOperator::ToeplitzOperator(const Grid &grid, std::span<const float> spec
   im.setup.transfer_seconds = seconds_since(t);
 }
 
+ToeplitzOperator::ToeplitzOperator(const ToeplitzOperator &source, StreamHandle stream) {
+  impl_ = std::make_unique<Impl>(source.grid(), stream);
+  Impl &im = *impl_;
+  auto t = Clock::now();
+  im.prepare(source.fft());
+  MRI_CUDA_CHECK(cudaStreamSynchronize(im.stream));
+  im.setup.fft_setup_seconds = seconds_since(t);
+  t = Clock::now();
+  int here = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&here));
+  cudaPointerAttributes from{};
+  MRI_CUDA_CHECK(cudaPointerGetAttributes(&from, source.device_spectrum()));
+  MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(source.stream()))); // its spectrum complete (any device's stream)
+  MRI_CUDA_CHECK(cudaMemcpyPeerAsync(im.kernel.get(), here, source.device_spectrum(), from.device,
+                                     static_cast<std::size_t>(im.padded.voxels()) * sizeof(float), im.stream));
+  MRI_CUDA_CHECK(cudaStreamSynchronize(im.stream));
+  im.setup.transfer_seconds = seconds_since(t);
+  im.q_path = "spectrum copy";
+}
+
 ToeplitzOperator::~ToeplitzOperator() = default;
 ToeplitzOperator::ToeplitzOperator(ToeplitzOperator &&) noexcept = default;
 ToeplitzOperator &ToeplitzOperator::operator=(ToeplitzOperator &&) noexcept = default;

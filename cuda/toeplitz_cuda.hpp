@@ -89,6 +89,11 @@ public:
   // Q). Throws InvalidArgument if q is on neither grid.
   ToeplitzOperator(const Grid &grid, const DeviceImage &q, ToeplitzFft fft = ToeplitzFft::Auto,
                    StreamHandle stream = nullptr);
+  // The spectrum of `source` (an operator on any device) on the current device, with its FFT
+  // path: copied device to device (peer copy from another device), no host round trip; plans of
+  // its own on `stream` (a stream of the current device). What several devices each need
+  // (cuda/coil_split.hpp).
+  ToeplitzOperator(const ToeplitzOperator &source, StreamHandle stream);
   ~ToeplitzOperator();
   ToeplitzOperator(ToeplitzOperator &&) noexcept;
   ToeplitzOperator &operator=(ToeplitzOperator &&) noexcept;
@@ -98,7 +103,8 @@ public:
   const std::string &fft_note() const; // e.g. "cufft-callbacks" or "unfused (callbacks: <why not>)"
   const ToeplitzSetup &setup() const;
   // How the spectrum was made: "dirichlet-tensor-cores", "q-sum/<policy> + fft" (Q summed by
-  // that F^H D kernel), "device q + fft" (from a device Q), "spectrum upload".
+  // that F^H D kernel), "device q + fft" (from a device Q), "spectrum upload", "spectrum copy"
+  // (from another operator).
   const std::string &q_path() const;
   StreamHandle stream() const;
 

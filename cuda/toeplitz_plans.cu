@@ -128,6 +128,7 @@ std::size_t make_last_callback_plan(PlanSet &set) {
 
 std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft, int batch) {
   auto set = std::make_shared<PlanSet>();
+  MRI_CUDA_CHECK(cudaGetDevice(&set->device));
   set->padded = padded;
   set->batch = batch;
   const FftShape shape = fft_shape(padded);
@@ -209,10 +210,12 @@ constexpr std::size_t kMaxCachedPlans = 8;
 // applications are then ordered, and each re-uploads the callback parameters it needs.
 std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream, int batch) {
   std::shared_ptr<PlanSet> set;
+  int device = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&device));
   {
     std::lock_guard lock(g_plans_mutex);
     for (auto &[req, s] : g_plans)
-      if (req == requested && s->padded == padded && s->batch == batch &&
+      if (req == requested && s->padded == padded && s->batch == batch && s->device == device &&
           (s.use_count() == 1 || s->stream == stream)) {
         set = s;
         break;

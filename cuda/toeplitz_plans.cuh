@@ -16,6 +16,7 @@
 namespace mri::cuda::detail {
 
 struct PlanSet {
+  int device = 0; // the CUDA device its plans and buffers were made on (a set serves that one only)
   Grid padded;
   int batch = 1;                          // transforms per execution (contiguous grids): coils
   ToeplitzFft fft = ToeplitzFft::Unfused; // what runs
@@ -71,7 +72,7 @@ FftShape fft_shape(const Grid &padded);
 // Creates a C2C plan of `batch` contiguous whole grids without its own work area; returns the work
 // size it needs.
 std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s, int batch = 1);
-// A plan set for `padded`, from the cache or new, its plans bound to `stream`. batch > 1: plain
+// A plan set for `padded` on the current device, from the cache or new, its plans bound to `stream`. batch > 1: plain
 // (Unfused) plans of `batch` contiguous grids, whatever `requested` says.
 std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream, int batch = 1);
 // Auto -> the path for this padded grid.

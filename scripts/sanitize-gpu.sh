@@ -24,11 +24,12 @@ use_build_libraries
 TESTS="$BUILD_DIR/tests/mri_gpu_tests"
 tools=(${TOOLS:-memcheck racecheck synccheck initcheck})
 limit=${LIMIT:-540}
-# The shards: every file of tests/gpu but the reliability tests (below), heavy files alone.
-# SHARDS (environment): the shards to run instead, separated by ';'.
-shards=("[#test_recon_cuda]" "[#test_fhd_policies]" "[#test_fhd_streaming]" "[#test_motion_cuda]"
-        "[#test_gridding],[#test_operators_cuda]" "[#test_sense_cuda],[#test_sense_toeplitz_cuda]")
+# The shards: one per file of tests/gpu (the suite's own "[#file]" tags, so a new file is never
+# left out) but the reliability tests (below). SHARDS (environment): the shards to run instead,
+# separated by ';'.
+mapfile -t shards < <("$TESTS" -# --list-tags | grep -oE '\[#test_[a-z0-9_]+\]' | grep -v '#test_reliability' | sort -u)
 [ -n "${SHARDS:-}" ] && IFS=';' read -r -a shards <<<"$SHARDS"
+[ ${#shards[@]} -gt 0 ] || { note "no shard: $TESTS --list-tags named no test file"; exit 1; }
 
 # Extra options per tool: racecheck reports hazards of every severity (warnings too), in our
 # kernels only (RACECHECK_KERNELS, a compute-sanitizer kernel filter: every kernel of ours is in

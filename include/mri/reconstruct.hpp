@@ -140,6 +140,10 @@ struct DevicePhaseSeconds {
   int device = 0;         // CUDA ordinal
   double fhd_seconds = 0; // its share of F^H D
   double q_seconds = 0;   // its share of Q (0 on the others when Q ran on the first device only)
+  // SENSE split by coils (the CG's normal operator, docs/scaling.md): its coils' share of every
+  // CG iteration, device time (CUDA events around its coils' normal), summed over iterations;
+  // 0 when the coils were not split.
+  double cg_seconds = 0;
 };
 
 struct ReconReport {
@@ -181,6 +185,11 @@ struct ReconReport {
   // first device only and why (e.g. "Q: dirichlet-tensor-cores, not split: on device 0").
   std::vector<DevicePhaseSeconds> device_seconds;
   std::string device_note;
+  // SENSE split by coils: the image exchange of every CG iteration (the iterate out to each
+  // device, the coils' partial sums back to the first), summed over iterations; per iteration
+  // the fastest device's time for its two collectives (the others' include waiting for the
+  // slowest device's coils). 0 when the coils were not split.
+  double exchange_seconds = 0;
 };
 
 struct ReconResult {

@@ -16,6 +16,7 @@
 #include "mri/regularizer.hpp"
 #include "mri_backend/sense.hpp"
 #include "sampled_reference.hpp"
+#include "sense_reference.hpp"
 #include "sense_cuda.hpp"
 #include "sense_toeplitz.hpp"
 #include "toeplitz_cuda.hpp"
@@ -24,38 +25,7 @@ using namespace mri;
 using cdouble = std::complex<double>;
 using cuda::DeviceImage;
 
-namespace {
-
-// sum_c conj(S_c) F^H W F (S_c x) + lambda R^H R x, every sum in double (F: the DFT at the samples,
-// voxel index i at coordinate i - n/2, exp(-i 2 pi k x / n) forward).
-std::vector<cdouble> sense_normal_f64(const Trajectory &t, const std::vector<float> &w, const CoilSensitivities &maps,
-                                      const Image &x, Regularizer r, double lambda) {
-  const Grid &g = x.grid();
-  const auto n = static_cast<std::size_t>(g.voxels());
-  std::vector<cdouble> phase(t.size() * n); // exp(-i 2 pi k_m . x_v / n)
-  for (std::size_t m = 0; m < t.size(); ++m)
-    for (std::size_t v = 0; v < n; ++v) {
-      const double px = double(std::int64_t(v) % g.nx() - g.nx() / 2) / double(g.nx());
-      const double py = double(std::int64_t(v) / g.nx() - g.ny() / 2) / double(g.ny());
-      phase[m * n + v] = std::polar(1.0, -2 * std::numbers::pi * (t[m].kx * px + t[m].ky * py));
-    }
-  std::vector<cdouble> out(n);
-  for (int c = 0; c < maps.coils(); ++c) {
-    const auto s = maps.map(c);
-    for (std::size_t m = 0; m < t.size(); ++m) {
-      cdouble y = 0;
-      for (std::size_t v = 0; v < n; ++v) y += cdouble(s[v]) * cdouble(x[v]) * phase[m * n + v];
-      y *= double(w[m]);
-      for (std::size_t v = 0; v < n; ++v) out[v] += std::conj(cdouble(s[v])) * y * std::conj(phase[m * n + v]);
-    }
-  }
-  Image reg(g);
-  add_regularizer_normal(r, lambda, g, x.data(), reg.data());
-  for (std::size_t v = 0; v < n; ++v) out[v] += cdouble(reg[v]);
-  return out;
-}
-
-} // namespace
+using gpu_test::sense_normal_f64;
 
 TEST_CASE("gpu sense: the coil-batched Toeplitz normal equals the float64 SENSE normal for every batch",
           "[gpu][sense][small]") {

@@ -1,0 +1,50 @@
+#pragma once
+// The SENSE normal operator summed directly in float64, the reference of the GPU's SENSE operators
+// (tests/gpu/test_sense_toeplitz_cuda.cpp, test_coil_split.cpp):
+//   sum_c conj(S_c) F^H W F (S_c x) + lambda R^H R x
+// F: the DFT at the samples, voxel index i at coordinate i - n/2 on every axis, exp(-i 2 pi k x / n)
+// forward. O(coils x voxels x samples): small problems only.
+#include <complex>
+#include <cstdint>
+#include <numbers>
+#include <vector>
+
+#include "mri/coils.hpp"
+#include "mri/image.hpp"
+#include "mri/regularizer.hpp"
+#include "mri/trajectory.hpp"
+
+namespace mri::gpu_test {
+
+inline std::vector<std::complex<double>> sense_normal_f64(const Trajectory &t, const std::vector<float> &w,
+                                                          const CoilSensitivities &maps, const Image &x, Regularizer r,
+                                                          double lambda) {
+  using cdouble = std::complex<double>;
+  const Grid &g = x.grid();
+  const auto n = static_cast<std::size_t>(g.voxels());
+  std::vector<cdouble> phase(t.size() * n); // exp(-i 2 pi k_m . x_v / n)
+  for (std::size_t m = 0; m < t.size(); ++m)
+    for (std::size_t v = 0; v < n; ++v) {
+      const auto i = static_cast<std::int64_t>(v);
+      const double px = double(i % g.nx() - g.nx() / 2) / double(g.nx());
+      const double py = double(i / g.nx() % g.ny() - g.ny() / 2) / double(g.ny());
+      const double pz = double(i / (g.nx() * g.ny()) - g.nz() / 2) / double(g.nz());
+      phase[m * n + v] = std::polar(1.0, -2 * std::numbers::pi * (t[m].kx * px + t[m].ky * py + t[m].kz * pz));
+    }
+  std::vector<cdouble> out(n);
+  for (int c = 0; c < maps.coils(); ++c) {
+    const auto s = maps.map(c);
+    for (std::size_t m = 0; m < t.size(); ++m) {
+      cdouble y = 0;
+      for (std::size_t v = 0; v < n; ++v) y += cdouble(s[v]) * cdouble(x[v]) * phase[m * n + v];
+      y *= w.empty() ? 1.0 : double(w[m]);
+      for (std::size_t v = 0; v < n; ++v) out[v] += std::conj(cdouble(s[v])) * y * std::conj(phase[m * n + v]);
+    }
+  }
+  Image reg(g);
+  add_regularizer_normal(r, lambda, g, x.data(), reg.data());
+  for (std::size_t v = 0; v < n; ++v) out[v] += cdouble(reg[v]);
+  return out;
+}
+
+} // namespace mri::gpu_test
