@@ -19,10 +19,15 @@ std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajec
                                                         const NufftOptions &options) {
   if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
   if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
-  // The plan checks the samples' range on the device (the host loop cost milliseconds) and
-  // throws check_within's InvalidArgument for a sample outside.
-  return std::make_shared<NufftDevicePlan>(
+  // The plan checks the samples' range on the device (the host loop cost milliseconds); a sample
+  // outside is named by check_within's InvalidArgument.
+  auto plan = std::make_shared<NufftDevicePlan>(
       trajectory, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options)));
+  if (!plan->samples_within_grid()) {
+    trajectory.check_within(grid);
+    mri::detail::invalid_argument("trajectory", "host points", "a sample lies outside [-n/2, n/2) of the grid");
+  }
+  return plan;
 }
 
 std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, std::size_t m, const Grid &grid,
@@ -67,7 +72,9 @@ public:
                                                   const NufftOptions &validated) const override {
     if (trajectory.empty()) mri::detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");
     if (trajectory.dims() != grid.dims()) trajectory.check_within(grid); // throws: dims differ
-    return std::make_unique<NufftDevicePlan>(trajectory, *mri::detail::nufft_setup(grid, validated));
+    auto plan = std::make_unique<NufftDevicePlan>(trajectory, *mri::detail::nufft_setup(grid, validated));
+    if (!plan->samples_within_grid()) return nullptr; // the interface's "wrap and plan again"
+    return plan;
   }
   std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const override {
     return make_cuda_motion_backend(grid, options);

@@ -114,11 +114,7 @@ NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSet
   DeviceBuffer<KPoint> traj;
   traj.allocate(trajectory.size(), s.pool, s.stream);
   upload_staged(traj.get(), trajectory.data(), trajectory.size() * sizeof(KPoint), s.stream);
-  set_points(traj.get(), {1.0f, 1.0f, 1.0f});
-  if (!s.within) {
-    trajectory.check_within(Grid(setup.n[0], setup.n[1], setup.n[2])); // names the sample
-    throw_outside(setup);
-  }
+  set_points(traj.get(), {1.0f, 1.0f, 1.0f}); // outside: s.within false, said by the caller
 }
 
 NufftDevicePlan::NufftDevicePlan(const KPoint *d_points, std::size_t m, const GriddingSetup &setup,

@@ -72,9 +72,11 @@ private:
 class NufftDevicePlan final : public mri::detail::DeviceNufft {
 public:
   // Throws Unsupported for a width above kMaxDeviceWidth or grids beyond 2^31 points, CudaError
-  // for CUDA/cuFFT failures, InvalidArgument (Trajectory::check_within's) for a sample outside
-  // the grid's k-space [-n/2, n/2). Returns with the plan's device setup still running on its
-  // stream: calls on the plan are ordered after it.
+  // for CUDA/cuFFT failures. A sample outside the grid's k-space [-n/2, n/2) (checked on the
+  // device: a host pass over millions of samples costs milliseconds) leaves samples_within_grid()
+  // false and the plan unusable: the caller wraps the trajectory and plans again, or refuses it.
+  // Returns with the plan's device setup still running on its stream: calls on the plan are
+  // ordered after it.
   NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup);
   // The trajectory already in device memory (m KPoints at d_points, complete before the call:
   // the caller synchronises the stream that wrote them), each coordinate times scale[axis], e.g.
@@ -105,7 +107,7 @@ public:
   void synchronize();
 
   // Whether every sample lies in [-n_a/2, n_a/2) on each axis (checked on the device; always
-  // true for a constructed plan, which throws otherwise).
+  // true for a plan from device points, whose constructor throws otherwise).
   bool samples_within_grid() const;
   // Gridding::Scatter's kernel (default Auto); scatter_method() gives the resolved one.
   void set_scatter_method(ScatterMethod method);

@@ -28,14 +28,25 @@ void check_finite(std::span<const cfloat> v, const char *name) {
 } // namespace
 
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)
-    : trajectory_(std::move(trajectory).wrapped(grid)), grid_(grid), options_(detail::validated_nufft_options(options)) {
+    : grid_(grid), options_(detail::validated_nufft_options(options)) {
   if (options_.backend == Backend::Cuda) {
-    device_plan_ = detail::require_cuda("NufftOperator").nufft(trajectory_, grid_, options_);
+    // The device checks the samples' range as it plans (a host pass costs milliseconds at 2^21
+    // samples); only a trajectory that reaches n/2 or beyond pays the wrap and a second plan.
+    const detail::CudaBackend &cuda = detail::require_cuda("NufftOperator");
+    device_plan_ = cuda.nufft(trajectory, grid_, options_);
+    if (!device_plan_) {
+      trajectory = std::move(trajectory).wrapped(grid_);
+      device_plan_ = cuda.nufft(trajectory, grid_, options_);
+      if (!device_plan_) throw Unsupported("NufftOperator: the device still finds a sample outside the grid's "
+                                           "k-space after wrapping (a float rounding disagreement)");
+    }
+    trajectory_ = std::move(trajectory);
     const std::shared_ptr<const detail::NufftSetup> c = detail::nufft_setup(grid_, options_); // kept: no second fit
     kernel_ = c->kernel;
     oversampled_ = Grid(c->g[0], c->g[1], c->g[2]);
     return;
   }
+  trajectory_ = std::move(trajectory).wrapped(grid);
   plan_ = std::make_shared<detail::NufftPlan>(trajectory_, grid_, options_);
   kernel_ = plan_->kernel();
   oversampled_ = plan_->oversampled();

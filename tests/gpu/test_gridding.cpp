@@ -273,8 +273,9 @@ TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowd
   }
 }
 
-// NufftOperator hands the device plan samples wrapped into [-n/2, n/2) (Trajectory::check_range);
-// the plan's own device range check guards that contract, so it is tested on the plan itself.
+// NufftOperator plans with the samples as given; the plan's device range check finds those
+// outside [-n/2, n/2), and the operator then wraps them (Trajectory::wrapped) and plans again.
+// make_device_nufft_plan refuses them, naming the sample.
 TEST_CASE("cuda nufft: samples outside the grid and wrong dims throw InvalidArgument (device range check)",
           "[gpu][gridding][small]") {
   const Grid g2(16, 12), g3(8, 8, 6);
@@ -286,7 +287,9 @@ TEST_CASE("cuda nufft: samples outside the grid and wrong dims throw InvalidArgu
     q[57] = bad;
     CHECK_THROWS_AS(cuda::detail::make_device_nufft_plan(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather)),
                     InvalidArgument);
-    CHECK_NOTHROW(NufftOperator(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather))); // its periodic image
+    const NufftOperator wrapped(Trajectory(2, q), g2, cuda_nufft(1e-3, Gridding::Gather)); // its periodic image
+    CHECK(wrapped.trajectory().check_range(g2) == 0);
+    CHECK(wrapped.trajectory()[57].kx == (bad.kx == 8.0f ? -8.0f : bad.kx == -9.0f ? 7.0f : 0.0f));
   }
   std::vector<KPoint> r(50, KPoint{0.5f, -0.25f, 2.0f});
   CHECK_NOTHROW(NufftOperator(Trajectory(3, r), g3, cuda_nufft(1e-3, Gridding::Scatter)));

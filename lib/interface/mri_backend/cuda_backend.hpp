@@ -26,7 +26,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 5;
+inline constexpr int kCudaPluginAbi = 6;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -86,6 +86,10 @@ public:
   // when it does not fit the device.
   virtual std::unique_ptr<DeviceFourier> fourier(const Trajectory &trajectory, const Grid &out,
                                                  const Grid &period) const = 0;
+  // The NUFFT's device plan for `trajectory` as given. Null when a sample lies outside the grid's
+  // k-space [-n/2, n/2) (checked on the device, where it costs no host pass over the samples): the
+  // caller wraps the trajectory (Trajectory::wrapped) and asks again. Throws InvalidArgument for
+  // an empty trajectory or one of other dimensions, Unsupported when it does not fit the device.
   virtual std::unique_ptr<DeviceNufft> nufft(const Trajectory &trajectory, const Grid &grid,
                                              const NufftOptions &validated) const = 0;
   // MotionEstimator's device backend (float32); options validated.
