@@ -108,11 +108,14 @@ struct ReconOptions {
   // need is estimated before anything is allocated; a problem that does not fit throws
   // Unsupported naming the bytes needed and available.
   std::size_t device_memory_limit = 0;
-  // GPU: the CUDA devices (ordinals) the exact sums are split over (docs/scaling.md): F^H D and
-  // Q (summed by an F^H D policy) by voxel slabs, one slab per entry, each device its own plan
-  // and stream, the slabs gathered onto the first device, where everything else runs (CG, the
-  // NUFFT, the 3D Dirichlet spectrum of Q, the maps: ReconReport::device_note says what did not
-  // split). Empty: the current device alone, as before. The first must be the calling thread's
+  // GPU: the CUDA devices (ordinals) a reconstruction is split over (docs/scaling.md): the exact
+  // F^H D and Q by voxel slabs, one slab per entry, each device its own plan and stream, the
+  // slabs gathered onto the first device; with SENSE (Toeplitz normal, either method) the CG's
+  // normal operator by coils, each entry a contiguous block of coils, the iterate and the partial
+  // sums exchanged once per iteration through NCCL (distinct devices) or peer copies. Everything
+  // else runs on the first device (CG itself, the NUFFT's F^H D and Q, normal = Direct:
+  // ReconReport::device_note says what did not split).
+  // Empty: the current device alone, as before. The first must be the calling thread's
   // current device (0 unless the program chose another). Repeats are allowed: {0, 0} is two slabs
   // on device 0, run in turn (how one GPU tests the split). Needs the CUDA backend: with backend
   // = cpu InvalidArgument, with auto on a machine without a usable GPU Unsupported (its reason);
