@@ -24,7 +24,10 @@
 // OpenMP: each worker thread runs its item with a team of omp_get_max_threads() (the caller's) /
 // the items running or ready to run (at most jobs; at least 1 thread): the machine is shared, not
 // oversubscribed. BatchResult::threads says the team an item had. Run the process with
-// OMP_WAIT_POLICY=passive (docs/api.md): idle teams otherwise spin against each other.
+// OMP_WAIT_POLICY=passive (docs/api.md): idle teams otherwise spin against each other. On the
+// GPU (backend Cuda, or Auto with one) each worker's reconstruct runs on a stream of its own, as
+// concurrent reconstruct calls do (tests/gpu/test_reliability_cuda.cpp; mri recon --jobs runs so;
+// tests/test_batch.cpp covers the CPU).
 //
 // Deterministic, whatever `jobs` and however the workers interleave: the images and reports'
 // q_cache are those of calling reconstruct on the items one after another, in that order, with
@@ -79,7 +82,7 @@ std::vector<BatchResult> reconstruct_batch(std::span<const KSpaceData> items, co
 // general form, on which the span form is built.
 using BatchArrive = std::function<void(std::size_t item, bool q_stored)>;
 struct BatchFeed {
-  std::size_t items = 0;
+  std::size_t items = 0; // 0: an empty result, `feed` not called
   // Item i's data, called once per item on a worker thread after it arrived; the reference must
   // stay valid until `finished` returns for it (or until the call returns). An exception is the
   // item's error.
