@@ -18,8 +18,6 @@
 #include <set>
 #include <thread>
 
-#include "run_q_cache.hpp"
-
 namespace mri::cli {
 namespace {
 
@@ -74,8 +72,6 @@ struct ItemHeader {
 };
 static_assert(sizeof(KPoint) == 3 * sizeof(float), "a trajectory is sent as 3 floats per point");
 
-using Arrive = std::function<void(std::size_t, bool)>;
-
 // Items finished by this rank's workers, for the main thread (the only one calling MPI).
 class FinishedItems {
 public:
@@ -106,7 +102,7 @@ private:
 // that their end is reported.
 class Holding {
 public:
-  explicit Holding(const Arrive &arrive) : arrive_(arrive) {}
+  explicit Holding(const BatchArrive &arrive) : arrive_(arrive) {}
   void accept(std::size_t item, std::int64_t q) {
     if (q >= 0) {
       held_[static_cast<std::size_t>(q)].push_back(item);
@@ -124,7 +120,7 @@ public:
   bool idle() const { return held_.empty() && leading_.empty(); }
 
 private:
-  const Arrive &arrive_;
+  const BatchArrive &arrive_;
   std::map<std::size_t, std::vector<std::size_t>> held_; // by leader
   std::set<std::size_t> leading_;
 };
@@ -243,7 +239,7 @@ struct Run {
 
 // Rank 0's feed: reads the file, keeps its items and sends the others' as they are read, then
 // relays leaders' ends until every leader has run.
-void feed_from_rank0(Run &run, const Arrive &arrive) {
+void feed_from_rank0(Run &run, const BatchArrive &arrive) {
   const auto t0 = std::chrono::steady_clock::now();
   Holding here(arrive);
   Leaders leaders(run.host_of);
@@ -263,7 +259,8 @@ void feed_from_rank0(Run &run, const Arrive &arrive) {
   };
   read_problems(run.in, [&](std::size_t i) {
     const int owner = static_cast<int>(i % static_cast<std::size_t>(run.size));
-    const std::int64_t q = run.share_q ? leaders.q_of(q_key(run.in.problems[i].data, run.in, run.options), i, owner) : kAlone;
+    const std::int64_t q =
+        run.share_q ? leaders.q_of(reconstruct_q_key(run.in.problems[i].data, run.in.grid, run.options), i, owner) : kAlone;
     if (owner == 0) {
       here.accept(i, q);
     } else {
@@ -283,7 +280,7 @@ void feed_from_rank0(Run &run, const Arrive &arrive) {
 }
 
 // The feed of the other ranks: items and releases from rank 0; their leaders' ends to rank 0.
-void feed_from_messages(Run &run, const Arrive &arrive) {
+void feed_from_messages(Run &run, const BatchArrive &arrive) {
   Holding here(arrive);
   bool ended = false;
   while (!ended || !here.idle()) {
@@ -391,12 +388,12 @@ std::vector<int> hosts(MPI_Comm host, int world_size) {
 
 // Without --q-cache: one directory of this run per host, made by the host's first rank and named
 // to the others (they share Q through it; it is removed when the run's batch is over).
-std::unique_ptr<RunQCache> host_q_cache(ReconOptions &o, MPI_Comm host) {
+std::unique_ptr<TemporaryQCache> host_q_cache(ReconOptions &o, MPI_Comm host) {
   int host_rank = 0;
   MPI_Comm_rank(host, &host_rank);
-  std::unique_ptr<RunQCache> cache;
+  std::unique_ptr<TemporaryQCache> cache;
   std::string path;
-  if (host_rank == 0) path = (cache = std::make_unique<RunQCache>())->path().string();
+  if (host_rank == 0) path = (cache = std::make_unique<TemporaryQCache>())->path().string();
   int length = static_cast<int>(path.size());
   MPI_Request r;
   MPI_Ibcast(&length, 1, MPI_INT, 0, host, &r);
@@ -414,10 +411,10 @@ std::vector<ItemOutcome> distribute(ReconInputs &in, const ReconOptions &options
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
   ReconOptions o = options;
   const bool share_q = batch.share_q && o.normal == Normal::Toeplitz && in.problems.size() > 1;
-  const std::unique_ptr<RunQCache> cache = share_q && o.q_cache_dir.empty() ? host_q_cache(o, host) : nullptr;
+  const std::unique_ptr<TemporaryQCache> cache = share_q && o.q_cache_dir.empty() ? host_q_cache(o, host) : nullptr;
   Run run{in, o, share_q, rank, size, hosts(host, size), {}};
-  BatchFeed feed;
-  feed.feed = [&](const Arrive &arrive) { rank == 0 ? feed_from_rank0(run, arrive) : feed_from_messages(run, arrive); };
+  ItemFeed feed;
+  feed.feed = [&](const BatchArrive &arrive) { rank == 0 ? feed_from_rank0(run, arrive) : feed_from_messages(run, arrive); };
   feed.finished = [&](std::size_t item) { run.finished.push(item); };
   std::vector<ItemOutcome> out = reconstruct_batch(in, o, batch, progress, feed);
   gather(out, run);

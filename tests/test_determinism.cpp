@@ -6,12 +6,11 @@
 //    so the image depends on the thread count at float rounding; at a fixed count of at most 2
 //    threads it is bitwise run to run (the OpenMP reductions of the CG dot products combine at
 //    most two partial sums, and a + b == b + a). Larger teams combine partials in arrival order.
-#include <omp.h>
-
 #include "catch.hpp"
 #include "mri/nufft.hpp"
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
+#include "omp_threads.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -26,18 +25,6 @@ KSpaceData spiral_problem(const Grid &grid) {
   return KSpaceData(std::move(t), std::move(s), std::move(w));
 }
 
-// The OpenMP team of the calls made in its scope.
-class OmpThreads {
-public:
-  explicit OmpThreads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~OmpThreads() { omp_set_num_threads(saved_); }
-  OmpThreads(const OmpThreads &) = delete;
-  OmpThreads &operator=(const OmpThreads &) = delete;
-
-private:
-  int saved_;
-};
-
 std::vector<cfloat> grid_adjoint(const KSpaceData &data, const Grid &grid, Gridding gridding,
                                  int threads) {
   NufftOptions o;
@@ -47,7 +34,7 @@ std::vector<cfloat> grid_adjoint(const KSpaceData &data, const Grid &grid, Gridd
 }
 
 std::vector<cfloat> recon(const KSpaceData &data, const Grid &grid, Method method, int threads) {
-  const OmpThreads team(threads);
+  const test::OmpThreads team(threads);
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.method = method;

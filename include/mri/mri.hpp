@@ -2,7 +2,8 @@
 // The mri SDK: iterative reconstruction of non-Cartesian MRI.
 // Read top-down: grids and images, trajectories and k-space data, the phantom, the exact
 // Fourier operators (F, F^H D, Q/Toeplitz), the gridding NUFFT, density compensation and the
-// gridding baseline, the CG solver, and reconstruct(); then motion estimation of 3D sequences.
+// gridding baseline, the CG solver, reconstruct() and reconstruct_batch() over many items; then
+// motion estimation of 3D sequences.
 // The ISMRMRD and NIfTI readers and writers are in libmri_io (target mri::io): mri/io.hpp.
 //
 // Thread safety: every public header states the contract of its types and functions;
@@ -27,6 +28,7 @@
 #include "mri/conjugate_gradient.hpp"
 #include "mri/regularizer.hpp"
 #include "mri/reconstruct.hpp"
+#include "mri/batch.hpp"
 #include "mri/sense.hpp"
 #include "mri/metrics.hpp"
 #include "mri/bart.hpp"

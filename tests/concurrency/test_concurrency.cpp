@@ -14,7 +14,8 @@
 // so each thread makes its own (copies of a NufftOperator share the plan, whose calls are
 // serialized: tested last);
 // reconstruct() and gridding_reconstruction() are free functions safe to call concurrently, also
-// with multi-coil data sharing one CoilSensitivities (immutable, read only).
+// with multi-coil data sharing one CoilSensitivities (immutable, read only); so is
+// reconstruct_batch(), whose workers are threads of its own.
 //
 // A deadlock fails: the watchdog ends the process with a message after kDeadline.
 #include <omp.h>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "catch.hpp"
+#include "mri/batch.hpp"
 #include "mri/coil_simulation.hpp"
 #include "mri/fourier.hpp"
 #include "mri/gridding.hpp"
@@ -235,6 +237,47 @@ TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory",
     if (t >= kProblems)
       CHECK(c.image.values() == s.image.values());
   }
+}
+
+// reconstruct_batch from two threads at once, each call 4 workers over 8 items of 4 trajectories
+// sharing Q through the call's own Q cache directory (mri/batch.hpp): the queue's locking under
+// ThreadSanitizer, and each call's images and Q cache statuses those of reconstruct on the items
+// in order with one Q cache, bitwise (teams of 1 thread: the batch sizes its teams itself).
+TEST_CASE("concurrency: two batches of 8 items at once, 4 workers each, against reconstruct in order",
+          "[concurrency][batch]") {
+  const Grid grid(20, 16);
+  std::vector<KSpaceData> items;
+  for (int i = 0; i < 8; ++i) {
+    auto t = i % 2 ? traj::radial(grid, 24 + i % 4, 32) : traj::spiral(grid, 6 + i % 4, 160);
+    auto s = Phantom::shepp_logan_2d().kspace(t, grid);
+    add_noise(s, 40.0, 30 + i);
+    auto w = test::random_weights(t.size(), 40 + i % 4);
+    items.emplace_back(std::move(t), std::move(s), std::move(w));
+  }
+  ReconOptions options;
+  options.backend = Backend::Cpu;
+  options.iterations = 6;
+  omp_set_num_threads(1);
+  test::TempDir dir("concurrency_batch");
+  ReconOptions cached = options;
+  cached.q_cache_dir = dir.path();
+  std::vector<ReconResult> serial;
+  for (const KSpaceData &d : items) serial.push_back(reconstruct(d, grid, cached));
+  std::vector<std::vector<BatchResult>> batches(2);
+  BatchOptions b;
+  b.jobs = 4;
+  test::run_threads(2, std::chrono::duration_cast<std::chrono::seconds>(kDeadline), [&](int t) {
+    omp_set_num_threads(1);
+    batches[static_cast<std::size_t>(t)] = reconstruct_batch(items, grid, options, b);
+  });
+  for (const std::vector<BatchResult> &r : batches)
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      INFO("item " << i);
+      REQUIRE(!r[i].error);
+      CHECK(r[i].report.q_cache == serial[i].report.q_cache);
+      CHECK(r[i].image.values() == serial[i].image.values());
+    }
+  omp_set_num_threads(team_size());
 }
 
 // Copies of a NufftOperator share its plan and so its buffers (the staging, grid and FFT buffers
