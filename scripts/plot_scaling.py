@@ -271,6 +271,17 @@ def crossing(xs, ys, level):
     return next((x for x, y in zip(xs, ys) if y > level), None)
 
 
+
+def finish_panel(ax, xlabel, ylabel, title, xticks, ymax):
+    """Labels, ticks, range, grid and legend: what every panel of the GPU figures shares."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks(xticks)
+    ax.set_ylim(0, ymax)
+    ax.grid(True, linewidth=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+
 def main():
     png = sys.argv[1] if len(sys.argv) > 1 else "docs/scaling_model.png"
     out_csv = sys.argv[2] if len(sys.argv) > 2 else "docs/data/scaling_model.csv"
@@ -371,13 +382,9 @@ def main():
             label="RECON-3D-MC, + F^H D and uploads by coils (not built)")
     ax.plot([2], [TARGET_EXACT_2], "*", color="tab:red", markersize=13, label="target at 2 GPUs: 1.9x (exact)")
     ax.plot([2], [TARGET_MC_2], "*", color="tab:blue", markersize=13, label="target at 2 GPUs: 1.6x (MC)")
-    ax.set_xlabel("GPUs of one host (NVLink 4, ASSUMED 337 GB/s bus bandwidth)")
-    ax.set_ylabel("speed-up over one GPU (modelled)")
-    ax.set_title("Strong scaling, 1-8 GPUs: modelled from one-H200 phases", fontsize=10)
-    ax.set_xticks(gpus)
-    ax.set_ylim(0, 8.3)
-    ax.grid(True, linewidth=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    finish_panel(ax, "GPUs of one host (NVLink 4, ASSUMED 337 GB/s bus bandwidth)",
+                 "speed-up over one GPU (modelled)", "Strong scaling, 1-8 GPUs: modelled from one-H200 phases",
+                 gpus, 8.3)
 
     ax = axes[1]
     styles = {"mc_nvlink": ("-o", "tab:blue"), "mc_ib": ("--o", "tab:blue"),
@@ -389,13 +396,8 @@ def main():
             label="MEASURED on ONE GPU, {0, 0}: peer copies + wait (9.5%)")
     ax.axhline(15, color="tab:orange", linewidth=1, label="15% (issue's bound at 2 GPUs)")
     ax.axhline(50, color="tab:red", linewidth=1, label="50%: communication dominates")
-    ax.set_xlabel("devices (GPUs of one host, or hosts of one GPU)")
-    ax.set_ylabel("exchange's share of a CG iteration (%)")
-    ax.set_title("SENSE coil split: broadcast + reduce per CG iteration", fontsize=10)
-    ax.set_xticks(gpus)
-    ax.set_ylim(0, 100)
-    ax.grid(True, linewidth=0.3)
-    ax.legend(fontsize=7, loc="upper left")
+    finish_panel(ax, "devices (GPUs of one host, or hosts of one GPU)", "exchange's share of a CG iteration (%)",
+                 "SENSE coil split: broadcast + reduce per CG iteration", gpus, 100)
 
     ax = axes[2]
     ax.plot(ranks, ranks, ":", color="grey", label="ideal")
