@@ -96,8 +96,12 @@ void QOperator::make_kernel() {
   plan_ = std::make_unique<Plan>(padded);
   load_kernel(q_, plan_->kernel);
   plan_->forward.execute(plan_->kernel);
-  const float scale = 1.0f / static_cast<float>(padded.voxels()); // FFTW's inverse is unnormalised
-  for (std::int64_t i = 0; i < padded.voxels(); ++i) plan_->kernel[i] *= scale;
+  // FFTW's inverse is unnormalised: 1/L. Only the real part is kept (spectrum(): Q is Hermitian on
+  // the offsets the crop uses, the imaginary part is rounding), so that an operator made here and
+  // one made from its stored spectrum (the Q cache, from_spectrum) are the same bits: a batch's
+  // images do not depend on which item computed Q and which loaded it.
+  const float scale = 1.0f / static_cast<float>(padded.voxels());
+  for (std::int64_t i = 0; i < padded.voxels(); ++i) plan_->kernel[i] = cfloat(plan_->kernel[i].real() * scale, 0.0f);
 }
 
 QOperator QOperator::from_q(const Grid &grid, Image q) {

@@ -35,8 +35,8 @@
 // batch gave it (omp_set_num_threads(r[i].threads)): bitwise, where reconstruct is
 // bitwise run to run at that team (on the CPU up to 2 threads, docs/reliability.md). So with
 // omp_get_max_threads() == 1 every `jobs` gives the same images (tests/test_batch.cpp). An item
-// that loaded Q differs from the same item computing Q at float rounding (< 1e-5 relative,
-// tests/test_toeplitz_cache.cpp). Not deterministic: which worker runs which item, the
+// that loaded Q runs the very kernel bits the item that computed it ran (both backends keep the
+// spectrum's real part only; CPU tested bitwise, tests/test_toeplitz_cache.cpp). Not deterministic: which worker runs which item, the
 // teams when omp_get_max_threads() > 1 (how many items are running at that moment), the timings.
 //
 // Thread safety: reconstruct_batch may be called from several threads at once (each call its own
