@@ -38,12 +38,15 @@ public:
   Markers(const Markers &) = delete;
   Markers &operator=(const Markers &) = delete;
 
+  // Marks the work queued so far on side i's stream; query(i): cudaSuccess once it has all run.
+  void record(std::size_t i) {
+    const CurrentDevice on(sides_[i].device);
+    MRI_CUDA_CHECK(cudaEventRecord(events_[i], as_stream(sides_[i].stream)));
+  }
+  cudaError_t query(std::size_t i) const { return cudaEventQuery(events_[i]); }
   // Side `waiter`'s stream waits for the work queued so far on side `done`'s.
   void order(std::size_t done, std::size_t waiter) {
-    {
-      const CurrentDevice on(sides_[done].device);
-      MRI_CUDA_CHECK(cudaEventRecord(events_[done], as_stream(sides_[done].stream)));
-    }
+    record(done);
     const CurrentDevice on(sides_[waiter].device);
     MRI_CUDA_CHECK(cudaStreamWaitEvent(as_stream(sides_[waiter].stream), events_[done], 0));
   }
@@ -158,7 +161,7 @@ using ExchangeClock = std::chrono::steady_clock;
 
 class NcclExchange final : public CoilExchange {
 public:
-  NcclExchange(const std::vector<ExchangeSide> &sides) : sides_(sides), api_(nccl()) {
+  NcclExchange(const std::vector<ExchangeSide> &sides) : sides_(sides), markers_(sides), api_(nccl()) {
     name_ = "nccl " + api_.version;
     setenv("NCCL_NVLS_ENABLE", "0", 0); // no NVLink multicast (docs/scaling.md), unless the caller set it
     ncclUniqueId id;
@@ -197,7 +200,7 @@ public:
       void *buffer = i == 0 ? out.data() : const_cast<cfloat *>(parts[i]->data());
       return api_.Reduce(buffer, buffer, floats(out), ncclFloat, ncclSum, 0, comms_[i], as_stream(sides_[i].stream));
     });
-    finish(out.stream());
+    finish();
   }
 
 private:
@@ -236,17 +239,10 @@ private:
 
   // The reduce done on side 0's stream (the CG reads it next), against the deadline: a stalled
   // peer aborts the communicators instead of hanging the stream's next synchronisation.
-  void finish(StreamHandle stream) {
-    const CurrentDevice on(sides_[0].device);
-    cudaEvent_t done = nullptr;
-    MRI_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-    struct Destroy {
-      cudaEvent_t e;
-      ~Destroy() { cudaEventDestroy(e); }
-    } destroy{done};
-    MRI_CUDA_CHECK(cudaEventRecord(done, as_stream(stream)));
+  void finish() {
+    markers_.record(0);
     const auto deadline = ExchangeClock::now() + timeout();
-    for (cudaError_t e = cudaEventQuery(done); e != cudaSuccess; e = cudaEventQuery(done)) {
+    for (cudaError_t e = markers_.query(0); e != cudaSuccess; e = markers_.query(0)) {
       if (e != cudaErrorNotReady) ::mri::cuda::detail::check(e, "cudaEventQuery (the NCCL reduce)", __FILE__, __LINE__);
       for (ncclComm_t c : comms_) {
         ncclResult_t state = ncclSuccess;
@@ -292,6 +288,7 @@ private:
   }
 
   std::vector<ExchangeSide> sides_;
+  Markers markers_; // side 0's: the reduce's completion
   const NcclApi &api_;
   std::string name_;
   std::vector<ncclComm_t> comms_;

@@ -105,7 +105,6 @@ struct CoilSplitNormal::Impl {
   std::vector<std::unique_ptr<Part>> parts;
   std::unique_ptr<CoilExchange> exchange;
   cudaEvent_t before_broadcast = nullptr, after_broadcast = nullptr, after_reduce = nullptr;
-  std::size_t entries = 0;
   Times times;
   bool pending = false; // an application's events not yet read
 
@@ -168,7 +167,6 @@ CoilSplitNormal::CoilSplitNormal(const DeviceCoils &coils, const ToeplitzOperato
   Impl &im = *impl_;
   im.grid = toeplitz.grid();
   im.stream = toeplitz.stream();
-  im.entries = devices.size();
   im.times.device_seconds.assign(devices.size(), 0.0);
   for (cudaEvent_t *e : {&im.before_broadcast, &im.after_broadcast, &im.after_reduce}) *e = timing_event();
   MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(im.stream))); // the maps' upload, before other streams copy them
@@ -221,7 +219,7 @@ std::string CoilSplitNormal::describe() const {
          (b.count > 1 ? "-" + std::to_string(b.first + b.count - 1) : std::string()) + " on device " +
          std::to_string(p->device);
   }
-  if (impl_->parts.size() < impl_->entries) s += ", none on the other entries (fewer coils than devices)";
+  if (impl_->parts.size() < impl_->times.device_seconds.size()) s += ", none on the other entries (fewer coils than devices)";
   return s + " (exchange: " + impl_->exchange->name() + ")";
 }
 

@@ -72,8 +72,8 @@ FftShape fft_shape(const Grid &padded);
 // Creates a C2C plan of `batch` contiguous whole grids without its own work area; returns the work
 // size it needs.
 std::size_t make_plain_plan(cufftHandle &h, bool &has, const FftShape &s, int batch = 1);
-// A plan set for `padded` on the current device, from the cache or new, its plans bound to `stream`. batch > 1: plain
-// (Unfused) plans of `batch` contiguous grids, whatever `requested` says.
+// A plan set for `padded` on the current device, from the cache or new, its plans bound to
+// `stream`. batch > 1: plain (Unfused) plans of `batch` contiguous grids, whatever `requested` says.
 std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested, cudaStream_t stream, int batch = 1);
 // Auto -> the path for this padded grid.
 ToeplitzFft resolve_fft(ToeplitzFft requested, const Grid &padded);
