@@ -12,7 +12,10 @@
 # (TOOLS=racecheck SHARDS='[#test_motion_cuda]' for the slowest) within the device tool's
 # 10-minute calls. The [reliability] cases measure the device memory in use by
 # every process (leaks, the memory limit), so they cannot share the device: they run afterwards,
-# alone, under memcheck (RELIABILITY_LIMIT seconds; 0 skips them).
+# alone, under each of RELIABILITY_TOOLS in turn (default memcheck; RELIABILITY_LIMIT seconds
+# each; 0 skips them).
+# MRI_TEST_UNDER_SANITIZER=1 is exported: the few cases sized for throughput run smaller
+# (tests/gpu/under_sanitizer.hpp says which, each prints what it ran).
 # A shard passes when its tool reports 0 errors / hazards and every test passed; one that ran out
 # of time is reported as such with the test cases it finished (not as clean).
 set -u -o pipefail
@@ -22,6 +25,7 @@ source "$(dirname "$0")/device-common.sh"
 machine_header name,driver_version,memory.total "compute-sanitizer" --version
 use_build_libraries
 TESTS="$BUILD_DIR/tests/mri_gpu_tests"
+export MRI_TEST_UNDER_SANITIZER=1
 tools=(${TOOLS:-memcheck racecheck synccheck initcheck})
 limit=${LIMIT:-540}
 # The shards: one per file of tests/gpu (the suite's own "[#file]" tags, so a new file is never
@@ -51,7 +55,8 @@ tool_options() {
 # kernels for other architectures (cudaFuncGetAttributes: "no kernel image", 4 per communicator,
 # H200 2026-12-02). The [nccl] cases run apart, with API errors not reported (nccl_memcheck).
 shard_spec() { # tool shard
-  if [ "$1" = memcheck ]; then echo "$2~[nccl]"; else echo "$2"; fi
+  # Catch2 reads "<tags>~[nccl]" as "and not [nccl]"; after a test name the '~' would be part of it.
+  if [ "$1" = memcheck ] && [ "${2:0:1}" = "[" ]; then echo "$2~[nccl]"; else echo "$2"; fi
 }
 
 run_shard() { # tool index
@@ -95,11 +100,13 @@ if [[ " ${tools[*]} " == *" memcheck "* ]]; then
 fi
 
 if [ "${RELIABILITY_LIMIT:-240}" != 0 ]; then
-  t0=$SECONDS
-  timeout "${RELIABILITY_LIMIT:-240}" compute-sanitizer --tool memcheck --error-exitcode 86 "$TESTS" "[reliability]" \
-    --durations yes >"$OUT/memcheck-reliability.log" 2>&1
-  rc=$?; [ $rc -ne 0 ] && status=1
-  note "memcheck [reliability] alone: rc=$rc ($((SECONDS - t0)) s): $(grep -E 'ERROR SUMMARY' "$OUT/memcheck-reliability.log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$OUT/memcheck-reliability.log" | tail -1)"
+  for tool in ${RELIABILITY_TOOLS:-memcheck}; do
+    t0=$SECONDS log="$OUT/$tool-reliability.log"
+    timeout "${RELIABILITY_LIMIT:-240}" compute-sanitizer --tool "$tool" $(tool_options "$tool") --error-exitcode 86 \
+      "$TESTS" "[reliability]" --durations yes >"$log" 2>&1
+    rc=$?; [ $rc -ne 0 ] && status=1
+    note "$tool [reliability] alone: rc=$rc ($((SECONDS - t0)) s): $(grep -E '(ERROR|RACECHECK|SYNCCHECK|INITCHECK) SUMMARY' "$log" | tail -1) $(grep -E '^(All tests passed|test cases:)' "$log" | tail -1)"
+  done
 fi
 # One archive of the logs: the device tool fetches a limited number of files.
 tar -C "$OUT" -czf "$OUT/sanitize-logs.tar.gz" --remove-files $(cd "$OUT" && ls ./*.log ./*.rc ./*.rss 2>/dev/null)

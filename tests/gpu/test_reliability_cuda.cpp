@@ -16,6 +16,7 @@
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
 #include "sampled_reference.hpp"
+#include "under_sanitizer.hpp"
 
 using namespace mri;
 
@@ -51,10 +52,14 @@ TEST_CASE("cuda reliability: 16 threads reconstruct at once, each equal to its s
                                          problem(Grid(20, 18, 12), Method::Nufft, seed + 30)};
   std::vector<Image> serial;
   for (const Problem &p : problems) serial.push_back(reconstruct(p.data, p.grid, p.options).image);
+  std::printf("16 threads: the %zu serial runs done, the concurrent ones start\n", problems.size());
+  std::fflush(stdout);
 
   constexpr int kThreads = 16;
+  // Seconds plainly; racecheck serialises the 16 threads' kernels (under_sanitizer.hpp).
+  const auto watchdog = std::chrono::seconds(gpu_test::under_sanitizer() ? 2400 : 120);
   std::vector<Image> concurrent(kThreads);
-  REQUIRE_NOTHROW(test::run_threads(kThreads, std::chrono::seconds(120), [&](int i) {
+  REQUIRE_NOTHROW(test::run_threads(kThreads, watchdog, [&](int i) {
     const Problem &p = problems[static_cast<std::size_t>(i) % problems.size()];
     concurrent[static_cast<std::size_t>(i)] = reconstruct(p.data, p.grid, p.options).image;
   }));
@@ -73,19 +78,21 @@ TEST_CASE("cuda reliability: 16 threads reconstruct at once, each equal to its s
 }
 
 TEST_CASE("cuda reliability: no device memory is leaked over 1000 reconstructions", "[gpu][reliability]") {
+  // 1000 plainly; 50 under a sanitizer (under_sanitizer.hpp), where each takes ~100x longer.
+  const int pairs = gpu_test::under_sanitizer() ? 25 : 500;
   const Problem a = problem(Grid(32, 32), Method::Exact, 11), b = problem(Grid(24, 20, 8), Method::Nufft, 12);
   for (int i = 0; i < 3; ++i) { // warm-up: plan caches and memory pools reach their steady size
     reconstruct(a.data, a.grid, a.options);
     reconstruct(b.data, b.grid, b.options);
   }
   const std::size_t before = cuda::detail::device_memory_in_use();
-  for (int i = 0; i < 500; ++i) {
+  for (int i = 0; i < pairs; ++i) {
     reconstruct(a.data, a.grid, a.options);
     reconstruct(b.data, b.grid, b.options);
   }
   const std::size_t after = cuda::detail::device_memory_in_use();
-  std::printf("device memory in use before / after 1000 reconstructions: %zu / %zu bytes (%+lld)\n", before, after,
-              static_cast<long long>(after) - static_cast<long long>(before));
+  std::printf("device memory in use before / after %d reconstructions: %zu / %zu bytes (%+lld)\n", 2 * pairs, before,
+              after, static_cast<long long>(after) - static_cast<long long>(before));
   CHECK(after <= before);
 }
 
@@ -97,9 +104,11 @@ TEST_CASE("cuda reliability: a failure injected at each checked CUDA call of a r
   // give the reference image and the device memory in use must be back where it was.
   const std::uint64_t seed = gpu_test::fresh_seed();
   INFO("seed " << seed);
-  const std::vector<Problem> problems = {problem(Grid(24, 24), Method::Exact, seed),
-                                         problem(Grid(12, 10, 8), Method::Nufft, seed + 10),
-                                         problem(Grid(32, 28), Method::Nufft, seed + 20, 3)}; // SENSE
+  std::vector<Problem> problems = {problem(Grid(24, 24), Method::Exact, seed),
+                                   problem(Grid(12, 10, 8), Method::Nufft, seed + 10),
+                                   problem(Grid(32, 28), Method::Nufft, seed + 20, 3)}; // SENSE
+  // Under a sanitizer (under_sanitizer.hpp) the first problem only: ~140 reconstructions, not ~640.
+  if (gpu_test::under_sanitizer()) problems.resize(1);
   for (const Problem &p : problems) {
     const Image reference = reconstruct(p.data, p.grid, p.options).image;
     const std::size_t memory_before = cuda::detail::device_memory_in_use();
