@@ -188,13 +188,27 @@ private:
 // says when one of its workers is free, kReady), so that a rank slowed down takes fewer items.
 // The other ranks' workers come before rank 0's: rank 0 also reads the file and feeds the
 // others, and a trajectory's first item (computing Q while the others of its key wait) then runs
-// on a core the reading does not share (docs/scaling.md, measured).
+// on a core the reading does not share (docs/scaling.md, measured). Nothing is handed out before
+// every rank has said its workers are free (they do so first thing): else the first item, read
+// before another rank's word came, went to rank 0 (measured: the other rank's first item then
+// waited 3.1 s for Q).
 class Dispatch {
 public:
-  Dispatch(std::size_t items, int own_workers) : owner_(items, kNobody), done_(items, false), free_here_(own_workers) {}
+  Dispatch(std::size_t items, int ranks, int workers)
+      : owner_(items, kNobody), done_(items, false), silent_(static_cast<std::size_t>(ranks), true), free_here_(workers),
+        starting_(ranks - 1) {
+    silent_[0] = false;
+  }
 
   void read(std::size_t item) { waiting_.push_back(item); }
-  void worker_free(int rank) { rank == 0 ? void(++free_here_) : free_elsewhere_.push_back(rank); }
+  // At the start (every worker of a rank once) or when an item of the rank's has ended.
+  void worker_free(int rank, bool at_start) {
+    if (at_start && silent_[static_cast<std::size_t>(rank)]) {
+      silent_[static_cast<std::size_t>(rank)] = false;
+      --starting_;
+    }
+    rank == 0 ? void(++free_here_) : free_elsewhere_.push_back(rank);
+  }
 
   struct Assignment {
     std::size_t item;
@@ -202,7 +216,7 @@ public:
   };
   // While an item and a free worker are both waiting: the next item and the rank to run it.
   std::optional<Assignment> next() {
-    if (waiting_.empty() || (free_elsewhere_.empty() && free_here_ == 0)) return std::nullopt;
+    if (starting_ > 0 || waiting_.empty() || (free_elsewhere_.empty() && free_here_ == 0)) return std::nullopt;
     int rank = 0;
     if (free_elsewhere_.empty()) {
       --free_here_;
@@ -224,7 +238,7 @@ public:
                              " done: not an item it was given, or done twice");
     done_[item] = true;
     ++done_count_;
-    worker_free(rank);
+    worker_free(rank, false);
   }
   bool all_handed_out() const { return handed_out_ == owner_.size(); }
   bool all_done() const { return done_count_ == owner_.size(); }
@@ -235,7 +249,9 @@ private:
   std::vector<int> owner_;
   std::vector<bool> done_;
   std::deque<int> free_elsewhere_; // one entry per free worker of a rank other than 0, in the order they said so
+  std::vector<bool> silent_; // by rank: none of its workers said free yet
   int free_here_;
+  int starting_; // the ranks still silent
   std::size_t handed_out_ = 0, done_count_ = 0;
 };
 
@@ -313,7 +329,7 @@ void feed_from_rank0(Run &run, const BatchArrive &arrive) {
   const auto t0 = std::chrono::steady_clock::now();
   Holding here(arrive);
   Leaders leaders(run.host_of);
-  Dispatch dispatch(run.in.problems.size(), run.workers);
+  Dispatch dispatch(run.in.problems.size(), run.size, run.workers);
   std::list<Outgoing> outgoing;
   const auto hand_out = [&](Dispatch::Assignment a) {
     const std::int64_t q =
@@ -337,7 +353,7 @@ void feed_from_rank0(Run &run, const BatchArrive &arrive) {
       MPI_Iprobe(MPI_ANY_SOURCE, kReady, MPI_COMM_WORLD, &flag, &st);
       if (!flag) break;
       const Pair ready = receive_pair(st.MPI_SOURCE, kReady);
-      ready[0] == kNoItem ? dispatch.worker_free(st.MPI_SOURCE)
+      ready[0] == kNoItem ? dispatch.worker_free(st.MPI_SOURCE, true)
                           : item_done({static_cast<std::size_t>(ready[0]), ready[1] != 0}, st.MPI_SOURCE);
     }
     for (const Finished f : run.finished.take()) item_done(f, 0);
