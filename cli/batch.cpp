@@ -93,7 +93,7 @@ std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &
     in.problems[i].data = KSpaceData();
     out[i] = outcome(r, in);
     r = {}; // the image on the reconstruction grid is not kept twice
-    if (items.finished) items.finished(i);
+    if (items.finished) items.finished(i, out[i].error != nullptr);
   };
   (void)mri::reconstruct_batch(feed, in.grid, with_progress(options, progress), batch);
   return out;

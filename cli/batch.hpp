@@ -26,11 +26,11 @@ struct ItemOutcome {
 // reader's threads left out of the items' OpenMP teams until the file is read. Another feed (an
 // MPI rank's items, cli/batch_mpi.cpp) runs on the calling thread instead (BatchFeed::feed): it
 // stores item i's data in inputs.problems[i].data, then calls arrive(i, q_stored), and returns
-// once no item is to come. finished(i), when set, is called on a worker thread once item i has
-// run (or failed).
+// once no item is to come. finished(i, failed), when set, is called on a worker thread once item
+// i has run (failed: it ended in its error).
 struct ItemFeed {
   std::function<void(const BatchArrive &arrive)> feed;
-  std::function<void(std::size_t item)> finished;
+  std::function<void(std::size_t item, bool failed)> finished;
 };
 
 // Every item of `inputs` in item order; multi-coil items: SENSE, with the maps of

@@ -1,6 +1,6 @@
-// `mri recon` over MPI ranks (batch_mpi.hpp): rank 0 reads and hands out the items, names each
-// trajectory's leader and relays "leader finished" to the ranks whose items wait for its Q; the
-// outcomes come back to rank 0 once every rank is done.
+// `mri recon` over MPI ranks (batch_mpi.hpp): rank 0 reads and hands out the items to the ranks
+// that ask for one (kReady), names each trajectory's leader and relays "leader finished" to the
+// ranks whose items wait for its Q; the outcomes come back to rank 0 once every rank is done.
 #include "batch_mpi.hpp"
 
 #include <mpi.h>
@@ -12,10 +12,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <list>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 namespace mri::cli {
@@ -48,13 +48,13 @@ int count(std::size_t n) {
 }
 
 enum Tag : int {
-  kItem = 1, // rank 0 -> the item's rank: ItemHeader, then the arrays (tags kPoints .. kCovariance)
+  kItem = 1, // rank 0 -> a rank with a free worker: ItemHeader, then the arrays (kPoints .. kCovariance)
   kPoints,
   kSamples,
   kWeights,
   kCovariance,
-  kRelease,  // rank 0 -> a rank: this leader has run, its followers may load its Q
-  kFinished, // a rank -> 0: this leader has run here
+  kRelease,  // rank 0 -> a rank: Pair{leader, Q stored}: this leader has run, its followers may go on
+  kReady,    // a rank -> 0: Pair{item done or kNoItem, failed}: one of its workers is free
   kEnd,      // rank 0 -> a rank: no more items
   kResult,   // a rank -> 0 after the batch: ResultHeader, then the image, report and error (tags below)
   kResultImage,
@@ -67,22 +67,44 @@ constexpr std::int64_t kAlone = -1;  // no shared Q (--no-q-share, --normal dire
 constexpr std::int64_t kLeads = -2;  // first of its trajectory on its host: computes and stores Q
 constexpr std::int64_t kStored = -3; // its leader has run: loads Q
 
+// kReady's item when no item ended: a worker free from the start.
+constexpr std::int64_t kNoItem = -1;
+// Dispatch's owner of an item not handed out (on a rank other than 0: not one of its items).
+constexpr int kNobody = -1;
+
 struct ItemHeader {
   std::int64_t item, q, dims, coils, points, samples, weights, covariance;
 };
 static_assert(sizeof(KPoint) == 3 * sizeof(float), "a trajectory is sent as 3 floats per point");
 
+using Pair = std::array<std::int64_t, 2>;
+
+void send_pair(const Pair &p, int to, int tag) {
+  MPI_Send(p.data(), 2, MPI_INT64_T, to, tag, MPI_COMM_WORLD); // eager: returns at once
+}
+
+Pair receive_pair(int from, int tag) {
+  Pair p{};
+  MPI_Recv(p.data(), 2, MPI_INT64_T, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return p;
+}
+
+struct Finished {
+  std::size_t item;
+  bool failed;
+};
+
 // Items finished by this rank's workers, for the main thread (the only one calling MPI).
 class FinishedItems {
 public:
-  void push(std::size_t item) {
+  void push(Finished f) {
     {
       const std::lock_guard lock(mutex_);
-      items_.push_back(item);
+      items_.push_back(f);
     }
     changed_.notify_one();
   }
-  std::vector<std::size_t> take() {
+  std::vector<Finished> take() {
     const std::lock_guard lock(mutex_);
     return std::exchange(items_, {});
   }
@@ -95,34 +117,29 @@ public:
 private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::vector<std::size_t> items_;
+  std::vector<Finished> items_;
 };
 
-// This rank's items as they come: followers held until their leader has run, leaders noted so
-// that their end is reported.
+// This rank's items as they come: followers held until their leader has run.
 class Holding {
 public:
   explicit Holding(const BatchArrive &arrive) : arrive_(arrive) {}
   void accept(std::size_t item, std::int64_t q) {
-    if (q >= 0) {
+    if (q >= 0)
       held_[static_cast<std::size_t>(q)].push_back(item);
-      return;
-    }
-    if (q == kLeads) leading_.insert(item);
-    arrive_(item, q == kStored);
+    else
+      arrive_(item, q == kStored);
   }
-  void release(std::size_t leader) {
-    for (const std::size_t item : held_[leader]) arrive_(item, true);
+  // stored false (the leader failed): the followers settle Q among themselves, as a one-process
+  // batch does (the first computes it, the others of this rank wait for that one).
+  void release(std::size_t leader, bool stored) {
+    for (const std::size_t item : held_[leader]) arrive_(item, stored);
     held_.erase(leader);
   }
-  // True when the item led its trajectory here: its end is to be reported.
-  bool led(std::size_t item) { return leading_.erase(item) > 0; }
-  bool idle() const { return held_.empty() && leading_.empty(); }
 
 private:
   const BatchArrive &arrive_;
   std::map<std::size_t, std::vector<std::size_t>> held_; // by leader
-  std::set<std::size_t> leading_;
 };
 
 // Rank 0's record of the leaders: one per (trajectory key, host), since ranks load Q from their
@@ -142,14 +159,17 @@ public:
     if (std::find(same->waiting.begin(), same->waiting.end(), rank) == same->waiting.end()) same->waiting.push_back(rank);
     return static_cast<std::int64_t>(same->item);
   }
-  // The leader has run: the ranks holding its followers.
-  std::vector<int> finish(std::size_t item) {
+  // The leader has run: the ranks holding its followers. When it failed, its key has no leader
+  // any more: the next item of the key handed out leads.
+  std::vector<int> finish(std::size_t item, bool failed) {
     const auto l = std::find_if(all_.begin(), all_.end(), [&](const Leader &x) { return x.item == item; });
-    l->finished = true;
-    return std::exchange(l->waiting, {});
-  }
-  bool all_finished() const {
-    return std::all_of(all_.begin(), all_.end(), [](const Leader &l) { return l.finished; });
+    if (l == all_.end()) return {}; // not a leader
+    std::vector<int> waiting = std::exchange(l->waiting, {});
+    if (failed)
+      all_.erase(l);
+    else
+      l->finished = true;
+    return waiting;
   }
 
 private:
@@ -164,16 +184,76 @@ private:
   std::vector<Leader> all_;
 };
 
-void send_index(std::size_t value, int to, int tag) {
-  const auto v = static_cast<std::int64_t>(value);
-  MPI_Send(&v, 1, MPI_INT64_T, to, tag, MPI_COMM_WORLD); // eager: returns at once
-}
+// Rank 0's hand-out: the items in the order read, each to a free worker of whichever rank (a rank
+// says when one of its workers is free, kReady), so that a rank slowed down takes fewer items.
+// The other ranks' workers come before rank 0's: rank 0 also reads the file and feeds the
+// others, and a trajectory's first item (computing Q while the others of its key wait) then runs
+// on a core the reading does not share (docs/scaling.md, measured). Nothing is handed out before
+// every rank has said its workers are free (they do so first thing): else the first item, read
+// before another rank's word came, went to rank 0 (measured: the other rank's first item then
+// waited 3.1 s for Q).
+class Dispatch {
+public:
+  Dispatch(std::size_t items, int ranks, int workers)
+      : owner_(items, kNobody), done_(items, false), silent_(static_cast<std::size_t>(ranks), true), free_here_(workers),
+        starting_(ranks - 1) {
+    silent_[0] = false;
+  }
 
-std::size_t receive_index(int from, int tag) {
-  std::int64_t v = 0;
-  MPI_Recv(&v, 1, MPI_INT64_T, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  return static_cast<std::size_t>(v);
-}
+  void read(std::size_t item) { waiting_.push_back(item); }
+  // At the start (every worker of a rank once) or when an item of the rank's has ended.
+  void worker_free(int rank, bool at_start) {
+    if (at_start && silent_[static_cast<std::size_t>(rank)]) {
+      silent_[static_cast<std::size_t>(rank)] = false;
+      --starting_;
+    }
+    rank == 0 ? void(++free_here_) : free_elsewhere_.push_back(rank);
+  }
+
+  struct Assignment {
+    std::size_t item;
+    int rank;
+  };
+  // While an item and a free worker are both waiting: the next item and the rank to run it.
+  std::optional<Assignment> next() {
+    if (starting_ > 0 || waiting_.empty() || (free_elsewhere_.empty() && free_here_ == 0)) return std::nullopt;
+    int rank = 0;
+    if (free_elsewhere_.empty()) {
+      --free_here_;
+    } else {
+      rank = free_elsewhere_.front();
+      free_elsewhere_.pop_front();
+    }
+    const std::size_t item = waiting_.front();
+    waiting_.pop_front();
+    owner_[item] = rank;
+    ++handed_out_;
+    return Assignment{item, rank};
+  }
+  // The rank's worker is free again. An item the rank was not given, or one it ran twice, is a
+  // broken protocol: the run ends (Ranks::reconstruct).
+  void done(std::size_t item, int rank) {
+    if (item >= owner_.size() || owner_[item] != rank || done_[item])
+      throw std::logic_error("rank " + std::to_string(rank) + " reported item " + std::to_string(item) +
+                             " done: not an item it was given, or done twice");
+    done_[item] = true;
+    ++done_count_;
+    worker_free(rank, false);
+  }
+  bool all_handed_out() const { return handed_out_ == owner_.size(); }
+  bool all_done() const { return done_count_ == owner_.size(); }
+  const std::vector<int> &owners() const { return owner_; }
+
+private:
+  std::deque<std::size_t> waiting_; // read, not handed out yet: no worker was free
+  std::vector<int> owner_;
+  std::vector<bool> done_;
+  std::deque<int> free_elsewhere_; // one entry per free worker of a rank other than 0, in the order they said so
+  std::vector<bool> silent_; // by rank: none of its workers said free yet
+  int free_here_;
+  int starting_; // the ranks still silent
+  std::size_t handed_out_ = 0, done_count_ = 0;
+};
 
 // An item on its way from rank 0; its arrays live until the sends complete. The samples go
 // raw with the noise covariance: the item's rank prewhitens (take_data), as rank 0 would.
@@ -204,12 +284,15 @@ void send_item(Outgoing &m, std::size_t item, std::int64_t q, int to) {
 }
 
 // An item whose header was probed: its data into inputs.problems; returns (item, q).
-std::pair<std::size_t, std::int64_t> receive_item(ReconInputs &in) {
+std::pair<std::size_t, std::int64_t> receive_item(ReconInputs &in, std::vector<int> &owner, int rank) {
   ItemHeader h{};
   MPI_Recv(&h, sizeof(ItemHeader), MPI_BYTE, 0, kItem, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   if (h.item < 0 || static_cast<std::size_t>(h.item) >= in.problems.size())
     throw InvalidArgument("item " + std::to_string(h.item) + " from rank 0 is not one of the " +
                           std::to_string(in.problems.size()) + " items read here: do the ranks read the same file?");
+  int &owned = owner[static_cast<std::size_t>(h.item)];
+  if (owned != kNobody) throw std::logic_error("item " + std::to_string(h.item) + " came twice from rank 0");
+  owned = rank;
   std::vector<KPoint> points(static_cast<std::size_t>(h.points));
   std::vector<cfloat> samples(static_cast<std::size_t>(h.samples));
   std::vector<float> weights(static_cast<std::size_t>(h.weights));
@@ -233,57 +316,70 @@ struct Run {
   const ReconOptions &options;
   bool share_q; // the leaders' protocol: items share Q through options.q_cache_dir
   int rank, size;
+  int workers;              // each rank's: reconstruct_batch's (--jobs, at most the items)
   std::vector<int> host_of; // each rank's host (the world rank of its first rank)
+  Progress &progress;       // rank 0's line counts the other ranks' items as they end
+  std::vector<int> owner;   // each item's rank (on a rank other than 0: its own items only)
   FinishedItems finished;
 };
 
-// Rank 0's feed: reads the file, keeps its items and sends the others' as they are read, then
-// relays leaders' ends until every leader has run.
+// Rank 0's feed: reads the file and hands each item out as it is read to a free worker, its own
+// or another rank's (Dispatch), relays leaders' ends, and returns once every item has run.
 void feed_from_rank0(Run &run, const BatchArrive &arrive) {
   const auto t0 = std::chrono::steady_clock::now();
   Holding here(arrive);
   Leaders leaders(run.host_of);
+  Dispatch dispatch(run.in.problems.size(), run.size, run.workers);
   std::list<Outgoing> outgoing;
-  const auto leader_ran = [&](std::size_t leader) {
-    for (const int r : leaders.finish(leader)) r == 0 ? here.release(leader) : send_index(leader, r, kRelease);
+  const auto hand_out = [&](Dispatch::Assignment a) {
+    const std::int64_t q =
+        run.share_q ? leaders.q_of(reconstruct_q_key(run.in.problems[a.item].data, run.in.grid, run.options), a.item, a.rank)
+                    : kAlone;
+    if (a.rank == 0) return here.accept(a.item, q);
+    Outgoing &m = outgoing.emplace_back();
+    m.data = std::move(run.in.problems[a.item].data);
+    if (run.in.ismrmrd) m.covariance = run.in.ismrmrd->covariance;
+    send_item(m, a.item, q, a.rank);
+  };
+  const auto item_done = [&](Finished f, int rank) {
+    dispatch.done(f.item, rank);
+    if (rank != 0) run.progress.advance(run.options.iterations);
+    for (const int r : leaders.finish(f.item, f.failed))
+      r == 0 ? here.release(f.item, !f.failed) : send_pair({static_cast<std::int64_t>(f.item), !f.failed}, r, kRelease);
   };
   const auto serve = [&] {
     for (int flag = 1; flag;) {
       MPI_Status st;
-      MPI_Iprobe(MPI_ANY_SOURCE, kFinished, MPI_COMM_WORLD, &flag, &st);
-      if (flag) leader_ran(receive_index(st.MPI_SOURCE, kFinished));
+      MPI_Iprobe(MPI_ANY_SOURCE, kReady, MPI_COMM_WORLD, &flag, &st);
+      if (!flag) break;
+      const Pair ready = receive_pair(st.MPI_SOURCE, kReady);
+      ready[0] == kNoItem ? dispatch.worker_free(st.MPI_SOURCE, true)
+                          : item_done({static_cast<std::size_t>(ready[0]), ready[1] != 0}, st.MPI_SOURCE);
     }
-    for (const std::size_t item : run.finished.take())
-      if (here.led(item)) leader_ran(item);
+    for (const Finished f : run.finished.take()) item_done(f, 0);
+    while (const std::optional<Dispatch::Assignment> a = dispatch.next()) hand_out(*a);
     outgoing.remove_if([](Outgoing &m) { return m.sent(); });
   };
   read_problems(run.in, [&](std::size_t i) {
-    const int owner = static_cast<int>(i % static_cast<std::size_t>(run.size));
-    const std::int64_t q =
-        run.share_q ? leaders.q_of(reconstruct_q_key(run.in.problems[i].data, run.in.grid, run.options), i, owner) : kAlone;
-    if (owner == 0) {
-      here.accept(i, q);
-    } else {
-      Outgoing &m = outgoing.emplace_back();
-      m.data = std::move(run.in.problems[i].data);
-      if (run.in.ismrmrd) m.covariance = run.in.ismrmrd->covariance;
-      send_item(m, i, q, owner);
-    }
+    dispatch.read(i);
     serve();
   });
   run.in.source["read_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  for (int r = 1; r < run.size; ++r) send_index(0, r, kEnd);
-  while (!(leaders.all_finished() && here.idle() && outgoing.empty())) {
-    serve();
-    run.finished.wait();
-  }
+  const auto serve_until = [&](const auto &over) {
+    for (serve(); !over(); serve()) run.finished.wait();
+  };
+  serve_until([&] { return dispatch.all_handed_out(); });
+  for (int r = 1; r < run.size; ++r) send_pair({}, r, kEnd);
+  serve_until([&] { return dispatch.all_done() && outgoing.empty(); });
+  run.owner = dispatch.owners();
 }
 
-// The feed of the other ranks: items and releases from rank 0; their leaders' ends to rank 0.
+// The feed of the other ranks: a kReady per free worker, items and releases from rank 0.
 void feed_from_messages(Run &run, const BatchArrive &arrive) {
   Holding here(arrive);
-  bool ended = false;
-  while (!ended || !here.idle()) {
+  for (int w = 0; w < run.workers; ++w) send_pair({kNoItem, 0}, 0, kReady);
+  std::size_t running = 0; // received, not finished (held ones included: each holds a worker)
+  for (bool ended = false; !ended || running > 0;) {
     bool busy = false;
     for (int flag = 1; flag;) {
       MPI_Status st;
@@ -291,17 +387,22 @@ void feed_from_messages(Run &run, const BatchArrive &arrive) {
       if (!flag) break;
       busy = true;
       if (st.MPI_TAG == kItem) {
-        const auto [item, q] = receive_item(run.in);
+        const auto [item, q] = receive_item(run.in, run.owner, run.rank);
+        ++running;
         here.accept(item, q);
       } else if (st.MPI_TAG == kRelease) {
-        here.release(receive_index(0, kRelease));
+        const Pair released = receive_pair(0, kRelease);
+        here.release(static_cast<std::size_t>(released[0]), released[1] != 0);
       } else {
-        (void)receive_index(0, kEnd);
+        (void)receive_pair(0, kEnd);
         ended = true;
       }
     }
-    for (const std::size_t item : run.finished.take())
-      if (here.led(item)) send_index(item, 0, kFinished), busy = true;
+    for (const Finished f : run.finished.take()) {
+      send_pair({static_cast<std::int64_t>(f.item), f.failed}, 0, kReady);
+      --running;
+      busy = true;
+    }
     if (!busy) run.finished.wait();
   }
 }
@@ -352,20 +453,22 @@ ItemOutcome receive_outcome(int from, const Grid &output) {
 }
 
 // Once every rank is done (a sleeping barrier): the other ranks' outcomes into rank 0's, in item
-// order; rank 0's own errors named with its rank too.
+// order (each rank sends its own in item order: MPI keeps that order); rank 0's own errors named
+// with its rank too.
 void gather(std::vector<ItemOutcome> &out, const Run &run) {
-  for (std::size_t i = static_cast<std::size_t>(run.rank); i < out.size(); i += static_cast<std::size_t>(run.size))
-    for (nlohmann::json &r : out[i].reports) r["rank"] = run.rank;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (run.owner[i] == run.rank)
+      for (nlohmann::json &r : out[i].reports) r["rank"] = run.rank;
   idle_barrier(MPI_COMM_WORLD);
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const int owner = static_cast<int>(i % static_cast<std::size_t>(run.size));
+    const int owner = run.owner[i];
     if (run.rank != 0 && owner == run.rank) send_outcome(out[i]);
     if (run.rank != 0 || owner == 0) continue;
     out[i] = receive_outcome(owner, run.in.output);
   }
   if (run.rank != 0) return;
-  for (std::size_t i = 0; i < out.size(); i += static_cast<std::size_t>(run.size))
-    if (out[i].error) {
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (run.owner[i] == 0 && out[i].error) {
       const Failure f = describe_failure(out[i].error);
       out[i].error = error_on_rank(f.code, 0, f.message);
     }
@@ -412,10 +515,11 @@ std::vector<ItemOutcome> distribute(ReconInputs &in, const ReconOptions &options
   ReconOptions o = options;
   const bool share_q = batch.share_q && o.normal == Normal::Toeplitz && in.problems.size() > 1;
   const std::unique_ptr<TemporaryQCache> cache = share_q && o.q_cache_dir.empty() ? host_q_cache(o, host) : nullptr;
-  Run run{in, o, share_q, rank, size, hosts(host, size), {}};
+  const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch.jobs), in.problems.size()));
+  Run run{in, o, share_q, rank, size, workers, hosts(host, size), progress, std::vector<int>(in.problems.size(), kNobody), {}};
   ItemFeed feed;
   feed.feed = [&](const BatchArrive &arrive) { rank == 0 ? feed_from_rank0(run, arrive) : feed_from_messages(run, arrive); };
-  feed.finished = [&](std::size_t item) { run.finished.push(item); };
+  feed.finished = [&](std::size_t item, bool failed) { run.finished.push({item, failed}); };
   std::vector<ItemOutcome> out = reconstruct_batch(in, o, batch, progress, feed);
   gather(out, run);
   MPI_Comm_free(&host);
@@ -453,11 +557,6 @@ Ranks::~Ranks() {
   if (!initialized) return;
   idle_barrier(MPI_COMM_WORLD); // while rank 0 writes the outputs
   MPI_Finalize();
-}
-
-std::size_t Ranks::share(std::size_t items) const {
-  const auto r = static_cast<std::size_t>(rank_), n = static_cast<std::size_t>(size_);
-  return items > r ? (items - r + n - 1) / n : 0;
 }
 
 int Ranks::all_or_none(const std::function<void()> &step) const {

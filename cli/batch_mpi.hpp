@@ -1,13 +1,16 @@
 #pragma once
 // `mri recon` under mpirun (issue 16, item 2): a batch's items spread over the MPI ranks. Every
 // rank reads the file's headers (so each knows the items, labels and grids); rank 0 alone reads
-// the samples and sends item i to rank i % ranks as it is read; each rank reconstructs its items
-// with reconstruct_batch (its --jobs, OpenMP teams, Q cache); rank 0 gathers the images, reports
-// and errors and writes the outputs, in item order: the same files as a one-process run. One Q
-// per distinct trajectory: rank 0 names the first item of each (its "leader", on whichever rank
-// owns it); the others wait until it has run, then load its Q from a Q cache that the ranks of
-// a host share (--q-cache, or one directory of the run per host). A failing item is reported by
-// rank 0 (the item, the rank, the error); the others go on.
+// the samples and hands each item out as it is read, in item order, to a free worker of
+// whichever rank (a rank asks for an item whenever one of its workers is free: dynamic, so a
+// rank slowed down, rank 0 by the reading, takes fewer); each rank reconstructs its items with
+// reconstruct_batch (its --jobs, OpenMP teams, Q cache); rank 0 gathers the images, reports and
+// errors and writes the outputs, in item order: the same files as a one-process run, whichever
+// rank ran an item. One Q per distinct trajectory: rank 0 names the first item of each handed
+// out (its "leader", on whichever rank runs it); the others wait until it has run, then load its
+// Q from a Q cache that the ranks of a host share (--q-cache, or one directory of the run per
+// host); when it failed, they compute Q themselves. A failing item is reported by rank 0 (the
+// item, the rank, the error); the others go on.
 //
 // A build without MPI (cli/batch_mpi_off.cpp), a run without mpirun or with one rank: one
 // process, exactly reconstruct_batch. MPI is called from the main thread only (FUNNELED), and
@@ -38,8 +41,6 @@ public:
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  // How many of `items` this rank reconstructs (item i goes to rank i % size).
-  std::size_t share(std::size_t items) const;
 
   // Runs `step` on every rank. One rank: exceptions propagate as without MPI. Several: when it
   // throws somewhere (a rank cannot open the file), the first rank it threw on says so in one

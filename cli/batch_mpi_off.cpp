@@ -8,8 +8,6 @@ std::string mpi_description() { return "MPI: not built (MRI_ENABLE_MPI, or no MP
 Ranks::Ranks() = default;
 Ranks::~Ranks() = default;
 
-std::size_t Ranks::share(std::size_t items) const { return items; }
-
 int Ranks::all_or_none(const std::function<void()> &step) const {
   step();
   return kOk;

@@ -127,7 +127,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
       code != kOk)
     return code;
   process["headers_read_s"] = seconds_since_process_start();
-  Progress progress("recon: CG iteration", static_cast<long>(ranks.share(in.problems.size())) * o.iterations, quiet);
+  Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, quiet);
   std::optional<std::vector<ItemOutcome>> gathered = ranks.reconstruct(in, o, a.batch, progress);
   if (!gathered) return kOk; // a rank other than 0: rank 0 reports and writes
   std::vector<ItemOutcome> outcomes = std::move(*gathered);
