@@ -16,6 +16,8 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 namespace mri::cli {
