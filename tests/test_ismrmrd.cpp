@@ -376,6 +376,16 @@ TEST_CASE("a root group whose local heap's free list loops is refused before HDF
                                             "at offset 16)"));
 }
 
+// HDF5 1.10.8's H5Fopen loads the root group's object header and allocates each chunk by the
+// length its continuation message gives before it reads it: a continuation of 160 GB asked for
+// 160 GB (finding 19). Refused from the file's bytes before H5Fopen (lib/io/hdf5_open_guard.hpp).
+TEST_CASE("a root group header whose continuation runs past the file is refused before H5Fopen", "[ismrmrd]") {
+  test::TempDir dir("damaged-root");
+  const std::filesystem::path file = regression_file("root-header-continuation-past-file.h5", dir);
+  CHECK_THAT(error_within(file, 30), test::contains(file.string() + ": the root group: its object header's chunk at "));
+  CHECK_THAT(error_within(file, 30), test::contains("is not inside the file's 21973"));
+}
+
 // HDF5 1.10.8 decodes the datatype message in H5Dopen2 and trusts it: an array member stored as 0
 // bytes divided by zero there (SIGFPE), a variable-length string of 2^31 + 1-byte characters sized
 // H5Dread's buffer by it. Both refused from the file's bytes before HDF5 opens the dataset

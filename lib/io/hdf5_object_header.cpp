@@ -63,9 +63,9 @@ public:
       continuations_.pop_back();
       // A continuation back to an earlier chunk would never end here.
       if (++chunks_ > kMaxChunks) refuse("its object header has more than " + std::to_string(kMaxChunks) + " chunks");
-      const std::vector<unsigned char> chunk = read(at, length);
-      if (!v2_) messages(chunk.data(), chunk.size());
-      else if (length >= 8 && std::memcmp(chunk.data(), "OCHK", 4) == 0) messages(chunk.data() + 4, length - 8);
+      const std::vector<unsigned char> chunk = read_chunk(at, length);
+      if (!v2_) messages(chunk.data(), chunk.size(), at);
+      else if (length >= 8 && std::memcmp(chunk.data(), "OCHK", 4) == 0) messages(chunk.data() + 4, length - 8, at + 4);
       else throw LeftToHdf5{};
     }
   }
@@ -78,12 +78,22 @@ private:
     return out;
   }
 
+  // A chunk of messages: HDF5 1.10.8's metadata cache allocates a chunk by the length its header
+  // or continuation message gives before it reads it, and checks the end of the file only then
+  // (finding 19: a continuation of 160 GB in the root group's header, under H5Fopen).
+  std::vector<unsigned char> read_chunk(std::uint64_t address, std::uint64_t length) {
+    if (address > bytes_.size() || length > bytes_.size() - address)
+      refuse("its object header's chunk at " + std::to_string(address) + " of " + std::to_string(length) +
+             " bytes is not inside the file's " + std::to_string(bytes_.size()));
+    return read(address, length);
+  }
+
   // Version 1: version, reserved, message count (2), reference count (4), chunk size (4), padding
   // to 16; then messages of type (2), size (2), flags (1) and 3 reserved bytes.
   void version1(std::uint64_t address) {
     const std::vector<unsigned char> prefix = read(address, 16);
-    const std::vector<unsigned char> chunk = read(address + 16, decode_le(prefix.data() + 8, 4));
-    messages(chunk.data(), chunk.size());
+    const std::vector<unsigned char> chunk = read_chunk(address + 16, decode_le(prefix.data() + 8, 4));
+    messages(chunk.data(), chunk.size(), address + 16);
   }
 
   // Version 2: "OHDR", version, flags, times (16 bytes if flag 0x20), attribute limits (4, if
@@ -98,14 +108,16 @@ private:
     const std::size_t size_bytes = std::size_t{1} << (flags & 3);
     const std::size_t at = 6 + ((flags & 0x20) ? 16 : 0) + ((flags & 0x10) ? 4 : 0);
     const std::vector<unsigned char> prefix = read(address, at + size_bytes);
-    const std::vector<unsigned char> chunk = read(address + at + size_bytes, decode_le(prefix.data() + at, size_bytes));
-    messages(chunk.data(), chunk.size());
+    const std::vector<unsigned char> chunk =
+        read_chunk(address + at + size_bytes, decode_le(prefix.data() + at, size_bytes));
+    messages(chunk.data(), chunk.size(), address + at + size_bytes);
   }
 
   std::size_t message_header() const { return v2_ ? 4 + (creation_order_ ? 2 : 0) : 8; }
 
-  // The messages of one chunk; what is too short for a message header is a gap.
-  void messages(const unsigned char *p, std::size_t n) {
+  // The messages of one chunk (`p`, at `address` in the file); what is too short for a message
+  // header is a gap.
+  void messages(const unsigned char *p, std::size_t n, std::uint64_t address) {
     Cursor c(p, n, nullptr);
     while (c.left() >= message_header()) {
       const auto type = static_cast<std::uint16_t>(c.take(v2_ ? 1 : 2));
@@ -115,15 +127,17 @@ private:
       const unsigned char *data = c.at();
       const std::size_t held = std::min(size, c.left());
       c.skip(size);
-      if (type == kContinuation) continuation(data, held);
+      if (type == kContinuation) continuation(address + static_cast<std::uint64_t>(data - p));
       else visit_(type, flags, data, held);
     }
   }
 
-  void continuation(const unsigned char *data, std::size_t size) {
-    Cursor where(data, size, nullptr);
-    const std::uint64_t at = where.take(format_.address), length = where.take(format_.length);
-    continuations_.emplace_back(at, length);
+  // HDF5 decodes a continuation's address and length from its image of the header whatever
+  // size the message gives, past the chunk's end too (finding 19): read from the file likewise.
+  void continuation(std::uint64_t data_at) {
+    const std::vector<unsigned char> fields = read(data_at, format_.address + format_.length);
+    continuations_.emplace_back(decode_le(fields.data(), format_.address),
+                                decode_le(fields.data() + format_.address, format_.length));
   }
 
   FileBytes &bytes_;

@@ -44,8 +44,10 @@ private:
 };
 
 // Calls message(type, flags, data, size) for every message of the object header at `address`,
-// its continuation chunks included. What breaks the header's own structure is LeftToHdf5 (HDF5
-// checks it when it loads the header); a message's data may be cut short by its chunk's end.
+// its continuation chunks included. A chunk (chunk 0 or a continuation) not inside the file is
+// Refused: HDF5 allocates it by its length before it reads it. What else breaks the header's own
+// structure is LeftToHdf5 (HDF5 checks it when it loads the header); a message's data may be cut
+// short by its chunk's end.
 using MessageVisitor = std::function<void(std::uint16_t type, unsigned flags, const unsigned char *data,
                                           std::size_t size)>;
 void visit_object_header(FileBytes &bytes, const Format &format, std::uint64_t address, const MessageVisitor &message);

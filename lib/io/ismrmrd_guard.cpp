@@ -5,6 +5,7 @@
 
 #include "hdf5_group_guard.hpp"
 #include "hdf5_heap_guard.hpp"
+#include "hdf5_open_guard.hpp"
 #include "hdf5_type_guard.hpp"
 #include "ismrmrd_common.hpp"
 
@@ -68,6 +69,12 @@ std::optional<std::string> read_string(hid_t set) {
   return out;
 }
 
+// H5Fopen trusts the lengths of the object headers it loads (hdf5_open_guard.hpp).
+hid_t open_checked(const std::filesystem::path &path) {
+  check_before_open(path);
+  return H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+}
+
 } // namespace
 
 void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_AcquisitionHeader &head,
@@ -80,7 +87,7 @@ void check_discards(const std::filesystem::path &path, const ISMRMRD::ISMRMRD_Ac
 }
 
 IsmrmrdGuard::IsmrmrdGuard(const std::filesystem::path &path, const std::string &group)
-    : path_(path), group_(group), file_(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)) {
+    : path_(path), group_(group), file_(open_checked(path)) {
   if (file_ < 0) ismrmrd_io_error(path_, "HDF5 cannot open it");
   try {
     check_groups(path_, file_, group); // HDF5 trusts the groups it looks names up in
