@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cuda_check.cuh"
+#include "device_memory_ledger.cuh"
 
 namespace mri::cuda::detail {
 
@@ -47,7 +48,7 @@ public:
     if (pool)
       MRI_CUDA_CHECK(cudaMallocFromPoolAsync(&p, count * sizeof(T), pool, stream));
     else
-      MRI_CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)));
+      p = device_malloc(count * sizeof(T));
     p_ = static_cast<T *>(p);
     n_ = count;
     pooled_ = pool != nullptr;
@@ -59,7 +60,7 @@ public:
       if (pooled_)
         cudaFreeAsync(p_, stream_);
       else
-        cudaFree(p_);
+        device_free(p_);
     }
     p_ = nullptr;
     n_ = 0;

@@ -10,6 +10,7 @@
 #include "cuda_check.cuh"
 #include "device.cuh"
 #include "device_image.hpp"
+#include "device_memory_ledger.cuh"
 #include "mri/error.hpp"
 
 namespace mri::cuda {
@@ -36,16 +37,16 @@ struct ThreadState {
   ThreadState() {
     if (!detail::device_present()) throw Unsupported("cuda backend: no usable CUDA device");
     MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    MRI_CUDA_CHECK(cudaMalloc(&partial, sizeof(double2) * kMaxReduceBlocks));
-    MRI_CUDA_CHECK(cudaMalloc(&counter, sizeof(unsigned)));
+    partial = static_cast<double2 *>(detail::device_malloc(sizeof(double2) * kMaxReduceBlocks));
+    counter = static_cast<unsigned *>(detail::device_malloc(sizeof(unsigned)));
     MRI_CUDA_CHECK(cudaMemset(counter, 0, sizeof(unsigned)));
     MRI_CUDA_CHECK(cudaHostAlloc(&host, sizeof(double2), cudaHostAllocMapped));
     MRI_CUDA_CHECK(cudaHostGetDevicePointer(&host_on_device, host, 0));
   }
   ~ThreadState() { // errors ignored: this may run after the runtime has shut down at exit
     if (stream) cudaStreamSynchronize(stream);
-    cudaFree(partial);
-    cudaFree(counter);
+    detail::device_free(partial);
+    detail::device_free(counter);
     cudaFreeHost(host);
     if (stream) cudaStreamDestroy(stream);
   }
@@ -236,9 +237,7 @@ double StreamTimer::stop_ms() {
 }
 
 double measure_copy_bandwidth(std::size_t bytes, int repeats) {
-  void *a = nullptr, *b = nullptr;
-  MRI_CUDA_CHECK(cudaMalloc(&a, bytes));
-  MRI_CUDA_CHECK(cudaMalloc(&b, bytes));
+  void *a = detail::device_malloc(bytes), *b = detail::device_malloc(bytes);
   MRI_CUDA_CHECK(cudaMemset(a, 1, bytes));
   StreamTimer timer;
   std::vector<double> ms;
@@ -248,17 +247,15 @@ double measure_copy_bandwidth(std::size_t bytes, int repeats) {
     const double t = timer.stop_ms();
     if (r > 0) ms.push_back(t);
   }
-  cudaFree(a);
-  cudaFree(b);
+  detail::device_free(a);
+  detail::device_free(b);
   std::sort(ms.begin(), ms.end());
   return 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3);
 }
 
 DeviceImage::DeviceImage(const Grid &grid, StreamHandle stream)
     : grid_(grid), size_(static_cast<std::size_t>(grid.voxels())), stream_(stream ? stream : default_stream()) {
-  void *p = nullptr;
-  MRI_CUDA_CHECK(cudaMalloc(&p, size_ * sizeof(cfloat)));
-  data_ = static_cast<cfloat *>(p);
+  data_ = static_cast<cfloat *>(detail::device_malloc(size_ * sizeof(cfloat)));
 }
 
 DeviceImage::DeviceImage(const Image &host, StreamHandle stream) : DeviceImage(host.grid(), stream) {
@@ -283,7 +280,7 @@ DeviceImage &DeviceImage::operator=(DeviceImage &&o) noexcept {
 
 void DeviceImage::release() noexcept {
   // cudaFree waits for work in flight on the buffer; errors at process exit are ignored.
-  if (data_) cudaFree(data_);
+  detail::device_free(data_);
   data_ = nullptr;
   size_ = 0;
 }

@@ -10,13 +10,11 @@
 #include "device_slabs.hpp"
 #include "dirichlet_spectrum.cuh"
 #include "fhd_plan.cuh"
+#include "host_clock.hpp"
 #include "normal_common.cuh"
 
 namespace mri::cuda::detail {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 const char *axis_name(int axis) { return axis == 0 ? "x" : axis == 1 ? "y" : "z"; }
 

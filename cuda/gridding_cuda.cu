@@ -19,9 +19,11 @@
 
 #include "cuda_check.cuh"
 #include "cufft_check.cuh"
+#include "device_memory_ledger.cuh"
 #include "mri/error.hpp"
 #include "gridding_kernels.cuh"
 #include "gridding_resources.cuh"
+#include "host_clock.hpp"
 #include "staged_upload.cuh"
 
 namespace mri::cuda::detail {
@@ -29,15 +31,13 @@ namespace {
 
 void check_launch(const char *kernel) { check(cudaGetLastError(), kernel, __FILE__, __LINE__); }
 
-using Clock = std::chrono::steady_clock;
-
 [[noreturn]] void throw_outside(const GriddingSetup &setup) {
   mri::detail::invalid_argument("trajectory", "device points",
                                 "a sample lies outside [-n/2, n/2) of the grid " + std::to_string(setup.n[0]) + "x" +
                                     std::to_string(setup.n[1]) + "x" + std::to_string(setup.n[2]) +
                                     " (or is not finite)");
 }
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+double ms_since(Clock::time_point t) { return 1e3 * seconds_since(t); }
 } // namespace
 
 struct NufftDevicePlan::State {
@@ -275,9 +275,7 @@ void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> sc
 }
 
 DevicePoints::DevicePoints(const Trajectory &trajectory) : size_(trajectory.size()) {
-  void *p = nullptr;
-  MRI_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(size_, 1) * sizeof(KPoint)));
-  data_ = static_cast<KPoint *>(p);
+  data_ = static_cast<KPoint *>(device_malloc(std::max<std::size_t>(size_, 1) * sizeof(KPoint)));
   cudaStream_t stream = nullptr;
   try {
     MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -286,12 +284,12 @@ DevicePoints::DevicePoints(const Trajectory &trajectory) : size_(trajectory.size
     MRI_CUDA_CHECK(cudaStreamDestroy(stream));
   } catch (...) {
     if (stream) cudaStreamDestroy(stream);
-    cudaFree(data_);
+    device_free(data_);
     throw;
   }
 }
 
-DevicePoints::~DevicePoints() { cudaFree(data_); }
+DevicePoints::~DevicePoints() { device_free(data_); }
 
 NufftDevicePlan::~NufftDevicePlan() {
   if (s_ && s_->stream) cudaStreamSynchronize(s_->stream);

@@ -14,6 +14,7 @@
 #include "device_slabs.hpp"
 #include "fhd_plan.cuh"
 #include "gridding_cuda.hpp"
+#include "host_clock.hpp"
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
 #include "mri_backend/normal_assembly.hpp"
@@ -27,9 +28,6 @@
 
 namespace mri::cuda::detail {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::string gib(std::size_t bytes) {
   char buf[64];

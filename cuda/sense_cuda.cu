@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.cuh"
+#include "device_memory_ledger.cuh"
 #include "mri/detail/regularizer_stencil.hpp"
 #include "sense_cuda.hpp"
 #include "staged_upload.cuh"
@@ -54,11 +55,11 @@ DeviceCoils::DeviceCoils(const CoilSensitivities &maps, Regularizer regularizer,
     : coils_(maps.coils()), voxels_(maps.voxels()), grid_(maps.grid()), regularizer_(regularizer),
       lambda_(static_cast<float>(lambda)) {
   MRI_CUDA_CHECK(cudaGetDevice(&device_));
-  MRI_CUDA_CHECK(cudaMalloc(&maps_, maps.values().size() * sizeof(cfloat)));
+  maps_ = static_cast<cfloat *>(device_malloc(maps.values().size() * sizeof(cfloat)));
   try {
     upload_staged(maps_, maps.values().data(), maps.values().size() * sizeof(cfloat), as_stream(stream));
   } catch (...) {
-    cudaFree(maps_);
+    device_free(maps_);
     throw;
   }
 }
@@ -73,13 +74,13 @@ DeviceCoils::DeviceCoils(const DeviceCoils &all, int first, int count, Regulariz
                                       std::to_string(all.count()) + " coils");
   MRI_CUDA_CHECK(cudaGetDevice(&device_));
   const std::size_t bytes = static_cast<std::size_t>(count) * voxels_ * sizeof(cfloat);
-  MRI_CUDA_CHECK(cudaMalloc(&maps_, bytes));
+  maps_ = static_cast<cfloat *>(device_malloc(bytes));
   const cudaError_t e = cudaMemcpyPeerAsync(maps_, device_, all.map(first), all.device_, bytes, as_stream(stream));
-  if (e != cudaSuccess) cudaFree(maps_);
+  if (e != cudaSuccess) device_free(maps_);
   check(e, "cudaMemcpyPeerAsync (coil maps)", __FILE__, __LINE__);
 }
 
-DeviceCoils::~DeviceCoils() { cudaFree(maps_); }
+DeviceCoils::~DeviceCoils() { device_free(maps_); }
 
 void DeviceCoils::expand(int c, const DeviceImage &x, DeviceImage &out) const {
   expand_kernel<<<blocks(voxels_), kThreads, 0, as_stream(out.stream())>>>(f2(map(c)), f2(x.data()), f2(out.data()),

@@ -21,14 +21,15 @@
 #include "dirichlet_spectrum.cuh"
 #include "fhd_plan.cuh"
 #include "gridding_cuda.hpp"
+#include "host_clock.hpp"
 #include "normal_common.cuh"
 #include "toeplitz_plans.cuh"
 
 namespace mri::cuda {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+using detail::Clock;
+using detail::seconds_since;
 
 using detail::ToeplitzCallbackParams;
 using detail::acquire_plans;

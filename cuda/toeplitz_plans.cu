@@ -96,9 +96,7 @@ std::size_t make_pruned_plans(PlanSet &set) {
 #ifdef MRI_TOEPLITZ_LTO
 // The device copy of the callbacks' parameters, passed to them as caller_info.
 void allocate_callback_params(PlanSet &set) {
-  void *p = nullptr;
-  MRI_CUDA_CHECK(cudaMalloc(&p, sizeof(ToeplitzCallbackParams)));
-  set.params_dev = static_cast<ToeplitzCallbackParams *>(p);
+  set.params_dev = static_cast<ToeplitzCallbackParams *>(device_malloc(sizeof(ToeplitzCallbackParams)));
   set.caller_info[0] = set.params_dev;
 }
 
@@ -187,7 +185,7 @@ std::shared_ptr<PlanSet> make_plan_set(const Grid &padded, ToeplitzFft fft, int 
   }
   if (set->fft == ToeplitzFft::Unfused)
     work = std::max(work, make_plain_plan(set->inv, set->has_inv, shape, batch));
-  if (work > 0) MRI_CUDA_CHECK(cudaMalloc(&set->work, work));
+  if (work > 0) set->work = device_malloc(work);
   if (set->has_fwd) MRI_CUFFT_CHECK(cufftSetWorkArea(set->fwd, set->work));
   if (set->has_inv) MRI_CUFFT_CHECK(cufftSetWorkArea(set->inv, set->work));
   if (set->has_cb_fwd) MRI_CUFFT_CHECK(cufftSetWorkArea(set->cb_fwd, set->work));

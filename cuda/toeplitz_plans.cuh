@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cufft_check.cuh"
+#include "device_memory_ledger.cuh"
 #include "mri/grid.hpp"
 #include "toeplitz_callback_params.h"
 #include "toeplitz_cuda.hpp"
@@ -46,8 +47,8 @@ struct PlanSet {
     if (has_slab) cufftDestroy(slab);
     if (has_last) cufftDestroy(last);
     if (has_last_cb) cufftDestroy(last_cb);
-    if (work) cudaFree(work);
-    if (params_dev) cudaFree(params_dev);
+    device_free(work);
+    device_free(params_dev);
   }
 
   void set_stream(cudaStream_t s) {

@@ -16,4 +16,13 @@ inline bool under_sanitizer() {
   return v != nullptr && std::strcmp(v, "0") != 0 && *v != '\0';
 }
 
+// The host threads of the concurrency case: `plain`, unless MRI_TEST_CONCURRENT_THREADS (1 to 64)
+// says otherwise. compute-sanitizer's racecheck stalls inside its own locks with 16 threads
+// launching at once (docs/reliability.md); fewer tell a limit of the count from a general one.
+inline int concurrent_threads(int plain) {
+  const char *v = std::getenv("MRI_TEST_CONCURRENT_THREADS");
+  const int n = v ? std::atoi(v) : 0;
+  return n >= 1 && n <= 64 ? n : plain;
+}
+
 } // namespace mri::gpu_test
