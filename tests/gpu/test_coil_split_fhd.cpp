@@ -91,7 +91,10 @@ struct SplitRun {
 SplitRun split_fhd(const FhdProblem &p, const FirstDevice &first, const NufftOptions &o, const std::vector<int> &devices,
                    Gridding g, int applications = 1) {
   const cuda::StreamHandle stream = cuda::default_stream();
-  const auto lanes = std::make_shared<const CoilLanes>(p.coils, devices, stream, p.grid);
+  // One entry: no exchange to make (peer copies of one side do nothing; NCCL would make a
+  // communicator of one rank).
+  const ExchangeTransport transport = devices.size() == 1 ? ExchangeTransport::Peer : ExchangeTransport::Auto;
+  const auto lanes = std::make_shared<const CoilLanes>(p.coils, devices, stream, p.grid, transport);
   const CoilSplitFhd split(lanes, first.coils, first.plan, first.points, p.grid, o);
   SplitRun r{Image(p.grid), std::vector<double>(devices.size(), 0.0), split.describe()};
   for (int i = 0; i < applications; ++i) {
