@@ -288,9 +288,11 @@ TEST_CASE("coil split F^H D: bad arguments are refused", "[gpu][coil-split][fhd-
   std::vector<float> w(p.t.size(), 1.0f);
   const cuda::ToeplitzOperator toeplitz(p.t, w, p.grid);
   const cuda::detail::DeviceCoils coils(p.maps, Regularizer::None, 0, toeplitz.stream());
-  if (toeplitz.stream() != stream)
-    CHECK_THROWS_WITH(cuda::detail::CoilSplitNormal(lanes, coils, toeplitz),
-                      test::contains("must be the Toeplitz operator's (the CG's)"));
+  const cuda::StreamHandle elsewhere = lanes->lanes().back().stream; // lane 1's: not the CG's
+  REQUIRE(elsewhere != toeplitz.stream());
+  const auto other_stream = std::make_shared<const CoilLanes>(3, std::vector<int>{0, 0}, elsewhere, p.grid);
+  CHECK_THROWS_WITH(cuda::detail::CoilSplitNormal(other_stream, coils, toeplitz),
+                    test::contains("must be the Toeplitz operator's (the CG's)"));
   const auto one_entry = std::make_shared<const CoilLanes>(3, std::vector<int>{0}, toeplitz.stream(), p.grid);
   CHECK_THROWS_WITH(cuda::detail::CoilSplitNormal(one_entry, coils, toeplitz),
                     test::contains("devices.size() = 1: must be at least 2"));
