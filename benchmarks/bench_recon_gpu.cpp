@@ -235,8 +235,9 @@ void BM_Recon3D_Devices(benchmark::State &state, mri::KernelPolicy policy) {
   if (!g_reports.count(label)) return; // failed: said by end_to_end
   device_counters(state, g_reports[label], label);
 }
-// RECON-3D-MC by the NUFFT with SENSE's CG split by coils over MRI_BENCH_DEVICES (coil_split.hpp):
-// per device its coils' CG seconds, and the exchange's seconds and share of the CG phase.
+// RECON-3D-MC by the NUFFT with SENSE split by coils over MRI_BENCH_DEVICES: its F^H D
+// (coil_split_fhd.hpp: each device uploads and grids its coils) and its CG (coil_split.hpp); per
+// device its coils' F^H D and CG seconds, and the exchange's seconds and share of the CG phase.
 void BM_Recon3DMC_Devices(benchmark::State &state) {
   auto o = recon_options();
   o.method = mri::Method::Nufft;

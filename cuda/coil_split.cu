@@ -1,6 +1,7 @@
 // SENSE's normal operator split by coils over several devices (coil_split.hpp).
 #include <cuda_runtime.h>
 
+#include <string>
 #include <utility>
 
 #include "coil_split.hpp"
@@ -70,13 +71,65 @@ std::vector<CoilBlock> coil_blocks(int coils, std::size_t entries) {
   return blocks;
 }
 
-// One entry with coils: on the first device it works on the CG's stream and vectors; elsewhere
-// on its own stream, with its own copy of x, its partial sum and its own Toeplitz operator.
+namespace {
+// "0-3" or "4"
+std::string coil_range(CoilBlock b) {
+  return std::to_string(b.first) + (b.count > 1 ? "-" + std::to_string(b.first + b.count - 1) : std::string());
+}
+} // namespace
+
+CoilLanes::CoilLanes(int coils, const std::vector<int> &devices, StreamHandle first_stream, const Grid &grid,
+                     ExchangeTransport transport)
+    : entries_(devices.size()), coils_(coils), grid_(grid) {
+  if (devices.empty()) mri::detail::invalid_argument("devices.size()", 0, "must be at least 1");
+  if (coils < 1) mri::detail::invalid_argument("coils", coils, "must be at least 1");
+  const std::vector<CoilBlock> blocks = coil_blocks(coils, devices.size());
+  std::vector<ExchangeSide> sides;
+  try {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (blocks[i].count == 0) continue;
+      Lane lane{static_cast<int>(i), devices[i], blocks[i], first_stream};
+      if (i > 0) {
+        const CurrentDevice on(lane.device);
+        cudaStream_t s = nullptr;
+        MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        lane.stream = s;
+      }
+      lanes_.push_back(lane);
+      sides.push_back({lane.device, lane.stream});
+    }
+    exchange_ = make_coil_exchange(sides, grid, transport);
+  } catch (...) {
+    release(); // the streams made so far (a constructor that throws runs no destructor)
+    throw;
+  }
+}
+
+CoilLanes::~CoilLanes() { release(); }
+
+void CoilLanes::release() noexcept {
+  exchange_.reset(); // its events and communicators, before the streams they use
+  for (std::size_t i = 1; i < lanes_.size(); ++i) {
+    const CurrentDevice on(lanes_[i].device);
+    cudaStreamDestroy(as_stream(lanes_[i].stream));
+  }
+  lanes_.clear();
+}
+
+std::string CoilLanes::describe() const {
+  std::string s = "coils ";
+  for (const Lane &l : lanes_)
+    s += (l.entry == 0 ? "" : ", ") + coil_range(l.block) + " on device " + std::to_string(l.device);
+  if (lanes_.size() < entries_) s += ", none on the other entries (fewer coils than devices)";
+  return s + " (exchange: " + exchange_->name() + ")";
+}
+
+// One entry with coils (a lane): on the first device it works on the CG's stream and vectors;
+// elsewhere on its lane's stream, with its own copy of x, its partial sum and its own Toeplitz
+// operator.
 struct Part {
   int entry = 0, device = 0;
-  CoilBlock block;
   StreamHandle stream = nullptr;
-  bool owns_stream = false;
   std::unique_ptr<DeviceCoils> coils;
   std::unique_ptr<ToeplitzOperator> toeplitz; // null for entry 0: the CG's
   std::unique_ptr<CoilSum> sum;
@@ -95,51 +148,47 @@ struct Part {
     partial = DeviceImage();
     if (begin) cudaEventDestroy(begin);
     if (end) cudaEventDestroy(end);
-    if (owns_stream) cudaStreamDestroy(as_stream(stream));
   }
 };
 
 struct CoilSplitNormal::Impl {
+  std::shared_ptr<const CoilLanes> lanes; // first: outlives the parts, which use its streams
   Grid grid;
   StreamHandle stream = nullptr; // the CG's, on the first device
   std::vector<std::unique_ptr<Part>> parts;
-  std::unique_ptr<CoilExchange> exchange;
   cudaEvent_t before_broadcast = nullptr, after_broadcast = nullptr, after_reduce = nullptr;
   Times times;
   bool pending = false; // an application's events not yet read
 
   ~Impl() {
-    exchange.reset();
     parts.clear();
     for (cudaEvent_t e : {before_broadcast, after_broadcast, after_reduce})
       if (e) cudaEventDestroy(e);
   }
 
-  // Entry `entry`'s part: its coils' maps, and off the first device's stream its own stream,
-  // vectors and Toeplitz operator, all copied device to device from the first device's.
-  std::unique_ptr<Part> make_part(const DeviceCoils &all, const ToeplitzOperator &first, int entry, int device,
-                                  CoilBlock block) {
+  CoilExchange &exchange() const { return lanes->exchange(); }
+
+  // The lane's part: its coils' maps, and off the first device's stream its own vectors and
+  // Toeplitz operator, all copied device to device from the first device's.
+  std::unique_ptr<Part> make_part(const DeviceCoils &all, const ToeplitzOperator &first, const CoilLanes::Lane &lane) {
     auto p = std::make_unique<Part>();
-    p->entry = entry;
-    p->device = device;
-    p->block = block;
-    const CurrentDevice on(device);
+    p->entry = lane.entry;
+    p->device = lane.device;
+    p->stream = lane.stream;
+    const CoilBlock block = lane.block;
+    const CurrentDevice on(lane.device);
     p->begin = timing_event();
     p->end = timing_event();
-    if (entry == 0) { // the regulariser once, in this entry's sum
-      p->stream = stream;
-      p->coils = std::make_unique<DeviceCoils>(all, block.first, block.count, all.regularizer(), all.lambda(), stream);
+    if (lane.entry == 0) { // the regulariser once, in this entry's sum
+      p->coils =
+          std::make_unique<DeviceCoils>(all, block.first, block.count, all.regularizer(), all.lambda(), lane.stream);
       p->sum = coil_sum(*p->coils, first, first.domain_vector());
       return p;
     }
-    cudaStream_t s = nullptr;
-    MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    p->stream = s;
-    p->owns_stream = true;
-    p->coils = std::make_unique<DeviceCoils>(all, block.first, block.count, Regularizer::None, 0.0, s);
-    p->toeplitz = std::make_unique<ToeplitzOperator>(first, s);
-    p->x = DeviceImage(grid, s);
-    p->partial = DeviceImage(grid, s);
+    p->coils = std::make_unique<DeviceCoils>(all, block.first, block.count, Regularizer::None, 0.0, lane.stream);
+    p->toeplitz = std::make_unique<ToeplitzOperator>(first, lane.stream);
+    p->x = DeviceImage(grid, lane.stream);
+    p->partial = DeviceImage(grid, lane.stream);
     p->sum = coil_sum(*p->coils, *p->toeplitz, p->x);
     return p;
   }
@@ -158,27 +207,43 @@ struct CoilSplitNormal::Impl {
   }
 };
 
-CoilSplitNormal::CoilSplitNormal(const DeviceCoils &coils, const ToeplitzOperator &toeplitz,
-                                 const std::vector<int> &devices, ExchangeTransport transport)
-    : impl_(std::make_unique<Impl>()) {
-  if (devices.size() < 2) mri::detail::invalid_argument("devices.size()", devices.size(), "must be at least 2");
+namespace {
+void check_split(const DeviceCoils &coils, const ToeplitzOperator &toeplitz, std::size_t entries) {
+  if (entries < 2) mri::detail::invalid_argument("devices.size()", entries, "must be at least 2");
   if (coils.grid() != toeplitz.grid())
     mri::detail::invalid_argument("coils.grid().voxels()", coils.grid().voxels(), "must be the Toeplitz operator's grid");
+}
+} // namespace
+
+CoilSplitNormal::CoilSplitNormal(const DeviceCoils &coils, const ToeplitzOperator &toeplitz,
+                                 const std::vector<int> &devices, ExchangeTransport transport)
+    : CoilSplitNormal(
+          [&] {
+            check_split(coils, toeplitz, devices.size()); // before any stream or communicator is made
+            return std::make_shared<const CoilLanes>(coils.count(), devices, toeplitz.stream(), toeplitz.grid(),
+                                                     transport);
+          }(),
+          coils, toeplitz) {}
+
+CoilSplitNormal::CoilSplitNormal(std::shared_ptr<const CoilLanes> lanes, const DeviceCoils &coils,
+                                 const ToeplitzOperator &toeplitz)
+    : impl_(std::make_unique<Impl>()) {
+  check_split(coils, toeplitz, lanes->entries());
+  if (lanes->lanes().front().stream != toeplitz.stream())
+    mri::detail::invalid_argument("lanes", "lane 0's stream", "must be the Toeplitz operator's (the CG's)");
+  if (lanes->coils() != coils.count())
+    mri::detail::invalid_argument("lanes->coils()", lanes->coils(), "must be coils.count(), " + std::to_string(coils.count()));
+  if (lanes->grid() != toeplitz.grid())
+    mri::detail::invalid_argument("lanes->grid().voxels()", lanes->grid().voxels(), "must be the Toeplitz operator's grid");
   Impl &im = *impl_;
+  im.lanes = std::move(lanes);
   im.grid = toeplitz.grid();
   im.stream = toeplitz.stream();
-  im.times.device_seconds.assign(devices.size(), 0.0);
+  im.times.device_seconds.assign(im.lanes->entries(), 0.0);
   for (cudaEvent_t *e : {&im.before_broadcast, &im.after_broadcast, &im.after_reduce}) *e = timing_event();
   MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(im.stream))); // the maps' upload, before other streams copy them
-  const std::vector<CoilBlock> blocks = coil_blocks(coils.count(), devices.size());
-  std::vector<ExchangeSide> sides;
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    if (blocks[i].count == 0) continue;
-    im.parts.push_back(im.make_part(coils, toeplitz, static_cast<int>(i), devices[i], blocks[i]));
-    sides.push_back({devices[i], im.parts.back()->stream});
-  }
+  for (const CoilLanes::Lane &lane : im.lanes->lanes()) im.parts.push_back(im.make_part(coils, toeplitz, lane));
   for (const auto &p : im.parts) MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(p->stream))); // copies done
-  im.exchange = make_coil_exchange(sides, im.grid, transport);
 }
 
 CoilSplitNormal::~CoilSplitNormal() = default;
@@ -196,7 +261,7 @@ void CoilSplitNormal::apply(const DeviceImage &x, DeviceImage &out) const {
   }
   const cudaStream_t first = as_stream(im.stream);
   MRI_CUDA_CHECK(cudaEventRecord(im.before_broadcast, first));
-  im.exchange->broadcast(x, copies);
+  im.exchange().broadcast(x, copies);
   MRI_CUDA_CHECK(cudaEventRecord(im.after_broadcast, first));
   for (const auto &p : im.parts) { // enqueued on every device before any waits: they run at once
     const CurrentDevice on(p->device);
@@ -204,24 +269,14 @@ void CoilSplitNormal::apply(const DeviceImage &x, DeviceImage &out) const {
     p->sum->apply(p->entry == 0 ? x : p->x, p->entry == 0 ? out : p->partial);
     MRI_CUDA_CHECK(cudaEventRecord(p->end, as_stream(p->stream)));
   }
-  im.exchange->reduce(out, partials);
+  im.exchange().reduce(out, partials);
   MRI_CUDA_CHECK(cudaEventRecord(im.after_reduce, first));
   im.pending = true;
 }
 
 DeviceImage CoilSplitNormal::domain_vector() const { return DeviceImage(impl_->grid, impl_->stream); }
 
-std::string CoilSplitNormal::describe() const {
-  std::string s = "coils ";
-  for (const auto &p : impl_->parts) {
-    const CoilBlock b = p->block;
-    s += (p->entry == 0 ? "" : ", ") + std::to_string(b.first) +
-         (b.count > 1 ? "-" + std::to_string(b.first + b.count - 1) : std::string()) + " on device " +
-         std::to_string(p->device);
-  }
-  if (impl_->parts.size() < impl_->times.device_seconds.size()) s += ", none on the other entries (fewer coils than devices)";
-  return s + " (exchange: " + impl_->exchange->name() + ")";
-}
+std::string CoilSplitNormal::describe() const { return impl_->lanes->describe(); }
 
 CoilSplitNormal::Times CoilSplitNormal::times() const {
   impl_->collect();

@@ -4,7 +4,7 @@
 //   out = sum_d [ sum_{c in C_d} conj(S_c) .* N(S_c .* x) ] + lambda R^H R x
 // Entry d of the devices owns a contiguous block C_d of the coils (as even as can be; entries
 // beyond the coil count get none and take no part): their maps, its own Toeplitz operator N (the
-// first device's spectrum, copied once), its own stream, and the coil-batched SENSE operator
+// first device's spectrum, copied once), its own stream (CoilLanes), and the coil-batched SENSE operator
 // where one device would use it (sense_toeplitz.hpp), else the maps around N. Per application:
 // x from the first device to the others, every entry's coil sum at once on its device, the
 // partial sums added on the first device in entry order (coil_exchange.hpp: NCCL, or peer
@@ -29,6 +29,45 @@ struct CoilBlock {
 };
 std::vector<CoilBlock> coil_blocks(int coils, std::size_t entries);
 
+// The entries of a split by coils that hold coils (coil_blocks; entries beyond the coil count get
+// none and no lane), each with a stream on its device, and the image exchange between them. Made
+// once per reconstruction and shared by the split F^H D (coil_split_fhd.hpp) and the split CG
+// normal: NCCL's communicators are made once, and both splits order their work on the same
+// streams. Lane 0 is entry 0, on the first device, on the stream it is given.
+class CoilLanes {
+public:
+  struct Lane {
+    int entry = 0, device = 0;
+    CoilBlock block;
+    StreamHandle stream = nullptr;
+  };
+  // devices: at least 1 entry, recon_devices-checked, the first the current device; first_stream:
+  // a stream of it (the reconstruction's). The other lanes get non-blocking streams of their own.
+  // Throws InvalidArgument (no entry, fewer than 1 coil), Unsupported (transport = Nccl where it
+  // cannot run), CudaError.
+  CoilLanes(int coils, const std::vector<int> &devices, StreamHandle first_stream, const Grid &grid,
+            ExchangeTransport transport = ExchangeTransport::Auto);
+  ~CoilLanes();
+  CoilLanes(const CoilLanes &) = delete;
+  CoilLanes &operator=(const CoilLanes &) = delete;
+
+  const std::vector<Lane> &lanes() const { return lanes_; }
+  std::size_t entries() const { return entries_; } // devices.size(), lanes or not
+  int coils() const { return coils_; }
+  const Grid &grid() const { return grid_; }
+  CoilExchange &exchange() const { return *exchange_; }
+  // "coils 0-3 on device 0, 4-7 on device 1 (exchange: nccl 2.28.9)"
+  std::string describe() const;
+
+private:
+  void release() noexcept;
+  std::vector<Lane> lanes_;
+  std::size_t entries_ = 0;
+  int coils_ = 0;
+  Grid grid_;
+  std::unique_ptr<CoilExchange> exchange_;
+};
+
 class CoilSplitNormal : public SelfAdjointOnDevice<CoilSplitNormal> {
 public:
   // coils: every coil's map with the regulariser (the one-device SENSE's; uploaded on toeplitz's
@@ -40,6 +79,10 @@ public:
   // run), CudaError.
   CoilSplitNormal(const DeviceCoils &coils, const ToeplitzOperator &toeplitz, const std::vector<int> &devices,
                   ExchangeTransport transport = ExchangeTransport::Auto);
+  // The same on lanes already made (reconstruct's, shared with its split F^H D; first, so that a
+  // braced list of devices never reads as lanes): lane 0's stream must be toeplitz's, the lanes of
+  // at least 2 entries, of coils.count() coils and toeplitz's grid (InvalidArgument otherwise).
+  CoilSplitNormal(std::shared_ptr<const CoilLanes> lanes, const DeviceCoils &coils, const ToeplitzOperator &toeplitz);
   ~CoilSplitNormal();
   CoilSplitNormal(CoilSplitNormal &&) noexcept;
   CoilSplitNormal &operator=(CoilSplitNormal &&) noexcept;

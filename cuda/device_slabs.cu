@@ -2,9 +2,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <exception>
-#include <map>
-#include <thread>
+#include <utility>
 
 #include "current_device.cuh"
 #include "device_slabs.hpp"
@@ -12,46 +10,18 @@
 #include "fhd_plan.cuh"
 #include "host_clock.hpp"
 #include "normal_common.cuh"
+#include "per_device.cuh"
 
 namespace mri::cuda::detail {
 namespace {
 
 const char *axis_name(int axis) { return axis == 0 ? "x" : axis == 1 ? "y" : "z"; }
 
-// Runs work(i) for every slab index i with planes: the slabs of one device in order on one host
-// thread, each device on its own (the first device's on the calling thread). The first exception
-// (in slab order) is rethrown once every thread has joined.
-template <class Work> void per_device(const std::vector<Slab> &slabs, Work &&work) {
-  std::map<int, std::vector<std::size_t>> by_device;
-  for (std::size_t i = 0; i < slabs.size(); ++i)
-    if (slabs[i].planes > 0) by_device[slabs[i].device].push_back(i);
-  std::vector<std::exception_ptr> errors(slabs.size());
-  const auto run = [&](int device, const std::vector<std::size_t> &mine) {
-    for (const std::size_t i : mine) {
-      try {
-        const CurrentDevice on(device);
-        work(i);
-      } catch (...) {
-        errors[i] = std::current_exception();
-        return; // this device's later slabs would only add errors
-      }
-    }
-  };
-  struct Joined { // the threads started are joined however this scope ends
-    std::vector<std::thread> threads;
-    ~Joined() {
-      for (std::thread &t : threads) t.join();
-    }
-  };
-  {
-    const int first = slabs.front().device;
-    Joined joined;
-    for (const auto &[device, mine] : by_device)
-      if (device != first) joined.threads.emplace_back(run, device, std::cref(mine));
-    if (const auto it = by_device.find(first); it != by_device.end()) run(first, it->second);
-  }
-  for (const std::exception_ptr &e : errors)
-    if (e) std::rethrow_exception(e);
+// work(i) for every slab i with planes, one host thread per device (per_device.cuh).
+template <class Work> void per_slab(const std::vector<Slab> &slabs, Work &&work) {
+  std::vector<int> device_of;
+  for (const Slab &s : slabs) device_of.push_back(s.planes > 0 ? s.device : -1);
+  per_device(device_of, slabs.front().device, std::forward<Work>(work));
 }
 
 // c_m = w_m exp(-i 2 pi k_hm s / n_h) (turns = s / n_h), in double, rounded once.
@@ -169,7 +139,7 @@ void SlabAdjoint::adjoint_coils(KernelPolicy policy, const cfloat *c, int count,
   MRI_CUDA_CHECK(cudaStreamSynchronize(as_stream(after))); // c is complete
   const int home = slabs_.front().device;
   const bool whole = parts_.size() == 1;
-  per_device(slabs_, [&](std::size_t i) {
+  per_slab(slabs_, [&](std::size_t i) {
     const auto t0 = Clock::now();
     const Slab &s = slabs_[i];
     Part &p = *parts_[i];
@@ -250,7 +220,7 @@ SlabSpectrum slab_dirichlet_spectrum(const Trajectory &trajectory, std::span<con
   SlabSpectrum out{std::vector<float>(static_cast<std::size_t>(padded.voxels()), 0.0f),
                    split_planes(2, padded.nz(), dirichlet_spectrum_plane_block(), devices)};
   if (w_max == 0.0) return out; // all weights zero: K = 0
-  per_device(out.slabs, [&](std::size_t i) {
+  per_slab(out.slabs, [&](std::size_t i) {
     const auto t0 = Clock::now();
     const Slab &s = out.slabs[i];
     const Stream stream; // on the slab's device, as everything below (plain copies: the staging

@@ -274,19 +274,39 @@ void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> sc
   }
 }
 
-DevicePoints::DevicePoints(const Trajectory &trajectory) : size_(trajectory.size()) {
+DevicePoints::DevicePoints(std::size_t size) : size_(size) {
+  MRI_CUDA_CHECK(cudaGetDevice(&device_));
   data_ = static_cast<KPoint *>(device_malloc(std::max<std::size_t>(size_, 1) * sizeof(KPoint)));
+}
+
+namespace {
+// Runs fill(stream) on a stream of its own and waits for it; the stream is destroyed either way.
+template <class Fill> void on_own_stream(Fill &&fill) {
   cudaStream_t stream = nullptr;
+  MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   try {
-    MRI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    upload_staged(data_, trajectory.data(), size_ * sizeof(KPoint), stream);
+    fill(stream);
     MRI_CUDA_CHECK(cudaStreamSynchronize(stream));
-    MRI_CUDA_CHECK(cudaStreamDestroy(stream));
   } catch (...) {
-    if (stream) cudaStreamDestroy(stream);
-    device_free(data_);
+    cudaStreamDestroy(stream);
     throw;
   }
+  MRI_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+} // namespace
+
+// Delegating: should the upload throw, the destructor frees the points (the target constructor
+// has completed).
+DevicePoints::DevicePoints(const Trajectory &trajectory) : DevicePoints(trajectory.size()) {
+  on_own_stream([&](cudaStream_t s) { upload_staged(data_, trajectory.data(), size_ * sizeof(KPoint), s); });
+}
+
+std::unique_ptr<DevicePoints> DevicePoints::copy_here(const DevicePoints &from) {
+  std::unique_ptr<DevicePoints> p(new DevicePoints(from.size_));
+  on_own_stream([&](cudaStream_t s) {
+    MRI_CUDA_CHECK(cudaMemcpyPeerAsync(p->data_, p->device_, from.data_, from.device_, from.size_ * sizeof(KPoint), s));
+  });
+  return p;
 }
 
 DevicePoints::~DevicePoints() { device_free(data_); }

@@ -58,15 +58,22 @@ void release_gridding_cache();
 class DevicePoints {
 public:
   explicit DevicePoints(const Trajectory &trajectory);
+  // A copy of `from` (on any device) on the current device, device to device (a peer copy from
+  // another device: the trajectory crosses the host once for several devices' plans, as the coil
+  // split's F^H D makes them). Returns once copied. Throws CudaError.
+  static std::unique_ptr<DevicePoints> copy_here(const DevicePoints &from);
   ~DevicePoints();
   DevicePoints(const DevicePoints &) = delete;
   DevicePoints &operator=(const DevicePoints &) = delete;
   const KPoint *data() const { return data_; }
   std::size_t size() const { return size_; }
+  int device() const { return device_; } // where data() lives
 
 private:
+  explicit DevicePoints(std::size_t size); // allocated on the current device, contents undefined
   KPoint *data_ = nullptr;
   std::size_t size_ = 0;
+  int device_ = 0;
 };
 
 class NufftDevicePlan final : public mri::detail::DeviceNufft {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "coil_split.hpp"
+#include "coil_split_fhd.hpp"
 #include "cuda_check.cuh"
 #include "device_image.hpp"
 #include "device_slabs.hpp"
@@ -115,6 +116,7 @@ public:
 
   DeviceImage rhs() {
     if (!nufft_) return rhs_by_exact_sum();
+    if (coils_ && devices_.size() > 1) return rhs_by_nufft_split();
     const double timed_fhd = report_.fhd_seconds;
     DeviceImage rhs = rhs_by_nufft();
     report_.device_seconds.front().fhd_seconds += report_.fhd_seconds - timed_fhd; // its adjoint NUFFTs
@@ -175,9 +177,9 @@ public:
   // SENSE with the coils split over the devices (coil_split.hpp); the report gets each device's
   // share of the iterations and the exchange's seconds.
   template <class F> ReconResult with_coil_split(F &&f) {
-    const CoilSplitNormal split = timed(report_.setup_seconds, [&] {
-      return CoilSplitNormal(*coils_, *toeplitz_, devices_);
-    });
+    const std::shared_ptr<const CoilLanes> &lanes = coil_lanes(); // its own setup seconds
+    const CoilSplitNormal split =
+        timed(report_.setup_seconds, [&] { return CoilSplitNormal(lanes, *coils_, *toeplitz_); });
     note("CG: " + split.describe());
     ReconResult r = f(mri::normal_equations(mri::ref(split)));
     const CoilSplitNormal::Times t = split.times();
@@ -204,14 +206,9 @@ private:
     if (!coils_) return fhd(0, 1, rhs.data());
     const std::size_t n = static_cast<std::size_t>(grid_.voxels());
     DeviceBuffer<cfloat> images = timed(report_.setup_seconds, [&] { return DeviceBuffer<cfloat>(block * n); });
-    mri::detail::sense_rhs(
-        *coils_, block,
-        [&](int c0, int count) {
-          wait_for_combine(); // the plan's stream overwrites what the last combine reads
-          fhd(c0, count, images.get());
-        },
-        [&](int i) -> const cfloat * { return images.get() + i * n; }, rhs);
-    wait_for_combine(); // images are freed next
+    // the combines on rhs's stream (the reconstruction's), each waited for before the plan's
+    // stream overwrites what it reads
+    combine_coil_adjoints(CoilRange{&*coils_, {0, coils_->count()}}, block, images.get(), rhs, fhd);
   }
 
   // Coils c0 .. c0 + count - 1: their weighted samples up into `samples` (staged, on `stream`).
@@ -221,12 +218,6 @@ private:
       upload_staged(samples.get(), coil_samples(data_, weighted, c0), count * trajectory_.size() * sizeof(cfloat),
                     static_cast<cudaStream_t>(stream));
     });
-  }
-
-  // The map products run on the reconstruction stream, the F^H D plans on their own: a plan may
-  // overwrite a coil's image only once the combine that reads it has run.
-  void wait_for_combine() const {
-    MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)));
   }
 
   void check_memory(bool q_cached) {
@@ -310,11 +301,7 @@ private:
   // F^H (w .* D) by one adjoint NUFFT per coil; k goes up once for this plan and Q's, and the
   // plan stays for the direct normal operator.
   DeviceImage rhs_by_nufft() {
-    timed(report_.transfer_seconds, [&] { points_.emplace(trajectory_); });
-    DeviceImage rhs = timed(report_.setup_seconds, [&] {
-      nufft_plan_ = make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_, {1, 1, 1});
-      return DeviceImage(grid_, stream_);
-    });
+    DeviceImage rhs = make_nufft_plan();
     const std::vector<cfloat> weighted = host_weighted_samples(data_);
     const int block = coils_ ? NufftDevicePlan::kCoilBlock : 1; // coils per gridding pass
     DeviceBuffer<cfloat> samples(block * trajectory_.size());
@@ -326,6 +313,44 @@ private:
       });
     });
     return rhs;
+  }
+
+  // k up once (for this plan, Q's and the split's other devices), the first device's plan of the
+  // grid, and the rhs image.
+  DeviceImage make_nufft_plan() {
+    timed(report_.transfer_seconds, [&] { points_.emplace(trajectory_); });
+    return timed(report_.setup_seconds, [&] {
+      nufft_plan_ = make_device_nufft_plan(points_->data(), points_->size(), grid_, nufft_options_, {1, 1, 1});
+      return DeviceImage(grid_, stream_);
+    });
+  }
+
+  // SENSE's F^H D by the NUFFT with the coils split over the devices (coil_split_fhd.hpp): each
+  // entry uploads its coils' samples and grids them on a plan of its own device; the partial sums
+  // are added on the first device. Each entry's coil uploads are part of its F^H D seconds (they
+  // run beside the other entries' work), so the phase's transfer_seconds does not hold them.
+  DeviceImage rhs_by_nufft_split() {
+    DeviceImage rhs = make_nufft_plan();
+    const std::shared_ptr<const CoilLanes> &lanes = coil_lanes(); // its own setup seconds
+    const CoilSplitFhd split = timed(report_.setup_seconds, [&] {
+      return CoilSplitFhd(lanes, *coils_, nufft_plan_, *points_, grid_, nufft_options_);
+    });
+    const std::vector<cfloat> weighted = host_weighted_samples(data_);
+    std::vector<double> seconds(devices_.size());
+    split.apply(coil_samples(data_, weighted, 0), gridding_, rhs, seconds);
+    for (std::size_t i = 0; i < seconds.size(); ++i) report_.device_seconds[i].fhd_seconds += seconds[i];
+    note("F^H D: the NUFFT, " + split.describe());
+    return rhs;
+  }
+
+  // The coils' blocks over the devices, their streams and exchange (coil_split.hpp), made once for
+  // the split F^H D and the split CG (NCCL's communicators once).
+  const std::shared_ptr<const CoilLanes> &coil_lanes() {
+    if (!lanes_)
+      lanes_ = timed(report_.setup_seconds, [&] {
+        return std::make_shared<const CoilLanes>(coils_->count(), devices_, stream_, grid_);
+      });
+    return lanes_;
   }
 
   // Q by one adjoint NUFFT on the doubled grid (mri::nufft_q on the device), from the k already
@@ -362,6 +387,7 @@ private:
   std::optional<DirectNormalOperator> direct_op_;
   std::optional<DeviceCoils> coils_;
   const std::vector<int> devices_; // ReconOptions::devices checked, or the current device
+  std::shared_ptr<const CoilLanes> lanes_; // the coil split's, made at its first use
 };
 
 } // namespace

@@ -2,6 +2,7 @@
 #include "staged_upload.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -25,6 +26,10 @@ struct Staging {
   int device = 0;           // the device its events were made on: they can be recorded on its streams only
 };
 Staging &g_staging = *new Staging();
+// g_staging.device once the ring is pinned, -1 before: read without the lock, so that a copy to
+// another device (the coil split's entries upload at once from their own threads) never waits
+// for the ring's current upload to end.
+std::atomic<int> g_ring_device{-1};
 
 // Runs work(w) for w = 0 .. workers - 1, on this thread and workers - 1 others (fewer if threads
 // cannot be made: the rest run here).
@@ -54,6 +59,7 @@ bool ring_ready() {
       g_staging.done.assign(slots, nullptr);
       g_staging.pending.assign(slots, 0);
       for (cudaEvent_t &e : g_staging.done) MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      g_ring_device.store(g_staging.device, std::memory_order_release);
     }
   }
   return g_staging.host != nullptr;
@@ -69,11 +75,14 @@ int stream_device(cudaStream_t stream) {
 } // namespace
 
 void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
+  const auto pageable = [&] { MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream)); };
+  if (bytes < kStagingMinBytes) return pageable();
+  if (const int ring = g_ring_device.load(std::memory_order_acquire); ring >= 0 && stream_device(stream) != ring)
+    return pageable(); // another device's copy: without the lock
   std::unique_lock lock(g_staging.mutex);
-  if (bytes < kStagingMinBytes || !ring_ready() || stream_device(stream) != g_staging.device) {
+  if (!ring_ready() || stream_device(stream) != g_staging.device) {
     lock.unlock();
-    MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
-    return;
+    return pageable();
   }
   const std::size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
@@ -112,6 +121,7 @@ void release_staging() {
   g_staging.pending.clear();
   if (g_staging.host) MRI_CUDA_CHECK(cudaFreeHost(g_staging.host));
   g_staging.host = nullptr;
+  g_ring_device.store(-1, std::memory_order_release); // the next ring is pinned for its first user's device
 }
 
 } // namespace mri::cuda::detail

@@ -6,7 +6,9 @@
 // DMA has finished (its event). The ring is small because pinning is slow there (about 0.6 ms per
 // MB, paid once per process: a buffer as large as a 2^21-sample trajectory cost 19 ms). Copies
 // under 1 MB take the pageable path, and so do copies to a device other than the ring's (its events
-// belong to the device it was pinned for). Used for trajectories, coil samples and coil maps.
+// belong to the device it was pinned for), without waiting for the ring's lock: several devices'
+// uploads run at once (the F^H D coil split, coil_split_fhd.hpp). Used for trajectories, coil
+// samples and coil maps.
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -112,9 +112,11 @@ struct ReconOptions {
   // F^H D and Q by voxel slabs, one slab per entry, each device its own plan and stream, the
   // slabs gathered onto the first device; with SENSE (Toeplitz normal, either method) the CG's
   // normal operator by coils, each entry a contiguous block of coils, the iterate and the partial
-  // sums exchanged once per iteration through NCCL (distinct devices) or peer copies. Everything
-  // else runs on the first device (CG itself, the NUFFT's F^H D and Q, normal = Direct:
-  // ReconReport::device_note says what did not split).
+  // sums exchanged once per iteration through NCCL (distinct devices) or peer copies; with SENSE
+  // and method = Nufft also F^H D by the same coils (each entry uploads and grids its own coils,
+  // the partial sums added on the first device). Everything else runs on the first device (CG
+  // itself, the NUFFT's Q and one coil's F^H D, normal = Direct: ReconReport::device_note says
+  // what did not split).
   // Empty: the current device alone, as before. The first must be the calling thread's
   // current device (0 unless the program chose another). Repeats are allowed: {0, 0} is two slabs
   // on device 0, run in turn (how one GPU tests the split). Needs the CUDA backend: with backend
