@@ -5,14 +5,18 @@
 // F: the DFT at the samples, voxel index i at coordinate i - n/2 on every axis, exp(-i 2 pi k x / n)
 // forward. O(coils x voxels x samples): small problems only.
 #include <complex>
+#include <memory>
 #include <cstdint>
 #include <numbers>
 #include <vector>
 
 #include "mri/coils.hpp"
 #include "mri/image.hpp"
+#include "mri/reconstruct.hpp"
 #include "mri/regularizer.hpp"
 #include "mri/trajectory.hpp"
+#include "../test_support.hpp"
+#include "sampled_reference.hpp"
 
 namespace mri::gpu_test {
 
@@ -45,6 +49,28 @@ inline std::vector<std::complex<double>> sense_normal_f64(const Trajectory &t, c
   add_regularizer_normal(r, lambda, g, x.data(), reg.data());
   for (std::size_t v = 0; v < n; ++v) out[v] += cdouble(reg[v]);
   return out;
+}
+
+// A small SENSE reconstruction with random samples, weights and maps on the GPU (the coil-split
+// tests: one device against several entries of ReconOptions::devices): 6 CG iterations to the
+// end (tolerance 0), Tikhonov lambda 0.01; the caller sets method, normal and devices.
+struct SenseRecon {
+  KSpaceData data;
+  ReconOptions options;
+};
+
+inline SenseRecon sense_recon(const Grid &grid, int coils, std::uint64_t seed) {
+  const Trajectory t = random_trajectory(grid, grid.dims() == 3 ? 3000 : 1500, seed);
+  KSpaceData data(t, test::random_complex(coils * t.size(), seed + 1), test::random_weights(t.size(), seed + 2), coils);
+  ReconOptions o;
+  o.backend = Backend::Cuda;
+  o.iterations = 6;
+  o.tolerance = 0;
+  o.lambda = 0.01;
+  o.regularizer = Regularizer::Tikhonov;
+  o.sensitivities = std::make_shared<const CoilSensitivities>(
+      grid, coils, test::random_complex(static_cast<std::size_t>(coils * grid.voxels()), seed + 3));
+  return {std::move(data), std::move(o)};
 }
 
 } // namespace mri::gpu_test

@@ -180,18 +180,7 @@ TEST_CASE("coil split: reconstruct on {0, 0} splits SENSE's CG by coils and repo
   const std::uint64_t seed = gpu_test::fresh_seed();
   INFO("seed " << seed);
   for (const Grid grid : {Grid(40, 36), Grid(16, 16, 12)}) {
-    const int coils = 4;
-    const Trajectory t = gpu_test::random_trajectory(grid, grid.dims() == 3 ? 3000 : 1500, seed);
-    const KSpaceData data(t, test::random_complex(coils * t.size(), seed + 1), test::random_weights(t.size(), seed + 2),
-                          coils);
-    ReconOptions o;
-    o.backend = Backend::Cuda;
-    o.iterations = 6;
-    o.tolerance = 0;
-    o.lambda = 0.01;
-    o.regularizer = Regularizer::Tikhonov;
-    o.sensitivities = std::make_shared<const CoilSensitivities>(
-        grid, coils, test::random_complex(static_cast<std::size_t>(coils * grid.voxels()), seed + 3));
+    auto [data, o] = gpu_test::sense_recon(grid, 4, seed);
     for (const Method method : {Method::Exact, Method::Nufft}) {
       o.method = method;
       o.devices = {0};

@@ -30,6 +30,7 @@
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/direct_sums.hpp"
 #include "sampled_reference.hpp"
+#include "sense_reference.hpp"
 #include "sense_cuda.hpp"
 #include "sense_toeplitz.hpp"
 #include "toeplitz_cuda.hpp"
@@ -312,19 +313,8 @@ TEST_CASE("coil split F^H D: reconstruct with method = Nufft on {0, 0} and {0, 0
   const std::uint64_t seed = gpu_test::fresh_seed();
   INFO("seed " << seed);
   for (const Grid grid : {Grid(40, 36), Grid(16, 16, 12)}) {
-    const int coils = 5;
-    const Trajectory t = gpu_test::random_trajectory(grid, grid.dims() == 3 ? 3000 : 1500, seed);
-    const KSpaceData data(t, test::random_complex(coils * t.size(), seed + 1), test::random_weights(t.size(), seed + 2),
-                          coils);
-    ReconOptions o;
-    o.backend = Backend::Cuda;
+    auto [data, o] = gpu_test::sense_recon(grid, 5, seed);
     o.method = Method::Nufft;
-    o.iterations = 6;
-    o.tolerance = 0;
-    o.lambda = 0.01;
-    o.regularizer = Regularizer::Tikhonov;
-    o.sensitivities = std::make_shared<const CoilSensitivities>(
-        grid, coils, test::random_complex(static_cast<std::size_t>(coils * grid.voxels()), seed + 3));
     for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
       o.normal = normal;
       o.devices = {0};
