@@ -113,10 +113,11 @@ public:
     const std::lock_guard lock(mutex_);
     return std::exchange(items_, {});
   }
-  // Until an item finishes or kPoll has passed (messages are polled in between).
-  void wait() {
+  // Until an item finishes, or kPoll has passed where messages are due (polled in between).
+  void wait(bool messages_due = true) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, kPoll, [this] { return !items_.empty(); });
+    const auto finished = [this] { return !items_.empty(); };
+    messages_due ? void(changed_.wait_for(lock, kPoll, finished)) : changed_.wait(lock, finished);
   }
 
 private:
@@ -141,6 +142,7 @@ public:
     for (const std::size_t item : held_[leader]) arrive_(item, stored);
     held_.erase(leader);
   }
+  bool none_held() const { return held_.empty(); }
 
 private:
   const BatchArrive &arrive_;
@@ -438,7 +440,11 @@ void feed_from_messages(Run &run, const BatchArrive &arrive) {
       --running;
       busy = true;
     }
-    if (!busy) run.finished.wait();
+    // Every slot taken (or no more items), none held for a leader: nothing is due from rank 0
+    // until an item here ends, so no polling meanwhile (500 wake-ups a second, each taking the
+    // core from this rank's reconstruction).
+    const bool full = ended || running == static_cast<std::size_t>(run.workers + kAhead);
+    if (!busy) run.finished.wait(!(full && here.none_held()));
   }
 }
 
