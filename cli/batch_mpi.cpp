@@ -18,7 +18,10 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <thread>
+
+#include "../lib/huge_pages.hpp" // libmri's; the receive buffers below, as the file reader's
 
 namespace mri::cli {
 namespace {
@@ -56,7 +59,7 @@ enum Tag : int {
   kWeights,
   kCovariance,
   kRelease,  // rank 0 -> a rank: Pair{leader, Q stored}: this leader has run, its followers may go on
-  kReady,    // a rank -> 0: Pair{item done or kNoItem, failed}: one of its workers is free
+  kReady,    // a rank -> 0: Pair{item done or kNoItem, failed}: one of its slots is free (Dispatch)
   kEnd,      // rank 0 -> a rank: no more items
   kResult,   // a rank -> 0 after the batch: ResultHeader, then the image, report and error (tags below)
   kResultImage,
@@ -69,7 +72,7 @@ constexpr std::int64_t kAlone = -1;  // no shared Q (--no-q-share, --normal dire
 constexpr std::int64_t kLeads = -2;  // first of its trajectory on its host: computes and stores Q
 constexpr std::int64_t kStored = -3; // its leader has run: loads Q
 
-// kReady's item when no item ended: a worker free from the start.
+// kReady's item when no item ended: a slot free from the start.
 constexpr std::int64_t kNoItem = -1;
 // Dispatch's owner of an item not handed out (on a rank other than 0: not one of its items).
 constexpr int kNobody = -1;
@@ -110,10 +113,11 @@ public:
     const std::lock_guard lock(mutex_);
     return std::exchange(items_, {});
   }
-  // Until an item finishes or kPoll has passed (messages are polled in between).
-  void wait() {
+  // Until an item finishes, or kPoll has passed where messages are due (polled in between).
+  void wait(bool messages_due = true) {
     std::unique_lock lock(mutex_);
-    changed_.wait_for(lock, kPoll, [this] { return !items_.empty(); });
+    const auto finished = [this] { return !items_.empty(); };
+    messages_due ? void(changed_.wait_for(lock, kPoll, finished)) : changed_.wait(lock, finished);
   }
 
 private:
@@ -138,6 +142,7 @@ public:
     for (const std::size_t item : held_[leader]) arrive_(item, stored);
     held_.erase(leader);
   }
+  bool none_held() const { return held_.empty(); }
 
 private:
   const BatchArrive &arrive_;
@@ -186,53 +191,58 @@ private:
   std::vector<Leader> all_;
 };
 
-// Rank 0's hand-out: the items in the order read, each to a free worker of whichever rank (a rank
-// says when one of its workers is free, kReady), so that a rank slowed down takes fewer items.
-// The other ranks' workers come before rank 0's: rank 0 also reads the file and feeds the
-// others, and a trajectory's first item (computing Q while the others of its key wait) then runs
-// on a core the reading does not share (docs/scaling.md, measured). Nothing is handed out before
-// every rank has said its workers are free (they do so first thing): else the first item, read
-// before another rank's word came, went to rank 0 (measured: the other rank's first item then
-// waited 3.1 s for Q).
+// Items a rank holds beyond its workers: the next one it runs, sent while its workers are busy, so
+// that a worker that ends starts again at once rather than after the round trip to rank 0 and the
+// transfer (64-slice batch, 2 ranks, loaded 2-core VM: rank 1's worker idle 55 ms between items,
+// 1.5 s in all; ~30 ms of it the transfer, ~10 ms rank 0's answer).
+constexpr int kAhead = 1;
+
+// Rank 0's hand-out: the items in the order read, each to a free slot of whichever rank (a rank
+// has one slot per worker and kAhead more, and says when one is free, kReady), so that a rank
+// slowed down takes fewer items. A worker free now comes before a slot ahead of busy workers,
+// and the other ranks' before rank 0's: rank 0 also reads the file and feeds the others, and a
+// trajectory's first item (computing Q while the others of its key wait) then runs on a core the
+// reading does not share (docs/scaling.md, measured). Nothing is handed out before every rank
+// has said its slots are free (they do so first thing): else the first item, read before another
+// rank's word came, went to rank 0 (measured: the other rank's first item then waited 3.1 s for Q).
 class Dispatch {
 public:
   Dispatch(std::size_t items, int ranks, int workers)
-      : owner_(items, kNobody), done_(items, false), silent_(static_cast<std::size_t>(ranks), true), free_here_(workers),
-        starting_(ranks - 1) {
+      : owner_(items, kNobody), done_(items, false), in_hand_(static_cast<std::size_t>(ranks), 0),
+        silent_(static_cast<std::size_t>(ranks), true), workers_(workers), starting_(ranks - 1) {
     silent_[0] = false;
+    free_.assign(static_cast<std::size_t>(workers + kAhead), 0);
   }
 
   void read(std::size_t item) { waiting_.push_back(item); }
-  // At the start (every worker of a rank once) or when an item of the rank's has ended.
-  void worker_free(int rank, bool at_start) {
+  // At the start (every slot of a rank once) or when an item of the rank's has ended.
+  void slot_free(int rank, bool at_start) {
     if (at_start && silent_[static_cast<std::size_t>(rank)]) {
       silent_[static_cast<std::size_t>(rank)] = false;
       --starting_;
     }
-    rank == 0 ? void(++free_here_) : free_elsewhere_.push_back(rank);
+    free_.push_back(rank);
   }
 
   struct Assignment {
     std::size_t item;
     int rank;
   };
-  // While an item and a free worker are both waiting: the next item and the rank to run it.
+  // While an item and a slot it may take are both waiting: the next item and the rank to run it.
   std::optional<Assignment> next() {
-    if (starting_ > 0 || waiting_.empty() || (free_elsewhere_.empty() && free_here_ == 0)) return std::nullopt;
-    int rank = 0;
-    if (free_elsewhere_.empty()) {
-      --free_here_;
-    } else {
-      rank = free_elsewhere_.front();
-      free_elsewhere_.pop_front();
-    }
+    if (starting_ > 0 || waiting_.empty()) return std::nullopt;
+    const auto slot = pick();
+    if (slot == free_.end()) return std::nullopt;
+    const int rank = *slot;
+    free_.erase(slot);
     const std::size_t item = waiting_.front();
     waiting_.pop_front();
     owner_[item] = rank;
+    ++in_hand_[static_cast<std::size_t>(rank)];
     ++handed_out_;
     return Assignment{item, rank};
   }
-  // The rank's worker is free again. An item the rank was not given, or one it ran twice, is a
+  // The rank's slot is free again. An item the rank was not given, or one it ran twice, is a
   // broken protocol: the run ends (Ranks::reconstruct).
   void done(std::size_t item, int rank) {
     if (item >= owner_.size() || owner_[item] != rank || done_[item])
@@ -240,20 +250,38 @@ public:
                              " done: not an item it was given, or done twice");
     done_[item] = true;
     ++done_count_;
-    worker_free(rank, false);
+    --in_hand_[static_cast<std::size_t>(rank)];
+    slot_free(rank, false);
   }
   bool all_handed_out() const { return handed_out_ == owner_.size(); }
   bool all_done() const { return done_count_ == owner_.size(); }
   const std::vector<int> &owners() const { return owner_; }
 
 private:
-  std::deque<std::size_t> waiting_; // read, not handed out yet: no worker was free
+  // The first free slot of a worker free now, another rank's before rank 0's; else the first one
+  // ahead, while more items are left to hand out than there are workers in all: the last ones go
+  // to workers free now (ahead, one would wait for its rank's running item while a worker idles).
+  std::deque<int>::iterator pick() {
+    const auto ahead = [&](int rank) { return in_hand_[static_cast<std::size_t>(rank)] >= workers_; };
+    const bool may_go_ahead = owner_.size() - handed_out_ > static_cast<std::size_t>(workers_) * silent_.size();
+    for (const bool of_busy : {false, true}) {
+      if (of_busy && !may_go_ahead) break;
+      for (const bool of_rank0 : {false, true}) {
+        const auto slot = std::find_if(free_.begin(), free_.end(), [&](int r) { return ahead(r) == of_busy && (r == 0) == of_rank0; });
+        if (slot != free_.end()) return slot;
+      }
+    }
+    return free_.end();
+  }
+
+  std::deque<std::size_t> waiting_; // read, not handed out yet: no slot was free
   std::vector<int> owner_;
   std::vector<bool> done_;
-  std::deque<int> free_elsewhere_; // one entry per free worker of a rank other than 0, in the order they said so
-  std::vector<bool> silent_; // by rank: none of its workers said free yet
-  int free_here_;
-  int starting_; // the ranks still silent
+  std::deque<int> free_;     // one entry per free slot, its rank's, in the order they said so
+  std::vector<int> in_hand_; // by rank: items handed out and not done (running, held or queued)
+  std::vector<bool> silent_; // by rank: none of its slots said free yet
+  int workers_;              // each rank's
+  int starting_;             // the ranks still silent
   std::size_t handed_out_ = 0, done_count_ = 0;
 };
 
@@ -295,9 +323,16 @@ std::pair<std::size_t, std::int64_t> receive_item(ReconInputs &in, std::vector<i
   int &owned = owner[static_cast<std::size_t>(h.item)];
   if (owned != kNobody) throw std::logic_error("item " + std::to_string(h.item) + " came twice from rank 0");
   owned = rank;
-  std::vector<KPoint> points(static_cast<std::size_t>(h.points));
-  std::vector<cfloat> samples(static_cast<std::size_t>(h.samples));
-  std::vector<float> weights(static_cast<std::size_t>(h.weights));
+  // An item's ~10 MB is fresh memory each time. Faulted in 4 KiB at a time (~9 us a fault on the
+  // 2-core VM) it took this rank's core from its reconstruction: on huge pages, populated in one
+  // call as the reader's arrays are on rank 0 (lib/huge_pages.hpp), the 64-slice batch's rank 1
+  // took 87k fewer page faults and 1.5 s less CPU for its 31 items (perf stat, 20.8 -> 19.3 s).
+  std::vector<KPoint> points;
+  std::vector<cfloat> samples;
+  std::vector<float> weights;
+  detail::resize_on_huge_pages(points, static_cast<std::size_t>(h.points));
+  detail::resize_on_huge_pages(samples, static_cast<std::size_t>(h.samples));
+  detail::resize_on_huge_pages(weights, static_cast<std::size_t>(h.weights));
   std::vector<cdouble> covariance(static_cast<std::size_t>(h.covariance));
   std::array<MPI_Request, 4> r{};
   MPI_Irecv(points.data(), count(3 * points.size()), MPI_FLOAT, 0, kPoints, MPI_COMM_WORLD, &r[0]);
@@ -355,7 +390,7 @@ void feed_from_rank0(Run &run, const BatchArrive &arrive) {
       MPI_Iprobe(MPI_ANY_SOURCE, kReady, MPI_COMM_WORLD, &flag, &st);
       if (!flag) break;
       const Pair ready = receive_pair(st.MPI_SOURCE, kReady);
-      ready[0] == kNoItem ? dispatch.worker_free(st.MPI_SOURCE, true)
+      ready[0] == kNoItem ? dispatch.slot_free(st.MPI_SOURCE, true)
                           : item_done({static_cast<std::size_t>(ready[0]), ready[1] != 0}, st.MPI_SOURCE);
     }
     for (const Finished f : run.finished.take()) item_done(f, 0);
@@ -376,11 +411,11 @@ void feed_from_rank0(Run &run, const BatchArrive &arrive) {
   run.owner = dispatch.owners();
 }
 
-// The feed of the other ranks: a kReady per free worker, items and releases from rank 0.
+// The feed of the other ranks: a kReady per free slot, items and releases from rank 0.
 void feed_from_messages(Run &run, const BatchArrive &arrive) {
   Holding here(arrive);
-  for (int w = 0; w < run.workers; ++w) send_pair({kNoItem, 0}, 0, kReady);
-  std::size_t running = 0; // received, not finished (held ones included: each holds a worker)
+  for (int w = 0; w < run.workers + kAhead; ++w) send_pair({kNoItem, 0}, 0, kReady);
+  std::size_t running = 0; // received, not finished (held ones included: each holds a slot)
   for (bool ended = false; !ended || running > 0;) {
     bool busy = false;
     for (int flag = 1; flag;) {
@@ -405,7 +440,11 @@ void feed_from_messages(Run &run, const BatchArrive &arrive) {
       --running;
       busy = true;
     }
-    if (!busy) run.finished.wait();
+    // Every slot taken (or no more items), none held for a leader: nothing is due from rank 0
+    // until an item here ends, so no polling meanwhile (500 wake-ups a second, each taking the
+    // core from this rank's reconstruction).
+    const bool full = ended || running == static_cast<std::size_t>(run.workers + kAhead);
+    if (!busy) run.finished.wait(!(full && here.none_held()));
   }
 }
 
@@ -535,6 +574,16 @@ bool started_by_mpirun() {
   return false;
 }
 
+// Open MPI on one host: its point-to-point layer ob1 (shared memory, single-copy), named before
+// MPI_Init unless the user chose one (mpirun --mca pml X, OMPI_MCA_pml). ob1 is what Open MPI
+// ends up with on one host anyway, but left to choose, its MPI_Init first starts UCX and the
+// other network layers to see them decline: 0.33 s against 0.10 s (2-core VM, 2 ranks), paid
+// before the batch starts. Across hosts the choice stays Open MPI's (UCX over InfiniBand).
+void point_to_point_for_one_host() {
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE"), *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (size && local && std::string(size) == local) setenv("OMPI_MCA_pml", "ob1", 0);
+}
+
 } // namespace
 
 std::string mpi_description() {
@@ -547,6 +596,7 @@ std::string mpi_description() {
 
 Ranks::Ranks() {
   if (!started_by_mpirun()) return;
+  point_to_point_for_one_host();
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);

@@ -1,9 +1,10 @@
 #pragma once
 // `mri recon` under mpirun (issue 16, item 2): a batch's items spread over the MPI ranks. Every
 // rank reads the file's headers (so each knows the items, labels and grids); rank 0 alone reads
-// the samples and hands each item out as it is read, in item order, to a free worker of
-// whichever rank (a rank asks for an item whenever one of its workers is free: dynamic, so a
-// rank slowed down, rank 0 by the reading, takes fewer); each rank reconstructs its items with
+// the samples and hands each item out as it is read, in item order, to a free slot of
+// whichever rank (a rank asks for an item whenever one of its slots is free, one per worker and
+// one ahead, its next item sent while its workers are busy: dynamic, so a rank slowed down, rank 0
+// by the reading, takes fewer); each rank reconstructs its items with
 // reconstruct_batch (its --jobs, OpenMP teams, Q cache); rank 0 gathers the images, reports and
 // errors and writes the outputs, in item order: the same files as a one-process run, whichever
 // rank ran an item. One Q per distinct trajectory: rank 0 names the first item of each handed

@@ -113,6 +113,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
   // caller's wall clock adds: freeing, the CUDA driver's teardown).
   nlohmann::json process = {{"recon_started_s", seconds_since_process_start()}};
   const Ranks ranks; // MPI ranks under mpirun (issue 16), else this process alone
+  if (ranks.size() > 1) process["ranks_started_s"] = seconds_since_process_start(); // MPI_Init's end
   const std::jthread warm_up = warm_up_cuda(a.options.backend);
   const bool quiet = a.quiet || ranks.rank() != 0; // notes and the progress line: rank 0's
   ReconInputs in;
