@@ -17,6 +17,9 @@ namespace {
 
 struct PerDevice {
   std::size_t in_use = 0, high = 0;
+  // The pool's bytes in use when the peak was last reset (its high-water mark can only be reset
+  // to zero, after which it counts from what is in use then).
+  std::uint64_t pooled_at_reset = 0;
 };
 
 struct Ledger {
@@ -46,13 +49,6 @@ std::uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
   std::uint64_t v = 0;
   if (pool) MRI_CUDA_CHECK(cudaMemPoolGetAttribute(pool, attribute, &v));
   return v;
-}
-
-// The pool's bytes in use when the peak was last reset, per device (its high-water mark can only
-// be reset to zero, after which it counts from what is in use then).
-std::vector<std::uint64_t> &pool_in_use_at_reset() {
-  static auto *v = new std::vector<std::uint64_t>();
-  return *v;
 }
 
 } // namespace
@@ -90,31 +86,28 @@ void reset_device_memory_peak() {
     std::uint64_t zero = 0;
     MRI_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
   }
-  auto &at_reset = pool_in_use_at_reset();
-  if (at_reset.size() <= static_cast<std::size_t>(device)) at_reset.resize(static_cast<std::size_t>(device) + 1);
-  at_reset[static_cast<std::size_t>(device)] = pooled;
   Ledger &l = ledger();
   const std::lock_guard<std::mutex> lock(l.mutex);
   PerDevice &d = l.of(device);
   d.high = d.in_use;
+  d.pooled_at_reset = pooled;
 }
 
 DeviceMemoryPeak device_memory_peak() {
   const int device = current_device();
   DeviceMemoryPeak peak;
+  std::uint64_t pooled_at_reset = 0;
   {
     Ledger &l = ledger();
     const std::lock_guard<std::mutex> lock(l.mutex);
     const PerDevice &d = l.of(device);
     peak.allocated_now = d.in_use;
     peak.allocated_high = d.high;
+    pooled_at_reset = d.pooled_at_reset;
   }
-  const std::uint64_t high = pool_attribute(plan_pool(), cudaMemPoolAttrUsedMemHigh);
-  const auto &at_reset = pool_in_use_at_reset();
-  const std::uint64_t base =
-      static_cast<std::size_t>(device) < at_reset.size() ? at_reset[static_cast<std::size_t>(device)] : 0;
-  peak.pooled_now = pool_attribute(plan_pool(), cudaMemPoolAttrUsedMemCurrent);
-  peak.pooled_high = std::max<std::uint64_t>(high, base);
+  cudaMemPool_t pool = plan_pool();
+  peak.pooled_now = pool_attribute(pool, cudaMemPoolAttrUsedMemCurrent);
+  peak.pooled_high = std::max(pool_attribute(pool, cudaMemPoolAttrUsedMemHigh), pooled_at_reset);
   return peak;
 }
 

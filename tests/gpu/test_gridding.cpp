@@ -342,11 +342,14 @@ TEST_CASE("cuda nufft: a plan from device points (scaled) equals the plan from t
           "[gpu][gridding][small]") {
   // reconstruct uploads k once and makes the F^H D plan (scale 1) and Q's plan on the doubled
   // grid (scale 2; 0 on axes of extent 1) from it: both must be the host-trajectory plans,
-  // bitwise (2k is exact in float, the setup computes the same values).
-  for (const Grid g : {Grid(20, 14), Grid(9, 8, 7)}) {
+  // bitwise (2k is exact in float, the setup computes the same values). The host trajectory goes
+  // up from pageable memory under 1 MB, above through the pinned ring in chunks (150001 points:
+  // 1.8 MB, a partial last chunk).
+  const std::pair<Grid, int> cases[] = {{Grid(20, 14), 700}, {Grid(9, 8, 7), 700}, {Grid(64, 48), 150001}};
+  for (const auto &[g, m] : cases) {
     const std::uint64_t seed = fresh_seed();
-    INFO(g.nx() << "x" << g.ny() << "x" << g.nz() << ", seed " << seed);
-    const Trajectory t = test::random_trajectory(g, 700, seed);
+    INFO(g.nx() << "x" << g.ny() << "x" << g.nz() << ", " << m << " points, seed " << seed);
+    const Trajectory t = test::random_trajectory(g, m, seed);
     const auto y = test::random_complex(t.size(), seed + 1);
     const NufftOptions o = cuda_nufft(1e-3, Gridding::Gather);
     const cuda::detail::DevicePoints points(t);
