@@ -223,6 +223,8 @@ __global__ void __launch_bounds__(256) scatter_kernel(const float4 *__restrict__
 // samples into one tile, one block summing them while the rest of the GPU idled: koosh 128^3,
 // M = 2^21, W 5 took 13.6 ms against 2.8 ms by global atomics (H200, 2026-12-02, bench_nufft_front_gpu).
 constexpr unsigned kSubproblem = 1024;
+// SM's consecutive samples per work item (sm_scatter_kernel).
+constexpr int kSmRun = 4;
 constexpr unsigned kNoTile = 0xffffffffu; // a table entry past the last subproblem
 
 // The samples of tile `tile` (runs of its rows in cell order; offsets per cell).
@@ -345,20 +347,47 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
       for (int a = 0; a < DW; ++a) sw[k * DW + a] = w[a];
     }
     __syncthreads();
-    for (int item = t; item < count * T::ROWS; item += 256) {
-      const int k = item / T::ROWS, r = item - k * T::ROWS;
+    // Work item: one window row of kSmRun consecutive samples. Sorted by cell, consecutive samples
+    // share a cell wherever the sampling is dense (a radial or koosh centre: hundreds a cell),
+    // and their rows add into the same W points: summed in registers while the cell holds, one
+    // shared atomic per point and run instead of one per sample (the lanes of a dense cell
+    // otherwise serialise on the same addresses).
+    const int runs = (count + kSmRun - 1) / kSmRun;
+    for (int item = t; item < runs * T::ROWS; item += 256) {
+      const int g = item / T::ROWS, r = item - g * T::ROWS;
       const int dy = r % W, dz = D == 3 ? r / W : 0;
-      const float *w = sw + k * DW;
-      float wyz = w[W + dy];
-      if constexpr (D == 3) wyz *= w[2 * W + dz];
-      const float2 v = sv[k];
-      const float vr = wyz * v.x, vi = wyz * v.y;
-      const int at = sbase[k] + (dz * T::PY + dy) * T::SX;
+      const int row = (dz * T::PY + dy) * T::SX;
+      float ar[W], ai[W];
+      int at = sbase[g * kSmRun] + row;
+#pragma unroll
+      for (int dx = 0; dx < W; ++dx) ar[dx] = ai[dx] = 0.f;
+      const int k_end = min(count, (g + 1) * kSmRun);
+      for (int k = g * kSmRun; k < k_end; ++k) {
+        const int here = sbase[k] + row;
+        if (here != at) {
+#pragma unroll
+          for (int dx = 0; dx < W; ++dx) {
+            atomicAdd(&re[at + dx], ar[dx]);
+            atomicAdd(&im[at + dx], ai[dx]);
+            ar[dx] = ai[dx] = 0.f;
+          }
+          at = here;
+        }
+        const float *w = sw + k * DW;
+        float wyz = w[W + dy];
+        if constexpr (D == 3) wyz *= w[2 * W + dz];
+        const float2 v = sv[k];
+        const float vr = wyz * v.x, vi = wyz * v.y;
+#pragma unroll
+        for (int dx = 0; dx < W; ++dx) {
+          ar[dx] += w[dx] * vr;
+          ai[dx] += w[dx] * vi;
+        }
+      }
 #pragma unroll
       for (int dx = 0; dx < W; ++dx) {
-        const float wx = w[dx];
-        atomicAdd(&re[at + dx], wx * vr);
-        atomicAdd(&im[at + dx], wx * vi);
+        atomicAdd(&re[at + dx], ar[dx]);
+        atomicAdd(&im[at + dx], ai[dx]);
       }
     }
     __syncthreads();
