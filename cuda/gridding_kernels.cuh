@@ -260,7 +260,7 @@ __global__ void fill_subproblems_kernel(const unsigned *counts, const unsigned *
 // tile's samples. The tile's samples (j0 in the tile) are the runs [offsets[row + x0],
 // offsets[row + x1]) of its TY x TZ rows; the block takes its part of them in chunks of S, stages their weights, values and padded-tile positions in shared memory,
 // spreads them into the padded tile (TX + W - 1) x (TY + W - 1) x (TZ + W - 1) with shared
-// atomics (work item = one window row of one sample: W points along x, so a dense tile keeps
+// atomics (work item = one window row of kSmRun consecutive samples: W points along x, so a dense tile keeps
 // every thread busy; real and imaginary parts in separate arrays with an odd row pitch, against
 // bank conflicts), and finally adds the padded tile's nonzero points into the grid (global
 // float2 atomics, coordinates wrapped: the halo belongs to the neighbouring tiles, and the other
