@@ -141,7 +141,7 @@ NufftDevicePlan::NufftDevicePlan(const GriddingSetup &setup, std::size_t samples
     throw Unsupported("NufftOperator on cuda: kernel polynomial of degree " + std::to_string(setup.degree) +
                       " above 24");
   s.k = setup.dims == 3 ? pick<3>(setup.width) : pick<2>(setup.width);
-  s.scatter = resolved_scatter(ScatterMethod::Auto, setup.dims);
+  s.scatter = resolved_scatter(ScatterMethod::Auto, setup.dims, static_cast<std::int64_t>(samples), s.points);
   s.m = static_cast<int>(samples);
   s.dev = {static_cast<int>(g[0]), static_cast<int>(g[1]), static_cast<int>(g[2]),
            static_cast<int>(setup.n[0]), static_cast<int>(setup.n[1]), static_cast<int>(setup.n[2]), setup.degree};
@@ -318,7 +318,7 @@ NufftDevicePlan::~NufftDevicePlan() {
 bool NufftDevicePlan::samples_within_grid() const { return s_->within; }
 
 void NufftDevicePlan::set_scatter_method(ScatterMethod method) {
-  s_->scatter = resolved_scatter(method, s_->setup.dims);
+  s_->scatter = resolved_scatter(method, s_->setup.dims, s_->m, s_->points);
 }
 
 ScatterMethod NufftDevicePlan::scatter_method() const { return s_->scatter; }
