@@ -11,7 +11,8 @@
 //   types       1 = adjoint F^H (ours: RGA gather, SM shared scatter, GA global scatter),
 //               2 = forward F (ours: the one interpolation path); cuFINUFFT methods 1, 2, 3
 //               (a method cuFINUFFT refuses for a dim/type is reported and skipped)
-//   tolerances  1e-2 1e-3 1e-4 1e-5 (the tolerance each library is asked for)
+//   tolerances  3e-2 1e-2 1e-3 1e-4 1e-5 (the tolerance each library is asked for; 3e-2 is the
+//               coarsest where our guarantee allows W = 3 in 3D, the width cuFINUFFT takes at 1e-2)
 //
 // Why measured error: ours guarantees error <= tolerance and lands well below it, cuFINUFFT's
 // tolerance is nominal; a front compares time at equal MEASURED accuracy.
@@ -45,7 +46,7 @@
 // relative distance to our RGA adjoint (type 1) / forward (type 2) at the same tolerance.
 //
 // Usage: bench_nufft_front_gpu [--out FILE] [--geometries uniform3d,koosh3d,uniform2d,radial2d]
-//                              [--tolerances 1e-2,1e-3,1e-4,1e-5]
+//                              [--tolerances 3e-2,1e-2,1e-3,1e-4,1e-5]
 // Exit status: 0; 1 on an error (message on stderr); 2 without a usable CUDA device; 3 when a
 // cuFINUFFT output disagrees with ours.
 #include <cuda_runtime.h>
@@ -454,7 +455,7 @@ bool run_peer_case(const Geometry &p, const PeerPoints &x, const Reference &ref,
 struct Options {
   std::string out = "nufft_front.csv";
   std::vector<std::string> geometries{std::begin(kGeometries), std::end(kGeometries)};
-  std::vector<double> tolerances = {1e-2, 1e-3, 1e-4, 1e-5};
+  std::vector<double> tolerances = {3e-2, 1e-2, 1e-3, 1e-4, 1e-5};
 };
 
 std::vector<std::string> split(const std::string &s) {

@@ -121,7 +121,7 @@ Runner add_nufft(CLI::App &app) {
   cmd->add_flag("-i,--inverse", a->inverse, "inverse by CG: k-space -> image");
   cmd->add_option("-t,--traj", a->traj, "BART trajectory [3, samples, ...] in cycles/FOV")->required();
   cmd->add_option("-d,--matrix", a->matrix, "image matrix nx,ny[,nz] (voxels; needed for --adjoint/--inverse)");
-  cmd->add_option("--tolerance", a->tolerance, "NUFFT relative error bound (1e-5 .. 1e-2)")->capture_default_str();
+  cmd->add_option("--tolerance", a->tolerance, "NUFFT relative error bound (1e-5 .. 1e-1)")->capture_default_str();
   cmd->add_flag("--exact", a->exact, "exact sums O(N*M) instead of the NUFFT");
   cmd->add_option("--iterations", a->iterations, "--inverse: CG iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--lambda", a->lambda, "--inverse: Tikhonov weight, BART's (unitary) units")

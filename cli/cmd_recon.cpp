@@ -37,7 +37,7 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   add_enum(cmd, "--backend", o.backend, kBackends, "where it runs (auto: CUDA when a GPU is usable)");
   add_enum(cmd, "--policy", o.policy, kPolicies, "CUDA F^H D kernel policy (the seeds' stages)");
   add_enum(cmd, "--precision", o.precision, kPrecisions, "precision of F^H D and Q");
-  cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft: relative error bound (1e-6 .. 1e-2)")->capture_default_str();
+  cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft: relative error bound (1e-6 .. 1e-1)")->capture_default_str();
   add_enum(cmd, "--nufft-gridding", o.nufft_gridding, kGriddings, "--method nufft: how the adjoint grids");
   cmd.add_option("--q-cache", o.q_cache_dir, "directory of the Toeplitz kernel cache (empty: none)");
   add_enum(cmd, "--coil-maps", o.coil_maps, {{"estimate", CoilMaps::Estimate}, {"require", CoilMaps::Require}},

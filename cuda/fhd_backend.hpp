@@ -132,8 +132,9 @@ public:
   static constexpr std::size_t kChunkQuantum = 3072;
   // The device bytes the layout rule compares with the budget, for a plan on `out` (current
   // device): resident with `samples` samples, or chunked with chunks of `chunk_samples`.
-  // Per sample: resident 12 (trajectory) + 8 (samples) + 96 (the largest policy scratch,
-  // Tuned's records); chunked 2 x (12 + 16) (two upload slots, sized for complex double) + 96.
+  // Per sample: resident 12 (trajectory) + 8 (samples) + 160 (the largest policy scratch,
+  // Tuned's tensor-core records); chunked 2 x (12 + 16) (two upload slots, sized for complex
+  // double) + 160; plus 7 x 160 (the records' last group padded to 8 samples).
   // Per voxel 36 (the image, a complex-double image: SeparableGemm's or the chunked
   // accumulator, Gather's coordinates), plus a bound on Tuned's split partial images.
   // SeparableGemm's operands: resident, their own budget (SeparableGemmConfig); chunked, at

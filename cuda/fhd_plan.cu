@@ -65,9 +65,14 @@ __global__ void pack_kernel(const KPoint *__restrict__ k, const float2 *__restri
 
 // ---- Memory layout (see FhdPlan in fhd_backend.hpp) ----
 
-constexpr std::size_t kPolicyScratchPerSample = 6 * sizeof(float4); // the largest: Tuned's records
-constexpr std::size_t kResidentPerSample = sizeof(KPoint) + sizeof(float2) + kPolicyScratchPerSample; // 116
-constexpr std::size_t kChunkedPerSample = 2 * (sizeof(KPoint) + sizeof(double2)) + kPolicyScratchPerSample; // 152
+// The largest policy scratch: Tuned's tensor-core records, 80 float4 per group of 8 samples (its
+// other variants: 6 float4 per sample), the last group padded to 8 samples.
+constexpr std::size_t kPolicyScratchPerSample = 10 * sizeof(float4);
+constexpr std::size_t kPolicyScratchPadding = 7 * kPolicyScratchPerSample;
+constexpr std::size_t kResidentPerSample = sizeof(KPoint) + sizeof(float2) + kPolicyScratchPerSample; // 180
+constexpr std::size_t kChunkedPerSample = 2 * (sizeof(KPoint) + sizeof(double2)) + kPolicyScratchPerSample; // 216
+// SeparableGemm's operand budget per chunk sample in a chunked plan, by default.
+constexpr std::size_t kGemmChunkBudgetPerSample = 96;
 // The image, a complex-double image (SeparableGemm's R when resident, the accumulator when
 // chunked) and Gather's voxel coordinates.
 constexpr std::size_t kPerVoxel = sizeof(float2) + sizeof(double2) + 3 * sizeof(float); // 36
@@ -79,7 +84,9 @@ static_assert(sizeof(KPoint) == 12);
 // samples at a time. choose_splits() in fhd_tuned.cu searches splits <= min(ceil(m / 64),
 // max(16, 16 waves x capacity / blocks_x + 1)), blocks_x = ceil(tiles / 128) for its 16x4-voxel
 // tiles; capacity = resident blocks of 128 threads, at most 4 per SM for the 16x4 variants
-// (their launch bounds and 166-174 registers allow 2 or 3).
+// (their launch bounds and 166-174 registers allow 2 or 3). The tensor-core variants' blocks
+// cover 4 warp tiles of 64 x 4 voxels or more, at least 8x fewer voxels than 128 16x4 tiles, at
+// at most 6 blocks per SM (76 registers or more): their splits stay within this bound.
 std::size_t tuned_partials_bound(const Grid &out, std::size_t m, int sms) {
   const long long tiles = ((out.nx() + 15) / 16) * ((out.ny() + 3) / 4) * static_cast<long long>(out.nz());
   const long long blocks_x = std::max<long long>(1, (tiles + 127) / 128);
@@ -89,10 +96,11 @@ std::size_t tuned_partials_bound(const Grid &out, std::size_t m, int sms) {
 }
 
 std::size_t resident_bytes_on(const Grid &out, std::size_t m, int sms) {
-  return m * kResidentPerSample + static_cast<std::size_t>(out.voxels()) * kPerVoxel + tuned_partials_bound(out, m, sms);
+  return m * kResidentPerSample + kPolicyScratchPadding + static_cast<std::size_t>(out.voxels()) * kPerVoxel +
+         tuned_partials_bound(out, m, sms);
 }
 std::size_t chunked_bytes_on(const Grid &out, std::size_t chunk, int sms) {
-  return chunk * kChunkedPerSample + static_cast<std::size_t>(out.voxels()) * kPerVoxel +
+  return chunk * kChunkedPerSample + kPolicyScratchPadding + static_cast<std::size_t>(out.voxels()) * kPerVoxel +
          tuned_partials_bound(out, chunk, sms);
 }
 
@@ -332,7 +340,7 @@ FhdPlan::FhdPlan(const Trajectory &trajectory, const Grid &out, const Grid &peri
     st.acc.grow(static_cast<std::size_t>(out.voxels()));
     s.k = st.k[0].get();
     // SeparableGemm's operands share the per-sample scratch allowance (at most 2 GiB, its own cap).
-    p.ws.gemm_default_budget = std::min(chunk * kPolicyScratchPerSample, std::size_t{2} << 30);
+    p.ws.gemm_default_budget = std::min(chunk * kGemmChunkBudgetPerSample, std::size_t{2} << 30);
   }
   s.m = static_cast<int>(chunk);
   const std::array<int, 3> origin = origin_of(out, options.window);

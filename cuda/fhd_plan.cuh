@@ -82,7 +82,7 @@ struct Workspace {
   DeviceBuffer<float> soa;          // Gather: kx, ky, kz, rMu, iMu as five arrays of M
   DeviceBuffer<float> voxel_coords; // Gather: x, y, z as three arrays of `voxels`
   DeviceBuffer<PackedSample> packed;
-  DeviceBuffer<float4> tuned;       // Tuned: 6 float4 per sample (fhd_tuned.cu)
+  DeviceBuffer<float4> tuned;       // Tuned: 6 float4 per sample, or 80 per 8 (fhd_tuned.cu)
   DeviceBuffer<float2> partials;    // Tuned: per-split partial images
   bool voxel_coords_ready = false;
   std::unique_ptr<GemmScratch, GemmScratchDeleter> gemm; // SeparableGemm

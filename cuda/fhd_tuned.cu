@@ -43,8 +43,8 @@
 //                               next tile in flight while this one is summed)
 //                               233.8 ms  9.41e12  2.5e-6
 //   6 ...-pipelined-occ3-prefetch  as 3 with that staging: 162 regs, no spills
-//                               231.6 ms  9.49e12  2.5e-6  <- default (2026-11-30 14:46 and 14:49
-//                               UTC runs: 231.6 / 231.7 ms against variant 1's 234.1 / 234.5)
+//                               231.6 ms  9.49e12  2.5e-6  (default until 2026-12-04: 2026-11-30
+//                               14:46 and 14:49 UTC runs, 231.6 / 231.7 ms against variant 1's 234.1 / 234.5)
 //   7 symmetric-16x3-occ4       3 rows, (128, 4): 180 B of spills   269.4 ms  8.16e12
 //   8 ...-16x3-pipelined-occ4-prefetch                              256.3 ms  8.58e12
 // The SASS of variant 0 has 162 instructions per sample per thread (64 pairs): 138 FFMA,
@@ -57,13 +57,29 @@
 // fixed-latency dependencies,
 // 0.19 on LDS/MUFU, 0.13 on the 7 local-memory spill accesses per 2 samples; staging by
 // cp.async removes the waits but not the dispatch stalls (variant 6: 76% busy). Target of issue
-// 3 (1.1e13, 200 ms): not reached (86% of it).
+// 3 (1.1e13, 200 ms): not reached by these (86% of it): the FFMA issue rate bounds them.
+//
+// Variants 9-13 move the 2 multiply-adds per pair to the tensor cores (3xTF32 mma.sync, see
+// tensor_kernel): the FP32 pipes then only form B (one __sincosf per 16 voxels and sample, a
+// complex rotation per row) and split operands. 2026-12-04 04:53 UTC (H200, bench_fhd_gpu
+// --benchmark_filter='tuned-variant/tensor'; FHD-2D / FHD-3D-S / FHD-3D-L, pairs/s):
+//   9 tensor-3xtf32-128x4       warp tile 128 x 4: 8 segments x 4 rows, 112 regs, (128, 4)
+//                               1.21e13 / 6.28e12 / 1.21e13   (3D-S is 64 wide: half the columns idle)
+//  10 tensor-3xtf32-128x2       2 rows, (128, 5)   1.06e13 / 5.75e12 / 1.17e13
+//  11 tensor-3xtf32-64x8        4 segments x 2 row groups of 4 rows, 112 regs, (128, 4)
+//                               1.22e13 / 1.35e13 / 1.21e13 (181 ms, rel. error 2.2e-6)  <- default
+//  12 tensor-3xtf32-64x4        2 row groups of 2 rows, (128, 5)   1.06e13 / 1.14e13 / 1.18e13
+//  13 tensor-3xtf32-64x8-prefetch  as 11 with the next group's loads issued before the MMAs:
+//                               128 regs (the cap of 4 blocks an SM)  1.07e13 / 1.20e13 / 1.11e13
+// The first version split B with cvt.rna.tf32 (the conversion pipe): 128x4 9.79e12 on 3D-L.
+// Issue 3's 1.1e13 on FHD-3D-L is met by variant 11 (1.10x of it).
 #include <algorithm>
 #include <cmath>
 
 #include <cuda_pipeline.h>
 
 #include "fhd_plan.cuh"
+#include "mma_sync.cuh"
 #include "mri/error.hpp"
 
 namespace mri::cuda::detail {
@@ -79,7 +95,7 @@ struct TunedLaunch {
   int max_waves = 16;       // choose_splits() searches split counts up to this many waves
 };
 inline constexpr TunedLaunch kTuned{};
-constexpr int kTunedDefault = 6; // the variant KernelPolicy::Tuned runs (measured fastest, above)
+constexpr int kTunedDefault = 11; // the variant KernelPolicy::Tuned runs (measured fastest, above)
 constexpr int kPairs = kTuned.tile_x / 2;
 
 // Record of sample m (6 float4):
@@ -332,6 +348,192 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) sincos_pair_kernel(
   }
 }
 
+// Variants 9, 10: the symmetric sums of variant 0 as a matrix product on the tensor cores. For
+// the row segments n of 16 voxels centred at xc_n (one per warp column) and the samples m,
+//     P_j(n) = sum_m Re(p_j(m)) a_m(n),   Q_j(n) = sum_m Im(p_j(m)) a_m(n)
+// is A (16 x M: the rows Re p_0..7, Im p_0..7, real) times B (M x 8 columns: a_m(n), complex),
+// i.e. two real products (Re a, Im a) per m16n8k8 step of 8 samples: the 2 FMAs per pair of
+// variant 0, issued as 1024-pair MMAs. A warp's 8 columns are Segments segments of 16 voxels
+// side by side along x times 8 / Segments groups of Rows rows; a lane forms B for its column
+// g = lane / 4 and samples t, t + 4 (t = lane % 4): one __sincosf each, then the row recurrence
+// a <- a e(ty). A is per sample only (no voxel in it), packed once in double and stored in the
+// MMA's fragment order.
+// Precision: TF32 keeps 10 mantissa bits, so each operand is split x = hi + lo and the product is
+// hi*hi + hi*lo + lo*hi (3xTF32, ~2^-22 relative per product, as float32 FMAs). The MMA adds
+// into its accumulator with truncation, which is biased: a chain of kTensorChain steps is added
+// into float registers by ordinary rounded adds before it grows long.
+constexpr int kTensorColumns = 8;                               // segments per warp tile (the MMA's N)
+constexpr int kTensorGroup = 8;                                 // samples per MMA step (its K)
+constexpr int kTensorFragFloat4 = 2 * 32;                       // per group: A's hi and lo fragments per lane
+constexpr int kTensorGroupFloat4 = kTensorFragFloat4 + 2 * kTensorGroup; // + the samples' 2-float4 records
+constexpr int kTensorChain = 8;                                 // MMA steps per truncating chain (64 samples)
+
+// Group q of 8 samples: [0, 64) lane L's A fragment, hi then lo (mma_1688_tf32's layout: with
+// g = L / 4 and t = L % 4, {Re p_g, Im p_g} of samples t and t + 4); [64, 80) the records of its
+// samples as variant 0's first two float4 ({tx ty tz c.re}, {c.im g.re g.im 0}). Samples past m
+// are zeros (c = 0: they add nothing).
+__global__ void tensor_pack_kernel(const KPoint *__restrict__ k, const float2 *__restrict__ c, int m, double sx,
+                                   double sy, double sz, int groups, float4 *__restrict__ out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const int q = i / 32, lane = i % 32;
+  if (q >= groups) return;
+  const int g = lane >> 2, t = lane & 3;
+  float4 *group = out + static_cast<std::size_t>(q) * kTensorGroupFloat4;
+  Tf32Pair frag[4];
+  for (int h = 0; h < 2; ++h) {
+    const int s = q * kTensorGroup + t + 4 * h;
+    double sn, cs;
+    sincospi(2.0 * (s < m ? k[s].kx * sx : 0.0) * (g + 0.5), &sn, &cs);
+    frag[2 * h] = split_tf32(static_cast<float>(cs));
+    frag[2 * h + 1] = split_tf32(static_cast<float>(sn));
+  }
+  // {A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]} = {Re p_g(t), Im p_g(t), Re p_g(t+4), Im p_g(t+4)}
+  group[2 * lane] = make_float4(__uint_as_float(frag[0].hi), __uint_as_float(frag[1].hi),
+                                __uint_as_float(frag[2].hi), __uint_as_float(frag[3].hi));
+  group[2 * lane + 1] = make_float4(__uint_as_float(frag[0].lo), __uint_as_float(frag[1].lo),
+                                    __uint_as_float(frag[2].lo), __uint_as_float(frag[3].lo));
+  if (lane >= kTensorGroup) return;
+  const int s = q * kTensorGroup + lane;
+  float4 *rec = group + kTensorFragFloat4 + 2 * lane;
+  if (s >= m) {
+    rec[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+    rec[1] = make_float4(0.f, 1.f, 0.f, 0.f);
+    return;
+  }
+  const KPoint p = k[s];
+  const float2 v = c[s];
+  const double ty = p.ky * sy;
+  double gs, gc;
+  sincospi(2.0 * ty, &gs, &gc);
+  rec[0] = make_float4(static_cast<float>(p.kx * sx), static_cast<float>(ty), static_cast<float>(p.kz * sz), v.x);
+  rec[1] = make_float4(v.y, static_cast<float>(gc), static_cast<float>(gs), 0.f);
+}
+
+// The 3xTF32 product of one step into one accumulator: lo terms first, the large one last.
+__device__ __forceinline__ void mma_3xtf32(float (&acc)[4], const std::uint32_t (&ahi)[4],
+                                           const std::uint32_t (&alo)[4], Tf32Pair b0, Tf32Pair b1) {
+  mma_1688_tf32(acc, alo, b0.hi, b1.hi);
+  mma_1688_tf32(acc, ahi, b0.lo, b1.lo);
+  mma_1688_tf32(acc, ahi, b0.hi, b1.hi);
+}
+
+__device__ __forceinline__ void rotate(float &ar, float &ai, float gr, float gi) {
+  const float nr = ar * gr - ai * gi;
+  ai = fmaf(ar, gi, ai * gr);
+  ar = nr;
+}
+
+template <int Rows> __device__ __forceinline__ void add_chain(float (&sum)[Rows][2][4], float (&chain)[Rows][2][4]) {
+#pragma unroll
+  for (int r = 0; r < Rows; ++r)
+#pragma unroll
+    for (int p = 0; p < 2; ++p)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        sum[r][p][e] += chain[r][p][e];
+        chain[r][p][e] = 0.f;
+      }
+}
+
+// x = hi + lo for 3xTF32 in two full-rate instructions: hi keeps the top 10 mantissa bits
+// (truncated: lo = x - hi is then exact and carries the rest), lo goes in as it is -- the MMA
+// reads its top 10 mantissa bits, so lo loses below 2^-21 of x.
+__device__ __forceinline__ Tf32Pair split_fast(float x) {
+  const std::uint32_t hi = __float_as_uint(x) & 0xffffe000u;
+  return {hi, __float_as_uint(x - __uint_as_float(hi))};
+}
+
+// The warp's 8 MMA columns: Segments segments of 16 voxels side by side along x, times
+// 8 / Segments groups of Rows rows along y (Segments = 4 for grids 64 wide).
+// What a lane reads of one group: its A fragment (hi, lo) and the records of its samples t, t + 4.
+struct TensorGroup {
+  float4 hi, lo;
+  float4 rec[4];
+};
+__device__ __forceinline__ TensorGroup load_group(const float4 *samples, int b, int lane) {
+  const float4 *group = samples + static_cast<std::size_t>(b / kTensorGroup) * kTensorGroupFloat4;
+  const float4 *rec = group + kTensorFragFloat4 + 2 * (lane & 3);
+  return {__ldg(group + 2 * lane), __ldg(group + 2 * lane + 1),
+          {__ldg(rec), __ldg(rec + 1), __ldg(rec + 8), __ldg(rec + 9)}};
+}
+
+template <int Rows, int Segments, int MinBlocks, bool Prefetch = false>
+__global__ void __launch_bounds__(kTuned.threads, MinBlocks) tensor_kernel(TunedArgs a) {
+  constexpr int kWarps = kTuned.threads / 32;
+  constexpr int kTileRows = Rows * (kTensorColumns / Segments);
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int tile_id = blockIdx.x * kWarps + static_cast<int>(threadIdx.x >> 5);
+  if (tile_id >= a.tiles) return; // the whole warp (mma.sync needs all its lanes); no barrier below
+  const int bx = tile_id % a.tiles_x;
+  const int rest = tile_id / a.tiles_x;
+  const int by = rest % a.tiles_y;
+  const int bz = rest / a.tiles_y;
+  const int ix0 = bx * kTuned.tile_x * Segments, iy0 = by * kTileRows;
+  // This lane's B column g: segment g % Segments, rows from (g / Segments) Rows.
+  const float xc = static_cast<float>(ix0 + kTuned.tile_x * (g % Segments) + a.g.x0) + 0.5f * (kTuned.tile_x - 1);
+  const float y0 = static_cast<float>(iy0 + (g / Segments) * Rows + a.g.y0);
+  const float z = static_cast<float>(bz + a.g.z0);
+
+  const long long begin = (static_cast<long long>(a.pass) * a.splits + blockIdx.y) * a.per_block;
+  const int b0 = static_cast<int>(min(begin, static_cast<long long>(a.m)));
+  const int e0 = static_cast<int>(min(begin + a.per_block, static_cast<long long>(a.m)));
+
+  float chain[Rows][2][4] = {}, sum[Rows][2][4] = {}; // [row][Re a, Im a][C fragment]
+  int steps = 0;
+  TensorGroup next;
+  if (Prefetch && b0 < e0) next = load_group(a.samples, b0, lane);
+  for (int b = b0; b < e0; b += kTensorGroup) {
+    const TensorGroup cur = Prefetch ? next : load_group(a.samples, b, lane);
+    if (Prefetch && b + kTensorGroup < e0) next = load_group(a.samples, b + kTensorGroup, lane); // in flight during the MMAs
+    const std::uint32_t ahi[4] = {__float_as_uint(cur.hi.x), __float_as_uint(cur.hi.y), __float_as_uint(cur.hi.z),
+                                  __float_as_uint(cur.hi.w)};
+    const std::uint32_t alo[4] = {__float_as_uint(cur.lo.x), __float_as_uint(cur.lo.y), __float_as_uint(cur.lo.z),
+                                  __float_as_uint(cur.lo.w)};
+    float ar0, ai0, gr0, gi0, ar1, ai1, gr1, gi1;
+    tile_base(cur.rec, xc, y0, z, ar0, ai0, gr0, gi0);
+    tile_base(cur.rec + 2, xc, y0, z, ar1, ai1, gr1, gi1);
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) {
+      mma_3xtf32(chain[r][0], ahi, alo, split_fast(ar0), split_fast(ar1));
+      mma_3xtf32(chain[r][1], ahi, alo, split_fast(ai0), split_fast(ai1));
+      if (r + 1 < Rows) {
+        rotate(ar0, ai0, gr0, gi0);
+        rotate(ar1, ai1, gr1, gi1);
+      }
+    }
+    if (++steps == kTensorChain) {
+      add_chain(sum, chain);
+      steps = 0;
+    }
+  }
+  add_chain(sum, chain);
+
+  float2 *acc = a.acc + static_cast<std::size_t>(blockIdx.y) * a.g.voxels;
+#pragma unroll
+  for (int r = 0; r < Rows; ++r) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) { // the lane's C columns n = 2t, 2t + 1 and its rows g, g + 8: j = g
+      const int n = 2 * t + h;
+      const int iy = iy0 + (n / Segments) * Rows + r;
+      if (iy >= a.g.ny) continue;
+      const int row = (bz * a.g.ny + iy) * a.g.nx;
+      const int segment = ix0 + kTuned.tile_x * (n % Segments);
+      const float pr = sum[r][0][h], qr = sum[r][0][2 + h], pi = sum[r][1][h], qi = sum[r][1][2 + h];
+      const int ip = segment + kPairs + g, im = segment + kPairs - 1 - g;
+      if (ip < a.g.nx) {
+        float2 &o = acc[row + ip];
+        const float2 plus = make_float2(pr - qi, pi + qr);
+        o = a.first ? plus : make_float2(o.x + plus.x, o.y + plus.y);
+      }
+      if (im < a.g.nx) {
+        float2 &o = acc[row + im];
+        const float2 minus = make_float2(pr + qi, pi - qr);
+        o = a.first ? minus : make_float2(o.x + minus.x, o.y + minus.y);
+      }
+    }
+  }
+}
+
 // out[n] = sum over splits s (in order) of partials[s][n].
 __global__ void tuned_reduce_kernel(const float2 *__restrict__ partials, int splits, int voxels,
                                     float2 *__restrict__ out) {
@@ -346,10 +548,15 @@ __global__ void tuned_reduce_kernel(const float2 *__restrict__ partials, int spl
   out[n] = make_float2(re, im);
 }
 
+// Who owns a tile: a thread (variants 0-8: 6-float4 records per sample) or a warp (the tensor-core
+// variants: 80-float4 records per group of 8 samples, sample ranges in whole groups).
+enum class TileOwner { Thread, Warp };
+
 struct TunedVariant {
   const char *name;
   void (*kernel)(TunedArgs);
   int tile_x, tile_y;
+  TileOwner owner = TileOwner::Thread;
 };
 
 const TunedVariant kVariants[] = {
@@ -362,6 +569,11 @@ const TunedVariant kVariants[] = {
     {"symmetric-16x4-pipelined-occ3-prefetch", tuned_kernel<3, true, true>, kTuned.tile_x, kTuned.tile_y},
     {"symmetric-16x3-occ4", tuned_kernel<4, false, false, 3>, kTuned.tile_x, 3},
     {"symmetric-16x3-pipelined-occ4-prefetch", tuned_kernel<4, true, true, 3>, kTuned.tile_x, 3},
+    {"tensor-3xtf32-128x4", tensor_kernel<4, 8, 4>, 128, 4, TileOwner::Warp},
+    {"tensor-3xtf32-128x2", tensor_kernel<2, 8, 5>, 128, 2, TileOwner::Warp},
+    {"tensor-3xtf32-64x8", tensor_kernel<4, 4, 4>, 64, 8, TileOwner::Warp},
+    {"tensor-3xtf32-64x4", tensor_kernel<2, 4, 5>, 64, 4, TileOwner::Warp},
+    {"tensor-3xtf32-64x8-prefetch", tensor_kernel<4, 4, 4, true>, 64, 8, TileOwner::Warp},
 };
 constexpr int kVariantCount = static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0]));
 
@@ -395,23 +607,38 @@ int choose_splits(int m, int blocks_x, int capacity) {
   return best;
 }
 
+// The records the variants of `owner` read, packed from the trajectory and c (in ws.tuned).
+const float4 *pack_records(const PlanState &plan, const float2 *c, TileOwner owner) {
+  const double *ip = plan.inv_period;
+  if (owner == TileOwner::Thread) {
+    float4 *records = plan.ws->tuned.grow(static_cast<std::size_t>(plan.m) * kTuned.record_float4);
+    tuned_pack_kernel<<<blocks_for(plan.m, 128), 128, 0, plan.stream>>>(plan.k, c, plan.m, ip[0], ip[1], ip[2],
+                                                                         records);
+    MRI_CUDA_CHECK_LAUNCH("tuned_pack_kernel");
+    return records;
+  }
+  const int groups = blocks_for(plan.m, kTensorGroup);
+  float4 *records = plan.ws->tuned.grow(static_cast<std::size_t>(groups) * kTensorGroupFloat4);
+  tensor_pack_kernel<<<blocks_for(32LL * groups, 128), 128, 0, plan.stream>>>(plan.k, c, plan.m, ip[0], ip[1], ip[2],
+                                                                               groups, records);
+  MRI_CUDA_CHECK_LAUNCH("tensor_pack_kernel");
+  return records;
+}
+
 void run_tuned(const PlanState &plan, const float2 *c, float2 *out, int variant) {
   const TunedVariant &v = kVariants[variant];
   Workspace &ws = *plan.ws;
-  const int m = plan.m;
-  float4 *records = ws.tuned.grow(static_cast<std::size_t>(m) * kTuned.record_float4);
-  tuned_pack_kernel<<<blocks_for(m, 128), 128, 0, plan.stream>>>(plan.k, c, m, plan.inv_period[0],
-                                                                  plan.inv_period[1], plan.inv_period[2], records);
-  MRI_CUDA_CHECK_LAUNCH("tuned_pack_kernel");
-
+  const bool warp_tiles = v.owner == TileOwner::Warp;
+  const int granule = warp_tiles ? kTensorGroup : 1;
+  const int m = blocks_for(plan.m, granule) * granule; // the samples the kernel walks, padding included
   TunedArgs a{};
-  a.samples = records;
+  a.samples = pack_records(plan, c, v.owner);
   a.m = m;
   a.g = plan.out;
   a.tiles_x = (plan.out.nx + v.tile_x - 1) / v.tile_x;
   a.tiles_y = (plan.out.ny + v.tile_y - 1) / v.tile_y;
   a.tiles = a.tiles_x * a.tiles_y * plan.out.nz;
-  const int blocks_x = blocks_for(a.tiles, kTuned.threads);
+  const int blocks_x = blocks_for(a.tiles, warp_tiles ? kTuned.threads / 32 : kTuned.threads);
 
   static int per_sm[kVariantCount] = {}; // one kernel per variant: the answer never changes
   if (per_sm[variant] == 0)
@@ -419,7 +646,7 @@ void run_tuned(const PlanState &plan, const float2 *c, float2 *out, int variant)
   const int capacity = std::max(1, per_sm[variant]) * plan.multiprocessors;
   const int splits = choose_splits(m, blocks_x, capacity);
   a.splits = splits;
-  a.per_block = std::min(kTuned.pass_samples, blocks_for(m, splits));
+  a.per_block = blocks_for(std::min(kTuned.pass_samples, blocks_for(m, splits)), granule) * granule;
   const long long per_pass = static_cast<long long>(splits) * a.per_block;
   const int passes = static_cast<int>((m + per_pass - 1) / per_pass);
   const std::size_t voxels = static_cast<std::size_t>(plan.out.voxels);

@@ -357,20 +357,21 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
       const int g = item / T::ROWS, r = item - g * T::ROWS;
       const int dy = r % W, dz = D == 3 ? r / W : 0;
       const int row = (dz * T::PY + dy) * T::SX;
-      float ar[W], ai[W];
+      float ar[W] = {}, ai[W] = {};
       int at = sbase[g * kSmRun] + row;
+      const auto flush = [&] { // the run's sums into the padded tile, at its first point `at`
 #pragma unroll
-      for (int dx = 0; dx < W; ++dx) ar[dx] = ai[dx] = 0.f;
+        for (int dx = 0; dx < W; ++dx) {
+          atomicAdd(&re[at + dx], ar[dx]);
+          atomicAdd(&im[at + dx], ai[dx]);
+          ar[dx] = ai[dx] = 0.f;
+        }
+      };
       const int k_end = min(count, (g + 1) * kSmRun);
       for (int k = g * kSmRun; k < k_end; ++k) {
         const int here = sbase[k] + row;
         if (here != at) {
-#pragma unroll
-          for (int dx = 0; dx < W; ++dx) {
-            atomicAdd(&re[at + dx], ar[dx]);
-            atomicAdd(&im[at + dx], ai[dx]);
-            ar[dx] = ai[dx] = 0.f;
-          }
+          flush();
           at = here;
         }
         const float *w = sw + k * DW;
@@ -384,11 +385,7 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
           ai[dx] += w[dx] * vi;
         }
       }
-#pragma unroll
-      for (int dx = 0; dx < W; ++dx) {
-        atomicAdd(&re[at + dx], ar[dx]);
-        atomicAdd(&im[at + dx], ai[dx]);
-      }
+      flush();
     }
     __syncthreads();
   }

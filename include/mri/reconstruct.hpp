@@ -96,7 +96,7 @@ struct ReconOptions {
   Normal normal = Normal::Toeplitz;
   Method method = Method::Exact;
   // method = Nufft: the target relative error of the NUFFT's F^H D, Q and F (NufftOptions::
-  // tolerance, [1e-6, 1e-2]; below 1e-5 needs precision = Float64, which runs on the CPU) and how
+  // tolerance, [1e-6, 1e-1]; below 1e-5 needs precision = Float64, which runs on the CPU) and how
   // its adjoint grids (Auto: the deterministic gather).
   double nufft_tolerance = 1e-3;
   Gridding nufft_gridding = Gridding::Auto;
