@@ -155,11 +155,10 @@ NufftDevicePlan::NufftDevicePlan(const GriddingSetup &setup, std::size_t samples
   s.t_stream = ms_since(s.t_start);
 
   // cuFFT plan (cached per shape) with its work area from the pool.
-  s.fft = acquire_fft(setup.dims, s.dev.gx, s.dev.gy, s.dev.gz);
+  s.fft = acquire_fft(setup.dims, s.dev.gx, s.dev.gy, s.dev.gz, s.dev.nz);
   s.fft_held = true;
   s.fft_work.allocate(s.fft.work, s.pool, s.stream);
-  if (s.fft.work > 0) MRI_CUFFT_CHECK(cufftSetWorkArea(s.fft.handle, s.fft_work.get()));
-  MRI_CUFFT_CHECK(cufftSetStream(s.fft.handle, s.stream));
+  s.fft.bind(s.fft_work.get(), s.stream);
   s.t_fft = ms_since(s.t_start);
 
   // Buffers, then the constants in one copy.
@@ -348,8 +347,7 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
                                              s.grid.get(), 1, 0u, std::size_t{0});
     check_launch("gather_kernel");
   }
-  MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
-                         reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_INVERSE));
+  s.fft.execute(s.grid.get(), CUFFT_INVERSE);
   crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod(),
                                                             reinterpret_cast<float2 *>(d_image));
   check_launch("crop_kernel");
@@ -379,8 +377,7 @@ void NufftDevicePlan::adjoint_coils_device(const cfloat *d_samples, int coils, c
     check_launch("gather_kernel (coils)");
     for (int c = 0; c < count; ++c) {
       float2 *g = s.coil_grids.get() + c * points;
-      MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(g), reinterpret_cast<cufftComplex *>(g),
-                                   CUFFT_INVERSE));
+      s.fft.execute(g, CUFFT_INVERSE);
       crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(g, s.dev, s.deapod(),
                                                                 reinterpret_cast<float2 *>(d_images) + (c0 + c) * n);
       check_launch("crop_kernel");
@@ -397,8 +394,7 @@ void NufftDevicePlan::forward_device(const cfloat *d_image, cfloat *d_samples) {
   pad_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_image), s.dev,
                                                            s.deapod(), s.grid.get());
   check_launch("pad_kernel");
-  MRI_CUFFT_CHECK(cufftExecC2C(s.fft.handle, reinterpret_cast<cufftComplex *>(s.grid.get()),
-                         reinterpret_cast<cufftComplex *>(s.grid.get()), CUFFT_FORWARD));
+  s.fft.execute(s.grid.get(), CUFFT_FORWARD);
   s.k.interp<<<blocks(s.m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.perm.get(), s.m, s.dev, s.coef(),
                                                      s.grid.get(), reinterpret_cast<float2 *>(d_samples));
   check_launch("interp_kernel");
