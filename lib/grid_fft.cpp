@@ -62,36 +62,50 @@ template <class T> void GridFft<T>::release() {
   if (lines_) Fftw<T>::free(std::exchange(lines_, nullptr));
 }
 
+template <class T> typename GridFft<T>::Region GridFft<T>::corner(const std::array<std::int64_t, 3> &corner) {
+  return {Kept{corner[0], corner[0]}, Kept{corner[1], corner[1]}, Kept{corner[2], corner[2]}};
+}
+
+template <class T> typename GridFft<T>::Region GridFft<T>::centred(const std::array<std::int64_t, 3> &n) {
+  Region r;
+  for (int a = 0; a < 3; ++a) r[a] = Kept{n[a], n[a] - n[a] / 2};
+  return r;
+}
+
 template <class T> void GridFft<T>::execute(std::complex<T> *data) const {
   for (int a = 0; a < 3; ++a)
-    if (axes_[a].plan) pass(a, extents_, data);
+    if (axes_[a].plan) pass(a, corner(extents_), data);
 }
 
 template <class T>
-void GridFft<T>::execute_pruned(std::complex<T> *data, const std::array<std::int64_t, 3> &corner,
-                                bool inverse_order) const {
-  for (int k = 0; k < 3; ++k) {
-    const int a = inverse_order ? 2 - k : k;
+void GridFft<T>::execute_pruned(std::complex<T> *data, const Region &image, Pruning pruning) const {
+  for (int a = 0; a < 3; ++a) {
     if (!axes_[a].plan) continue;
-    // Lower axes span their whole extent (forward: already transformed, nonzero everywhere;
-    // inverse: still to be transformed, all of it needed); higher ones only the corner (forward:
-    // zero beyond it; inverse: only the corner's outputs are kept).
-    std::array<std::int64_t, 3> bound = corner;
-    for (int b = 0; b < a; ++b) bound[b] = extents_[b];
+    Region bound = image;
+    for (int b = 0; b < 3; ++b) {
+      // ZeroOutside: the axes before a are transformed, nonzero everywhere. OnlyImageRead: the
+      // axes after a are still to be transformed, every coordinate of them needed.
+      const bool whole = pruning == Pruning::ZeroOutside ? b < a : b > a;
+      if (whole) bound[b] = Kept{extents_[b], extents_[b]};
+    }
     pass(a, bound, data);
   }
 }
 
-// Line l of axis a runs along a at the other two axes' coordinates (c0, c1) = (l % bound[b0],
-// l / bound[b0]), b0 < b1 the other axes; a block is kBlock consecutive lines (consecutive c0:
-// for a > 0, side by side in memory), copied in element-major order.
+// Line l of axis a runs along a at the other two axes' coordinates given by (l % bound[b0].count,
+// l / bound[b0].count), b0 < b1 the other axes, each index i mapped to i below `low` and to
+// i + extent - count from there; a block is kBlock consecutive lines (consecutive c0: for a > 0,
+// side by side in memory where they do not straddle the gap), copied in element-major order.
 template <class T>
-void GridFft<T>::pass(int a, const std::array<std::int64_t, 3> &bound, std::complex<T> *data) const {
+void GridFft<T>::pass(int a, const Region &bound, std::complex<T> *data) const {
   const Axis &axis = axes_[a];
   const std::int64_t len = axis.length, s = axis.stride;
   const int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;
   const std::int64_t stride[3] = {1, extents_[0], extents_[0] * extents_[1]};
-  const std::int64_t lines = bound[b0] * bound[b1];
+  const auto coordinate = [&](int b, std::int64_t i) {
+    return i < bound[b].low ? i : i + extents_[b] - bound[b].count;
+  };
+  const std::int64_t lines = bound[b0].count * bound[b1].count;
   const std::int64_t blocks = (lines + kBlock - 1) / kBlock;
   const std::int64_t longest = *std::max_element(extents_.begin(), extents_.end());
 #pragma omp parallel for num_threads(threads_) schedule(static)
@@ -101,7 +115,7 @@ void GridFft<T>::pass(int a, const std::array<std::int64_t, 3> &bound, std::comp
     std::int64_t start[kBlock];
     for (std::int64_t b = 0; b < count; ++b) {
       const std::int64_t line = first + b;
-      start[b] = (line % bound[b0]) * stride[b0] + (line / bound[b0]) * stride[b1];
+      start[b] = coordinate(b0, line % bound[b0].count) * stride[b0] + coordinate(b1, line / bound[b0].count) * stride[b1];
     }
     if (s == 1) { // contiguous lines: copy line by line
       for (std::int64_t b = 0; b < count; ++b) std::copy_n(data + start[b], len, buf + b * len);

@@ -189,7 +189,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
     for (int b = 0; b < coils; ++b) {
       C *grid_b = buffer + b * stride;
       cfloat *image = out + b * voxels;
-      bwd->execute(grid_b);
+      bwd->execute_pruned(grid_b, GridFft<T>::centred(p.grid_.extents()), GridFft<T>::Pruning::OnlyImageRead);
       for_each_voxel(p, [&](i64 v, i64 j, T w) {
         const C z = grid_b[j] * w;
         image[v] = cfloat(static_cast<float>(z.real()), static_cast<float>(z.imag()));
@@ -202,7 +202,7 @@ template <class T> struct NufftPlan::Typed final : NufftPlan::Impl {
 #pragma omp parallel for num_threads(p.threads_) schedule(static)
     for (i64 i = 0; i < points; ++i) buffer[i] = C{};
     for_each_voxel(p, [&](i64 v, i64 j, T w) { buffer[j] = C(in[v]) * w; });
-    fwd->execute(buffer);
+    fwd->execute_pruned(buffer, GridFft<T>::centred(p.grid_.extents()), GridFft<T>::Pruning::ZeroOutside);
     interpolate<T>(args, buffer, sorted.data());
     unstage(p, out);
   }

@@ -152,11 +152,12 @@ void QOperator::apply(const cfloat *in, cfloat *out) const {
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
       std::copy_n(in + grid_.index(0, y, z), row, pad + p.index(0, y, z));
-  plan_->forward.execute_pruned(pad, grid_.extents(), false);
+  using Fft = detail::GridFft<float>;
+  plan_->forward.execute_pruned(pad, Fft::corner(grid_.extents()), Fft::Pruning::ZeroOutside);
   const std::int64_t n = p.voxels();
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) pad[i] *= kernel[i];
-  plan_->inverse.execute_pruned(pad, grid_.extents(), true);
+  plan_->inverse.execute_pruned(pad, Fft::corner(grid_.extents()), Fft::Pruning::OnlyImageRead);
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
       std::copy_n(pad + p.index(0, y, z), row, out + grid_.index(0, y, z));
