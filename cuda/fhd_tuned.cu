@@ -149,6 +149,26 @@ __device__ __forceinline__ void tile_base(const float4 *rec, float xc, float y0,
   gi = r1.z;
 }
 
+// a <- a g: the phase of the next row (the recurrence along y).
+__device__ __forceinline__ void rotate(float &ar, float &ai, float gr, float gi) {
+  const float nr = ar * gr - ai * gi;
+  ai = fmaf(ar, gi, ai * gr);
+  ar = nr;
+}
+
+// The output of one mirrored voxel pair from its sums P, Q: + at x = ip, - at x = im, each where
+// inside the row; written on the first pass, added after.
+__device__ __forceinline__ void store_pair(float2 *row, int ip, int im, int nx, float pr, float pi, float qr,
+                                           float qi, bool first) {
+  const auto put = [&](int x, float2 v) {
+    if (x >= nx) return;
+    float2 &o = row[x];
+    o = first ? v : make_float2(o.x + v.x, o.y + v.y);
+  };
+  put(ip, make_float2(pr - qi, pi + qr));
+  put(im, make_float2(pr + qi, pi - qr));
+}
+
 // The 2-FMAs-per-pair accumulation of one record into the 16 x Rows tile.
 template <int Rows>
 __device__ __forceinline__ void tile_accumulate(const float4 *rec, float ar, float ai, float gr, float gi,
@@ -171,11 +191,7 @@ __device__ __forceinline__ void tile_accumulate(const float4 *rec, float ar, flo
       Q[r][j][0] = fmaf(ar, pi[j], Q[r][j][0]);
       Q[r][j][1] = fmaf(ai, pi[j], Q[r][j][1]);
     }
-    if (r + 1 < Rows) {
-      const float nr = ar * gr - ai * gi;
-      ai = fmaf(ar, gi, ai * gr);
-      ar = nr;
-    }
+    if (r + 1 < Rows) rotate(ar, ai, gr, gi);
   }
 }
 
@@ -279,19 +295,9 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) tuned_kernel(TunedA
     if (iy >= a.g.ny) continue;
     const int row = (bz * a.g.ny + iy) * a.g.nx;
 #pragma unroll
-    for (int j = 0; j < kPairs; ++j) {
-      const int ip = ix0 + kPairs + j, im = ix0 + kPairs - 1 - j;
-      const float2 plus = make_float2(P[r][j][0] - Q[r][j][1], P[r][j][1] + Q[r][j][0]);
-      const float2 minus = make_float2(P[r][j][0] + Q[r][j][1], P[r][j][1] - Q[r][j][0]);
-      if (ip < a.g.nx) {
-        float2 &o = acc[row + ip];
-        o = a.first ? plus : make_float2(o.x + plus.x, o.y + plus.y);
-      }
-      if (im < a.g.nx) {
-        float2 &o = acc[row + im];
-        o = a.first ? minus : make_float2(o.x + minus.x, o.y + minus.y);
-      }
-    }
+    for (int j = 0; j < kPairs; ++j)
+      store_pair(acc + row, ix0 + kPairs + j, ix0 + kPairs - 1 - j, a.g.nx, P[r][j][0], P[r][j][1], Q[r][j][0],
+                 Q[r][j][1], a.first);
   }
 }
 
@@ -417,12 +423,6 @@ __device__ __forceinline__ void mma_3xtf32(float (&acc)[4], const std::uint32_t 
   mma_1688_tf32(acc, ahi, b0.hi, b1.hi);
 }
 
-__device__ __forceinline__ void rotate(float &ar, float &ai, float gr, float gi) {
-  const float nr = ar * gr - ai * gi;
-  ai = fmaf(ar, gi, ai * gr);
-  ar = nr;
-}
-
 template <int Rows> __device__ __forceinline__ void add_chain(float (&sum)[Rows][2][4], float (&chain)[Rows][2][4]) {
 #pragma unroll
   for (int r = 0; r < Rows; ++r)
@@ -518,18 +518,8 @@ __global__ void __launch_bounds__(kTuned.threads, MinBlocks) tensor_kernel(Tuned
       if (iy >= a.g.ny) continue;
       const int row = (bz * a.g.ny + iy) * a.g.nx;
       const int segment = ix0 + kTuned.tile_x * (n % Segments);
-      const float pr = sum[r][0][h], qr = sum[r][0][2 + h], pi = sum[r][1][h], qi = sum[r][1][2 + h];
-      const int ip = segment + kPairs + g, im = segment + kPairs - 1 - g;
-      if (ip < a.g.nx) {
-        float2 &o = acc[row + ip];
-        const float2 plus = make_float2(pr - qi, pi + qr);
-        o = a.first ? plus : make_float2(o.x + plus.x, o.y + plus.y);
-      }
-      if (im < a.g.nx) {
-        float2 &o = acc[row + im];
-        const float2 minus = make_float2(pr + qi, pi - qr);
-        o = a.first ? minus : make_float2(o.x + minus.x, o.y + minus.y);
-      }
+      store_pair(acc + row, segment + kPairs + g, segment + kPairs - 1 - g, a.g.nx, sum[r][0][h], sum[r][1][h],
+                 sum[r][0][2 + h], sum[r][1][2 + h], a.first);
     }
   }
 }

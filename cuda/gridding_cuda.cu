@@ -66,6 +66,12 @@ struct NufftDevicePlan::State {
   DeviceBuffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
   DeviceBuffer<float2> coil_samples, coil_images; // adjoint_coils (host arrays): a block's uploads and results
   DeviceBuffer<unsigned char> fft_work;
+  // RGA's items (gridding_kernels.cuh: kGatherRun<D> points of a row): whether each is dense, and
+  // the dense ones' list followed by their count (and that count here); made on the first gather.
+  DeviceBuffer<unsigned char> gather_dense;
+  DeviceBuffer<unsigned> gather_list;
+  unsigned dense_items = 0;
+  bool gather_classified = false;
 
   // SM's subproblem table (gridding_kernels.cuh) from the per-cell offsets, enqueued: per tile
   // ceil(samples / kSubproblem) entries, in tile order; the rest of the table kNoTile. The launch
@@ -87,6 +93,49 @@ struct NufftDevicePlan::State {
     first.release();
   }
 
+  unsigned gather_items_x() const { return blocks(dev.gx, k.gather_run); }
+  unsigned gather_items() const { return gather_items_x() * dev.gy * dev.gz; }
+
+  // Once per plan, on its first gather (a plan that only scatters never pays it): waits for the
+  // classification to read how many items are dense (a few microseconds, once), so that a gather
+  // launches the dense kernel only where there are any, with no more blocks than items.
+  void classify_gather() {
+    if (gather_classified) return;
+    const unsigned items = gather_items();
+    gather_dense.allocate(items, pool, stream);
+    gather_list.allocate(std::size_t{items} + 1, pool, stream);
+    unsigned *count = gather_list.get() + items;
+    MRI_CUDA_CHECK(cudaMemsetAsync(count, 0, sizeof(unsigned), stream));
+    k.classify<<<blocks(items, 256), 256, 0, stream>>>(offsets.get(), dev, gather_dense.get(), gather_list.get(),
+                                                       count);
+    check_launch("classify_gather_kernel");
+    // Pageable destination: the copy returns once complete.
+    MRI_CUDA_CHECK(cudaMemcpyAsync(&dense_items, count, sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+    gather_classified = true;
+  }
+
+  // RGA of `coils` sorted coils (val + c m) into their grids (out + c points): a thread per
+  // sparse item, then a block per dense item. Coils > 1: kCoilBlock at most, the coil-batched
+  // kernels, which sum each coil in the same order as one coil alone.
+  void gather(const float2 *val, float2 *out, int coils) {
+    classify_gather();
+    const bool batched = coils > 1;
+    const auto m_ = static_cast<unsigned>(m);
+    const auto points_ = static_cast<std::size_t>(points);
+    const dim3 block(32, 8, 1);
+    const dim3 grid_dims(blocks(gather_items_x(), 32), blocks(dev.gy, 8), static_cast<unsigned>(dev.gz));
+    (batched ? k.gather_coils : k.gather)<<<grid_dims, block, 0, stream>>>(
+        jxs.get(), wts.get(), val, offsets.get(), gather_dense.get(), dev, out, coils, m_, points_);
+    check_launch("gather_kernel");
+    if (dense_items == 0) return;
+    constexpr unsigned kMaxDenseBlocks = 2048; // they stride over the list
+    (batched ? k.gather_dense_coils : k.gather_dense)<<<std::min(dense_items, kMaxDenseBlocks), kGatherDenseThreads, 0,
+                                                        stream>>>(jxs.get(), wts.get(), val, offsets.get(),
+                                                                  gather_list.get(), dense_items, dev, out, coils, m_,
+                                                                  points_);
+    check_launch("gather_dense_kernel");
+  }
+
   const float *coef() const { return consts.get(); }
   const float *deapod() const { return consts.get() + kMaxCoef; }
 
@@ -94,6 +143,8 @@ struct NufftDevicePlan::State {
     // Buffers go back to the pool in this stream's order, then the stream (its work finishes).
     for (auto *b : {&keys, &perm, &offsets}) b->release();
     subproblems.release();
+    gather_dense.release();
+    gather_list.release();
     jxs.release();
     rec.release();
     consts.release();
@@ -322,6 +373,11 @@ void NufftDevicePlan::set_scatter_method(ScatterMethod method) {
 
 ScatterMethod NufftDevicePlan::scatter_method() const { return s_->scatter; }
 
+unsigned NufftDevicePlan::dense_gather_items() {
+  s_->classify_gather();
+  return s_->dense_items;
+}
+
 void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, Gridding gridding) {
   State &s = *s_;
   const int m = s.m;
@@ -341,11 +397,7 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
       check_launch("sm_scatter_kernel");
     }
   } else { // Gather; Auto means Gather here as in NufftOperator
-    const dim3 block(32, 8, 1);
-    const dim3 grid(blocks(s.dev.gx, 32), blocks(s.dev.gy, 8), static_cast<unsigned>(s.dev.gz));
-    s.k.gather<<<grid, block, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.dev,
-                                             s.grid.get(), 1, 0u, std::size_t{0});
-    check_launch("gather_kernel");
+    s.gather(s.sorted.get(), s.grid.get(), 1);
   }
   s.fft.execute(s.grid.get(), CUFFT_INVERSE);
   crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod(),
@@ -363,8 +415,6 @@ void NufftDevicePlan::adjoint_coils_device(const cfloat *d_samples, int coils, c
   }
   if (s.coil_grids.size() < kCoilBlock * points) s.coil_grids.allocate(kCoilBlock * points, s.pool, s.stream);
   if (s.coil_sorted.size() < kCoilBlock * m) s.coil_sorted.allocate(kCoilBlock * m, s.pool, s.stream);
-  const dim3 block(32, 8, 1);
-  const dim3 grid(blocks(s.dev.gx, 32), blocks(s.dev.gy, 8), static_cast<unsigned>(s.dev.gz));
   for (int c0 = 0; c0 < coils; c0 += kCoilBlock) {
     const int count = std::min(kCoilBlock, coils - c0);
     for (int c = 0; c < count; ++c) {
@@ -372,9 +422,7 @@ void NufftDevicePlan::adjoint_coils_device(const cfloat *d_samples, int coils, c
                                                              s.perm.get(), s.m, s.coil_sorted.get() + c * m);
       check_launch("permute_kernel");
     }
-    s.k.gather_coils<<<grid, block, 0, s.stream>>>(s.jxs.get(), s.wts.get(), s.coil_sorted.get(), s.offsets.get(),
-                                                   s.dev, s.coil_grids.get(), count, static_cast<unsigned>(m), points);
-    check_launch("gather_kernel (coils)");
+    s.gather(s.coil_sorted.get(), s.coil_grids.get(), count);
     for (int c = 0; c < count; ++c) {
       float2 *g = s.coil_grids.get() + c * points;
       s.fft.execute(g, CUFFT_INVERSE);

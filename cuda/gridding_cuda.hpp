@@ -11,10 +11,14 @@
 //            cuFFT plans from a process-wide cache, so a second plan of the same shape
 //            allocates and plans nothing (release_gridding_cache()).
 //   adjoint: permute the samples into cell order; grid by
-//              Gather (RGA): thread per grid point; it walks the W (2D) or W^2 (3D) rows of
-//                            cells whose samples' windows cover it - each row a contiguous run
-//                            of the sorted samples - and sums in that fixed order with the
-//                            precomputed weights: no atomics, no zeroing, bitwise deterministic;
+//              Gather (RGA): thread per work item (8 grid points along x in 3D, one in 2D); it
+//                            walks the W (2D) or W^2 (3D) rows of cells whose samples' windows
+//                            reach them - each row a contiguous run of the sorted samples, each
+//                            sample read once for the item's points - and sums in that fixed
+//                            order with the precomputed weights; items whose runs hold more than
+//                            512 samples (a radial or koosh centre; classified on the plan's
+//                            first gather) a block each, its threads' sums added by a fixed
+//                            tree: no atomics, no zeroing, bitwise deterministic;
 //              Scatter, ScatterMethod::Shared (SM, the default in 3D): a block per subproblem (at
 //                            most 1024 of one tile's samples, taken from its cells' runs of
 //                            the sorted order) spreads them into a padded shared-memory copy
@@ -116,6 +120,9 @@ public:
   // Whether every sample lies in [-n_a/2, n_a/2) on each axis (checked on the device; always
   // true for a plan from device points, whose constructor throws otherwise).
   bool samples_within_grid() const;
+  // How many of Gather's work items hold so many samples that a block sums each (a radial or
+  // koosh centre); classifies them if no gather ran yet (waits for it).
+  unsigned dense_gather_items();
   // Gridding::Scatter's kernel (default Auto); scatter_method() gives the resolved one.
   void set_scatter_method(ScatterMethod method);
   ScatterMethod scatter_method() const;

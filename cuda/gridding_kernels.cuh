@@ -5,6 +5,9 @@
 // dispatch table of their (dims, width) instantiations. The algorithm: gridding_cuda.hpp.
 #include <cuda_runtime.h>
 
+#include <climits>
+#include <cstdint>
+
 #include "cuda_check.cuh"
 #include "gridding_cuda.hpp"
 
@@ -106,71 +109,220 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
   if (i < m) out[i] = in[perm[i]];
 }
 
-// RGA: thread per grid point (x, y, z); the samples whose window covers it have j0 in
-// (x - W, x] on every axis: for each (dz, dy) the cells x - W + 1 .. x of row (z - dz, y - dy)
-// are one contiguous run of the sorted samples (two when the run wraps around x = 0). The W
-// rows of one dz have their run bounds loaded together (independent loads in flight), then are
-// summed in a fixed order with the precomputed weights: bitwise deterministic.
-// Coils (CB > 1): `coils` <= CB coils at once, coil c's sorted samples at val + c * m and its grid
-// at grid + c * points; the runs, cells and weights are read once for all of them (SENSE's F^H D).
-template <int D, int W, int CB = 1>
-__global__ void __launch_bounds__(256) gather_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
-                                                     const float2 *__restrict__ val, const unsigned *__restrict__ offsets,
-                                                     Dev d, float2 *__restrict__ grid, int coils = 1,
-                                                     unsigned m = 0, std::size_t points = 0) {
-  constexpr int DW = D * W;
-  const int x = blockIdx.x * blockDim.x + threadIdx.x;
-  const int y = blockIdx.y * blockDim.y + threadIdx.y;
-  const int z = blockIdx.z;
-  if (x >= d.gx || y >= d.gy) return;
-  float ar[CB], ai[CB];
+// RGA (reverse gridding, gather): a work item is R = kGatherRun<D> consecutive grid points x0 ..
+// x0 + R - 1 of one row (y, z). The samples whose windows reach them have j0 in x0 - W + 1 ..
+// x0 + R - 1 (and j0 in (y - W, y], (z - W, z]): for each (dz, dy) one contiguous run of the
+// sorted samples per row of cells (two where it wraps around x = 0). The item reads each such
+// sample once and adds it into the points its window covers. 3D: R = 8 (a thread per point read
+// each sample W times and the run bounds 2 W^2 times per point: 2.1x SM's time at W 5 on 128^3
+// uniform, now 1.5x); 2D: R = 1 (a 256^2 grid has too few items of 8 to keep the GPU busy: 1.8x
+// slower). Every item's sums run in a fixed order: bitwise deterministic, no atomics.
+template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
+// An item whose runs hold more samples than this (a radial or koosh centre: 10^4 and more,
+// summed by one thread while the rest of the GPU idled; koosh 128^3, M = 2^21, W 5: 6.6 ms
+// against SM's 1.1, H200 2026-12-04) goes to gather_dense_kernel, a block per item.
+constexpr unsigned kGatherDense = 512;
+constexpr int kGatherDenseThreads = 128;
+
+template <int D> __host__ __device__ constexpr int gather_items_x(int gx) {
+  return (gx + kGatherRun<D> - 1) / kGatherRun<D>;
+}
+
+// The item's samples in row `row` (cells z, y fixed): run 0 the cells left of x = 0, wrapped
+// from the row's end (their unwrapped cell is jx - gx), run 1 the cells max(lo, 0) .. hi - 1.
+struct RowRuns {
+  unsigned b0, e0, b1, e1;
+};
+template <int W>
+__device__ __forceinline__ RowRuns row_runs(const unsigned *offsets, unsigned row, int x0, int hi, int gx) {
+  const int lo = x0 - W + 1; // W <= gx (the plan's grid is at least 2 W): one wrap at most
+  if (lo >= 0) return {0u, 0u, offsets[row + lo], offsets[row + hi]};
+  return {offsets[row + lo + gx], offsets[row + gx], offsets[row], offsets[row + hi]};
+}
+
+// The first grid point of row (z - dz, y - dy) on the periodic grid.
+template <int D> __device__ __forceinline__ unsigned window_row(const Dev &d, int y, int z, int dy, int dz) {
+  const int cz = D == 3 ? wrap(z - dz, d.gz) : 0;
+  return (static_cast<unsigned>(cz) * d.gy + wrap(y - dy, d.gy)) * d.gx;
+}
+
+// An item's sums, per coil (CB at once: SENSE's F^H D reads the runs, cells and weights once for
+// all of them; coil c's sorted samples at val + c m).
+template <int R, int CB> struct GatherSums {
+  float re[CB][R] = {}, im[CB][R] = {};
+};
+
+// Sample i, its unwrapped cell c = x0 - base, into point x0 + r with window point k = base + r
+// where 0 <= k < W (weight 0 elsewhere: fmaf(0, v, s) leaves s), the weight wx (wy wz). R = 1:
+// k = base always lies in the window, one indexed load; R > 1: the W x weights loaded and k
+// chosen among them by selects (a divergent indexed load per point costs more than W selects).
+template <int D, int W, int R, int CB>
+__device__ __forceinline__ void gather_sample(GatherSums<R, CB> &s, unsigned i, int base, int dy, int dz,
+                                              const float *__restrict__ wts, const float2 *__restrict__ val,
+                                              int coils, unsigned m) {
+  const float *w = wts + static_cast<std::size_t>(i) * (D * W);
+  float wx[W];
+  if constexpr (R > 1) {
 #pragma unroll
-  for (int c = 0; c < CB; ++c) ar[c] = ai[c] = 0.f;
-  const int lo = x - W + 1;
-#pragma unroll 1
-  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
-    const int cz = D == 3 ? wrap(z - dz, d.gz) : 0;
-    unsigned b[W], e[W], b2[W], e2[W];
+    for (int k = 0; k < W; ++k) wx[k] = w[k];
+  }
+  const float wyz = D == 3 ? w[W + dy] * w[2 * W + dz] : w[W + dy];
+  float2 v[CB];
 #pragma unroll
-    for (int dy = 0; dy < W; ++dy) {
-      const unsigned row = (static_cast<unsigned>(cz) * d.gy + wrap(y - dy, d.gy)) * d.gx;
-      if (lo >= 0) {
-        b[dy] = offsets[row + lo];
-        e[dy] = offsets[row + x + 1];
-        b2[dy] = e2[dy] = 0;
-      } else {
-        b[dy] = offsets[row + lo + d.gx];
-        e[dy] = offsets[row + d.gx];
-        b2[dy] = offsets[row];
-        e2[dy] = offsets[row + x + 1];
-      }
+  for (int c = 0; c < CB; ++c) v[c] = c < coils ? val[i + static_cast<std::size_t>(c) * m] : make_float2(0.f, 0.f);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    float wk;
+    if constexpr (R == 1) {
+      wk = w[base];
+    } else {
+      const int k = base + r;
+      wk = 0.f;
+#pragma unroll
+      for (int q = 0; q < W; ++q) wk = k == q ? wx[q] : wk;
     }
+    const float wt = wk * wyz;
 #pragma unroll
-    for (int dy = 0; dy < W; ++dy) {
-      auto run = [&](unsigned from, unsigned to) {
-        for (unsigned i = from; i < to; ++i) {
-          int dx = x - jxs[i];
-          if (dx < 0) dx += d.gx;
-          const float *w = wts + static_cast<std::size_t>(i) * DW;
-          float wt = w[dx] * w[W + dy];
-          if constexpr (D == 3) wt *= w[2 * W + dz];
-#pragma unroll
-          for (int c = 0; c < CB; ++c)
-            if (c < coils) {
-              const float2 v = val[i + static_cast<std::size_t>(c) * m];
-              ar[c] = fmaf(wt, v.x, ar[c]);
-              ai[c] = fmaf(wt, v.y, ai[c]);
-            }
-        }
-      };
-      run(b[dy], e[dy]);
-      run(b2[dy], e2[dy]);
+    for (int c = 0; c < CB; ++c) {
+      s.re[c][r] = fmaf(wt, v[c].x, s.re[c][r]);
+      s.im[c][r] = fmaf(wt, v[c].y, s.im[c][r]);
     }
   }
-  const std::size_t at = (static_cast<std::size_t>(z) * d.gy + y) * d.gx + x;
+}
+
+// Samples from + stride j of a row's two runs (thread `from` of `stride`), in run order.
+template <int D, int W, int R, int CB>
+__device__ __forceinline__ void gather_runs(GatherSums<R, CB> &s, const RowRuns &runs, unsigned from, unsigned stride,
+                                            int x0, int gx, int dy, int dz, const int *__restrict__ jxs,
+                                            const float *__restrict__ wts, const float2 *__restrict__ val, int coils,
+                                            unsigned m) {
+  for (unsigned i = runs.b0 + from; i < runs.e0; i += stride)
+    gather_sample<D, W, R, CB>(s, i, x0 - (jxs[i] - gx), dy, dz, wts, val, coils, m);
+  for (unsigned i = runs.b1 + from; i < runs.e1; i += stride)
+    gather_sample<D, W, R, CB>(s, i, x0 - jxs[i], dy, dz, wts, val, coils, m);
+}
+
+// Item `item`'s coordinates: x0, its row's end hi (min(x0 + R, gx)), y, z.
+struct GatherItem {
+  int x0, hi, y, z;
+};
+template <int D> __device__ __forceinline__ GatherItem gather_item(unsigned item, const Dev &d) {
+  const int items_x = gather_items_x<D>(d.gx);
+  const int x0 = static_cast<int>(item % items_x) * kGatherRun<D>;
+  return {x0, min(x0 + kGatherRun<D>, d.gx), static_cast<int>(item / items_x % d.gy),
+          static_cast<int>(item / (static_cast<unsigned>(items_x) * d.gy))};
+}
+
+// Once per plan, before its first gather: each item's sample count (over its W^(D-1) rows'
+// runs); those above kGatherDense flagged and listed (list order: whichever thread came first;
+// each item's sums do not depend on it).
+template <int D, int W>
+__global__ void classify_gather_kernel(const unsigned *__restrict__ offsets, Dev d, unsigned char *dense,
+                                       unsigned *list, unsigned *count) {
+  const unsigned items = static_cast<unsigned>(gather_items_x<D>(d.gx)) * d.gy * (D == 3 ? d.gz : 1);
+  const unsigned item = blockIdx.x * blockDim.x + threadIdx.x;
+  if (item >= items) return;
+  const GatherItem it = gather_item<D>(item, d);
+  unsigned work = 0;
+  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz)
+    for (int dy = 0; dy < W; ++dy) {
+      const RowRuns r = row_runs<W>(offsets, window_row<D>(d, it.y, it.z, dy, dz), it.x0, it.hi, d.gx);
+      work += (r.e0 - r.b0) + (r.e1 - r.b1);
+    }
+  const bool heavy = work > kGatherDense;
+  dense[item] = heavy;
+  if (heavy) list[atomicAdd(count, 1u)] = item;
+}
+
+// Point x0 + r of coil c (those inside the row) of an item.
+__device__ __forceinline__ void store_point(float2 *grid, const GatherItem &it, const Dev &d, int r, int c,
+                                            std::size_t points, float re, float im) {
+  if (it.x0 + r < it.hi)
+    grid[(static_cast<std::size_t>(it.z) * d.gy + it.y) * d.gx + it.x0 + r + static_cast<std::size_t>(c) * points] =
+        make_float2(re, im);
+}
+
+// Thread per item, the dense ones skipped. The W rows of one dz have their run bounds loaded
+// together (independent loads in flight), then are summed in order (dz, dy, run 0, run 1).
+// Two blocks an SM: ptxas then gives the single-coil kernels the registers they need at W 6 .. 8
+// (by default it held them to 80 and spilled).
+template <int D, int W, int CB = 1>
+__global__ void __launch_bounds__(256, 2) gather_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
+                                                     const float2 *__restrict__ val, const unsigned *__restrict__ offsets,
+                                                     const unsigned char *__restrict__ dense, Dev d,
+                                                     float2 *__restrict__ grid, int coils = 1, unsigned m = 0,
+                                                     std::size_t points = 0) {
+  constexpr int R = kGatherRun<D>;
+  const int items_x = gather_items_x<D>(d.gx);
+  const int ix = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (ix >= items_x || y >= d.gy) return;
+  if (dense[(blockIdx.z * static_cast<unsigned>(d.gy) + y) * items_x + ix]) return;
+  const GatherItem it{ix * R, min(ix * R + R, d.gx), y, static_cast<int>(blockIdx.z)};
+  GatherSums<R, CB> s;
+#pragma unroll 1
+  for (int dz = 0; dz < (D == 3 ? W : 1); ++dz) {
+    RowRuns runs[W];
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) runs[dy] = row_runs<W>(offsets, window_row<D>(d, y, it.z, dy, dz), it.x0, it.hi, d.gx);
+#pragma unroll
+    for (int dy = 0; dy < W; ++dy) gather_runs<D, W, R, CB>(s, runs[dy], 0, 1, it.x0, d.gx, dy, dz, jxs, wts, val, coils, m);
+  }
 #pragma unroll
   for (int c = 0; c < CB; ++c)
-    if (c < coils) grid[at + static_cast<std::size_t>(c) * points] = make_float2(ar[c], ai[c]);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      if (c < coils) store_point(grid, it, d, r, c, points, s.re[c][r], s.im[c][r]);
+}
+
+// Warp sum by a fixed xor tree: lane 0's result is the same bits on every run.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// The dense items (list[0 .. count)), a block each, blocks striding over the list: thread t
+// takes samples t, t + T, ... of every run (in the thread-per-item order), then the block's
+// partial sums are added by a fixed tree (warps, then the warps in order): deterministic.
+template <int D, int W, int CB = 1>
+__global__ void __launch_bounds__(kGatherDenseThreads)
+    gather_dense_kernel(const int *__restrict__ jxs, const float *__restrict__ wts, const float2 *__restrict__ val,
+                        const unsigned *__restrict__ offsets, const unsigned *__restrict__ list, unsigned count,
+                        Dev d, float2 *__restrict__ grid, int coils = 1, unsigned m = 0, std::size_t points = 0) {
+  constexpr int R = kGatherRun<D>, kWarps = kGatherDenseThreads / 32;
+  __shared__ float partial[kWarps][CB][R][2];
+  const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+  for (unsigned j = blockIdx.x; j < count; j += gridDim.x) {
+    const GatherItem it = gather_item<D>(list[j], d);
+    GatherSums<R, CB> s;
+    for (int dz = 0; dz < (D == 3 ? W : 1); ++dz)
+      for (int dy = 0; dy < W; ++dy) {
+        const RowRuns runs = row_runs<W>(offsets, window_row<D>(d, it.y, it.z, dy, dz), it.x0, it.hi, d.gx);
+        gather_runs<D, W, R, CB>(s, runs, t, kGatherDenseThreads, it.x0, d.gx, dy, dz, jxs, wts, val, coils, m);
+      }
+#pragma unroll
+    for (int c = 0; c < CB; ++c)
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const float re = warp_sum(s.re[c][r]), im = warp_sum(s.im[c][r]);
+        if (lane == 0) {
+          partial[warp][c][r][0] = re;
+          partial[warp][c][r][1] = im;
+        }
+      }
+    __syncthreads();
+    if (t < CB * R) {
+      const int c = t / R, r = t % R;
+      float re = partial[0][c][r][0], im = partial[0][c][r][1];
+#pragma unroll
+      for (int w = 1; w < kWarps; ++w) {
+        re += partial[w][c][r][0];
+        im += partial[w][c][r][1];
+      }
+      if (c < coils) store_point(grid, it, d, r, c, points, re, im);
+    }
+    __syncthreads(); // partial is rewritten by the next item
+  }
 }
 
 // The window of sorted sample i (record r, cell key) for the thread-per-sample kernels: calls
@@ -459,20 +611,33 @@ constexpr int kCoilBlock = NufftDevicePlan::kCoilBlock;
 
 struct Kernels {
   decltype(&prep_kernel<2, 4>) prep;
+  decltype(&classify_gather_kernel<2, 4>) classify;
   decltype(&gather_kernel<2, 4>) gather;
   decltype(&gather_kernel<2, 4, kCoilBlock>) gather_coils;
+  decltype(&gather_dense_kernel<2, 4>) gather_dense;
+  decltype(&gather_dense_kernel<2, 4, kCoilBlock>) gather_dense_coils;
   decltype(&scatter_kernel<2, 4>) scatter;
   decltype(&sm_scatter_kernel<2, 4>) sm;
   decltype(&interp_kernel<2, 4>) interp;
-  int tx, ty, tz; // SM tile
+  int tx, ty, tz;  // SM tile
+  int gather_run;  // RGA's points per item (kGatherRun)
 };
 
 template <int D, int W> Kernels kernels_of() {
   using T = SmTile<D, W>;
-  return {&prep_kernel<D, W>,         &gather_kernel<D, W>, &gather_kernel<D, W, kCoilBlock>,
-          &scatter_kernel<D, W>,      &sm_scatter_kernel<D, W>,
-          &interp_kernel<D, W>,       T::TX,
-          T::TY,                      T::TZ};
+  return {&prep_kernel<D, W>,
+          &classify_gather_kernel<D, W>,
+          &gather_kernel<D, W>,
+          &gather_kernel<D, W, kCoilBlock>,
+          &gather_dense_kernel<D, W>,
+          &gather_dense_kernel<D, W, kCoilBlock>,
+          &scatter_kernel<D, W>,
+          &sm_scatter_kernel<D, W>,
+          &interp_kernel<D, W>,
+          T::TX,
+          T::TY,
+          T::TZ,
+          kGatherRun<D>};
 }
 
 template <int D, int W = 2> Kernels pick(int width) {

@@ -278,6 +278,58 @@ TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowd
   }
 }
 
+TEST_CASE("cuda nufft: RGA's dense items (a block each): accurate, bitwise run to run and coil-batched",
+          "[gpu][gridding][sense][small]") {
+  // Clusters whose work items hold more than 512 samples (gridding_kernels.cuh: kGatherDense):
+  // 3D, 4100 samples within 0.4 of k = 0 on 16^3 plus a uniform background; 2D, 3000 within 0.3
+  // on 40 x 36 plus a background. Their sums are split over a block's threads and added by a
+  // fixed tree: within float rounding of the CPU NUFFT, the same bits on every run, and the
+  // coil-batched gather (6 coils: a block of 4 and one of 2) sums each coil in the same order.
+  const auto cluster = [](const Grid &g, int near_count, float radius, int background) {
+    std::mt19937 rng(31);
+    std::uniform_real_distribution<float> near(-radius, radius);
+    std::vector<KPoint> p;
+    for (int i = 0; i < near_count; ++i) p.push_back({near(rng), near(rng), g.dims() == 3 ? near(rng) : 0.0f});
+    const Trajectory rest = test::random_trajectory(g, static_cast<std::size_t>(background), 32);
+    p.insert(p.end(), rest.points().begin(), rest.points().end());
+    return Trajectory(g.dims(), p);
+  };
+  const std::pair<Trajectory, Grid> problems[] = {{cluster(Grid(16, 16, 16), 4100, 0.4f, 1000), Grid(16, 16, 16)},
+                                                  {cluster(Grid(40, 36), 3000, 0.3f, 800), Grid(40, 36)}};
+  for (const auto &[t, g] : problems) {
+    const std::uint64_t seed = fresh_seed();
+    INFO(g.dims() << "D, M = " << t.size() << ", seed " << seed);
+    const int coils = 6;
+    const std::size_t m = t.size(), n = static_cast<std::size_t>(g.voxels());
+    const auto y = test::random_complex(coils * m, seed);
+    const auto plan = cuda::detail::make_device_nufft_plan(t, g, cuda_nufft(1e-4, Gridding::Gather));
+    const unsigned dense = plan->dense_gather_items();
+    INFO(dense << " dense items");
+    CHECK(dense > 0);
+    NufftOptions cpu = cuda_nufft(1e-4, Gridding::Gather);
+    cpu.backend = Backend::Cpu;
+    const NufftOperator ref(t, g, cpu);
+    std::vector<Image> single;
+    for (int c = 0; c < coils; ++c) {
+      single.emplace_back(g);
+      plan->adjoint(y.data() + c * m, single.back().data(), Gridding::Gather);
+      const double e = test::relative_error(single.back(), ref.adjoint(std::span<const cfloat>(y).subspan(c * m, m)));
+      INFO("coil " << c << ": vs CPU NUFFT " << e);
+      CHECK(e <= 5e-6);
+    }
+    Image again(g);
+    plan->adjoint(y.data(), again.data(), Gridding::Gather);
+    CHECK(bitwise_equal(again, single[0]));
+    std::vector<cfloat> batched(coils * n);
+    plan->adjoint_coils(y.data(), coils, batched.data(), Gridding::Gather);
+    for (int c = 0; c < coils; ++c) {
+      INFO("coil " << c);
+      CHECK(bitwise_equal(Image(g, std::vector<cfloat>(batched.begin() + c * n, batched.begin() + (c + 1) * n)),
+                          single[c]));
+    }
+  }
+}
+
 // NufftOperator plans with the samples as given; the plan's device range check finds those
 // outside [-n/2, n/2), and the operator then wraps them (Trajectory::wrapped) and plans again.
 // make_device_nufft_plan refuses them, naming the sample.
