@@ -24,8 +24,9 @@ std::size_t fhd_plan_bytes(const Grid &out, std::size_t m) {
 
 // A device NUFFT plan of `image` (cuda/gridding_cuda.cu): the oversampled grid (about 2^d voxels
 // per image voxel at oversampling 2; the FFT sizes round up) with its cuFFT work area, per-cell
-// offsets and the gather's item flags and list (5 B per 8 points: 1 counted), the per-sample
-// records, keys, permutation and staged samples, the image.
+// offsets and the gather's item flags and list (5 B an item: an item is 8 points in 3D, one in
+// 2D; 1 B a point counted, the 2D rest inside the 2.2^d margin), the per-sample records, keys,
+// permutation and staged samples, the image.
 std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
   const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));
   return g * (8 + 8 + 4 + 1) + m * 64 + static_cast<std::size_t>(image.voxels()) * 8;

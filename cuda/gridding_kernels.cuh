@@ -115,8 +115,9 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
 // sorted samples per row of cells (two where it wraps around x = 0). The item reads each such
 // sample once and adds it into the points its window covers. 3D: R = 8 (a thread per point read
 // each sample W times and the run bounds 2 W^2 times per point: 2.1x SM's time at W 5 on 128^3
-// uniform, now 1.5x); 2D: R = 1 (a 256^2 grid has too few items of 8 to keep the GPU busy: 1.8x
-// slower). Every item's sums run in a fixed order: bitwise deterministic, no atomics.
+// uniform, now 1.5-1.8x; H200, docs/performance.md); 2D: R = 1 (the 512^2 grid of a 256^2 image
+// has too few items of 8 to keep the GPU busy: 1.8x slower). Every item's sums run in a fixed
+// order: bitwise deterministic, no atomics.
 template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
 // An item whose runs hold more samples than this (a radial or koosh centre: 10^4 and more,
 // summed by one thread while the rest of the GPU idled; koosh 128^3, M = 2^21, W 5: 6.6 ms
@@ -244,8 +245,9 @@ __device__ __forceinline__ void store_point(float2 *grid, const GatherItem &it, 
 
 // Thread per item, the dense ones skipped. The W rows of one dz have their run bounds loaded
 // together (independent loads in flight), then are summed in order (dz, dy, run 0, run 1).
-// Two blocks an SM: ptxas then gives the single-coil kernels the registers they need at W 6 .. 8
-// (by default it held them to 80 and spilled).
+// Two blocks an SM: the single-coil kernels then spill nothing at W 6 .. 8 (by default ptxas held
+// them to 80 registers and spilled a few bytes; the times were the same, H200 2026-12-04). Four
+// (50% occupancy, 64 registers) changed nothing either: the selects bound it, not latency.
 template <int D, int W, int CB = 1>
 __global__ void __launch_bounds__(256, 2) gather_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
                                                      const float2 *__restrict__ val, const unsigned *__restrict__ offsets,
