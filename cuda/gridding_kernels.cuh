@@ -115,9 +115,10 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
 // sorted samples per row of cells (two where it wraps around x = 0). The item reads each such
 // sample once and adds it into the points its window covers. 3D: R = 8 (a thread per point read
 // each sample W times and the run bounds 2 W^2 times per point: 2.1x SM's time at W 5 on 128^3
-// uniform; H200, docs/performance.md); 2D: R = 1 (the 512^2 grid of a 256^2 image has too few
-// items of 8 to keep the GPU busy: 1.8x slower). Every item's sums run in a fixed order: bitwise
-// deterministic, no atomics.
+// uniform; H200, docs/performance.md); 2D: R = 1 (the 512^2 grid of a 256^2 image has 32K items
+// of 8, too few to keep the GPU busy; the 1.8x slower measured for them came from a run whose
+// variant may not have been loaded: docs/performance.md, "A/B runs that measured nothing").
+// Every item's sums run in a fixed order: bitwise deterministic, no atomics.
 template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
 // An item whose runs hold more samples than this (a radial or koosh centre: 10^4 and more,
 // summed by one thread while the rest of the GPU idled; koosh 128^3, M = 2^21, W 5: 6.6 ms
@@ -308,8 +309,8 @@ __device__ __forceinline__ void store_point(float2 *grid, const GatherItem &it, 
 }
 
 // Thread per item, the dense ones skipped. Two blocks an SM: the single-coil kernels then spill
-// nothing at W 6 .. 8 (by default ptxas held them to 80 registers and spilled a few bytes; the
-// times were the same, H200 2026-12-04). Four (50% occupancy, 64 registers) changed nothing.
+// nothing at W 6 .. 8 (by default ptxas held them to 80 registers and spilled a few bytes). Four
+// (50% occupancy, 64 registers) is untried: its earlier A/B never loaded the variant.
 template <int D, int W, int CB = 1>
 __global__ void __launch_bounds__(256, 2) gather_kernel(GatherInputs in, const unsigned *__restrict__ offsets,
                                                      const unsigned char *__restrict__ dense, Dev d,
