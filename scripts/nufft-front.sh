@@ -34,6 +34,10 @@ if ldd "$BENCH" 2>&1 | grep -qE 'lib(cudart|cufft)[^ ]* => not found'; then
   done
 fi
 note_missing_libraries "$BENCH"
+# The benchmark links libmri_cuda.so and calls it directly: MRI_CUDA_PLUGIN (libmri's dlopen)
+# does not choose what it runs; LD_LIBRARY_PATH does. Say which one this run loads.
+note "libmri_cuda.so loaded: $(ldd "$BENCH" | awk '/libmri_cuda/ {print $3}')"
+[ -n "${MRI_CUDA_PLUGIN:-}" ] && note "MRI_CUDA_PLUGIN=$MRI_CUDA_PLUGIN is not what this benchmark runs (see above)"
 
 t0=$SECONDS
 nvidia-smi dmon -s pc -d 1 >"$OUT/dmon.log" 2>&1 &
