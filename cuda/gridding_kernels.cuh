@@ -120,10 +120,16 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
 // variant may not have been loaded: docs/performance.md, "A/B runs that measured nothing").
 // Every item's sums run in a fixed order: bitwise deterministic, no atomics.
 template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
-// An item whose runs hold more samples than this (a radial or koosh centre: 10^4 and more,
-// summed by one thread while the rest of the GPU idled; koosh 128^3, M = 2^21, W 5: 6.6 ms
-// against SM's 1.1, H200 2026-12-04) goes to gather_dense_kernel, a block per item.
-constexpr unsigned kGatherDense = 512;
+// An item whose runs hold more samples than kGatherDense<D, W> (a radial or koosh centre: 10^4
+// and more, summed by one thread while the rest of the GPU idled; koosh 128^3, M = 2^21, W 5:
+// 6.6 ms against SM's 1.1, H200 2026-12-04) goes to gather_dense_kernel, a block per item. The
+// thresholds are the fastest measured (H200 2026-12-04 15:07-15:20 UTC, variant builds of 128,
+// 256, 512, 1024, 2048 and 32 W^2): 3D koosh 128^3, M = 2^21: W 3 256 (0.80 ms; 512: 0.84), W 4-5
+// 512 (W 5 2.12; 256: 2.44, 1024: 2.30), W 6-8 1024 (W 7 5.77; 512: 6.83); 2D radial 256^2, M =
+// 2^20: W 3 256 (0.164 ms; 512: 0.227), above it 512 (W 7 0.386; 1024: 0.466). Uniform points
+// have no item this dense.
+template <int D, int W>
+inline constexpr unsigned kGatherDense = W <= 3 ? 256 : (D == 3 && W >= 6 ? 1024 : 512);
 constexpr int kGatherDenseThreads = 128;
 
 template <int D> __host__ __device__ constexpr int gather_items_x(int gx) {
@@ -285,8 +291,8 @@ __device__ __forceinline__ void gather_group(GatherSums<R, CB> &s, const RowRuns
 }
 
 // Once per plan, before its first gather: each item's sample count (over its W^(D-1) rows'
-// runs); those above kGatherDense flagged and listed (list order: whichever thread came first;
-// each item's sums do not depend on it).
+// runs); those above kGatherDense<D, W> flagged and listed (list order: whichever thread came
+// first; each item's sums do not depend on it).
 template <int D, int W>
 __global__ void classify_gather_kernel(const unsigned *__restrict__ offsets, Dev d, unsigned char *dense,
                                        unsigned *list, unsigned *count) {
@@ -295,7 +301,7 @@ __global__ void classify_gather_kernel(const unsigned *__restrict__ offsets, Dev
   if (item >= items) return;
   unsigned work = 0;
   for_each_item_row<D, W>(offsets, d, gather_item<D>(item, d), [&](const RowRuns &r, int, int) { work += r.samples(); });
-  const bool heavy = work > kGatherDense;
+  const bool heavy = work > kGatherDense<D, W>;
   dense[item] = heavy;
   if (heavy) list[atomicAdd(count, 1u)] = item;
 }
