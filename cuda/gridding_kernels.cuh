@@ -270,8 +270,7 @@ template <int D, int W, int R, int CB>
 __device__ __forceinline__ void gather_group(GatherSums<R, CB> &s, const RowRuns (&runs)[W], int x0, int gx, int dz,
                                              const GatherInputs &in) {
 #pragma unroll
-  for (int dy = 0; dy < W; ++dy)
-    for (unsigned i = runs[dy].b0; i < runs[dy].e0; ++i) gather_sample<D, W, R, CB>(s, i, x0 - (in.jxs[i] - gx), dy, dz, in);
+  for (int dy = 0; dy < W; ++dy) gather_runs<D, W, R, CB>(s, {runs[dy].b0, runs[dy].e0, 0u, 0u}, 0, 1, x0, gx, dy, dz, in);
   int dy = 0;
   unsigned i = runs[0].b1, e = runs[0].e1;
   while (true) {
@@ -645,13 +644,18 @@ __global__ void __launch_bounds__(256) interp_kernel(const float4 *__restrict__ 
   out[perm[i]] = make_float2(ar, ai);
 }
 
+// Deapodization of voxel (ix, iy, iz): the product of the per-axis factors.
+__device__ __forceinline__ float deapod_weight(const float *deapod, const Dev &d, int ix, int iy, int iz) {
+  return deapod[ix] * deapod[d.nx + iy] * deapod[d.nx + d.ny + iz];
+}
+
 // Voxel v <-> oversampled index of its coordinate mod G, with the deapodization factor.
 __device__ __forceinline__ void voxel_map(int v, const Dev &d, const float *deapod, unsigned &j, float &w) {
   const int ix = v % d.nx, iy = (v / d.nx) % d.ny, iz = v / (d.nx * d.ny);
   const int cx = ix - d.nx / 2, cy = iy - d.ny / 2, cz = iz - d.nz / 2;
   const int jx = cx < 0 ? cx + d.gx : cx, jy = cy < 0 ? cy + d.gy : cy, jz = cz < 0 ? cz + d.gz : cz;
   j = (static_cast<unsigned>(jz) * d.gy + jy) * d.gx + jx;
-  w = deapod[ix] * deapod[d.nx + iy] * deapod[d.nx + d.ny + iz];
+  w = deapod_weight(deapod, d, ix, iy, iz);
 }
 
 __global__ void crop_kernel(const float2 *grid, Dev d, const float *deapod, float2 *image) {
@@ -682,7 +686,7 @@ __global__ void pad_grid_kernel(const float2 *__restrict__ image, Dev d, const f
   const int ix = voxel_of(jx, d.nx, d.gx), iy = voxel_of(jy, d.ny, d.gy), iz = voxel_of(jz, d.nz, d.gz);
   float2 v = make_float2(0.f, 0.f);
   if (ix >= 0 && iy >= 0 && iz >= 0) {
-    const float w = deapod[ix] * deapod[d.nx + iy] * deapod[d.nx + d.ny + iz];
+    const float w = deapod_weight(deapod, d, ix, iy, iz);
     const float2 x = image[(static_cast<std::size_t>(iz) * d.ny + iy) * d.nx + ix];
     v = make_float2(x.x * w, x.y * w);
   }

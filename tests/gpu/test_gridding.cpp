@@ -280,7 +280,8 @@ TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowd
 
 TEST_CASE("cuda nufft: RGA's dense items (a block each): accurate, bitwise run to run and coil-batched",
           "[gpu][gridding][sense][small]") {
-  // Clusters whose work items hold more than 1024 samples (gridding_kernels.cuh: kGatherDense<D, W>):
+  // Clusters whose work items hold more samples than the dense threshold (gridding_kernels.cuh:
+  // kGatherDense<D, W>, 256-1024):
   // 3D, 4100 samples within 0.4 of k = 0 on 16^3 plus a uniform background; 2D, 3000 within 0.3
   // on 40 x 36 plus a background. Their sums are split over a block's threads and added by a
   // fixed tree: within float rounding of the CPU NUFFT, the same bits on every run, and the
