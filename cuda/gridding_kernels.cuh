@@ -210,21 +210,16 @@ template <int R, int CB> struct GatherSums {
 };
 
 // Sample i, its unwrapped cell c = x0 - base, into point x0 + r with window point k = base + r
-// where 0 <= k < W (weight 0 elsewhere: fmaf(0, v, s) leaves s), the weight wx (wy wz). R = 1:
-// k = base always lies in the window, one indexed load; R > 1: the W x weights loaded and k
-// chosen among them by selects. Neither the selects nor the loads bound it: weights shifted per
-// sample ahead of time (no selects, aligned vector loads) made the gather 1.2-1.6x slower, the
-// extra bytes a sample costing more in L1 than the selects did (H200 2026-12-04, call 2 of the
-// session, docs/performance.md).
+// where 0 <= k < W (weight 0 elsewhere: fmaf(0, v, s) leaves s), the weight wx (wy wz). Each
+// point's weight is one load predicated on k lying in the window: the W x weights loaded once and
+// k chosen among them by R W compare-and-selects had the integer pipe at 62% and took 1.4-1.8x
+// longer (3D W 5 1.81 -> 1.31 ms, W 7 4.81 -> 2.66 on 128^3 uniform; H200 2026-12-04 18:2x UTC,
+// docs/performance.md). Weights shifted per sample ahead of time (no selects, aligned vector
+// loads, 64 more bytes a sample) were slower still: bytes a sample cost more than the selects.
 template <int D, int W, int R, int CB>
 __device__ __forceinline__ void gather_sample(GatherSums<R, CB> &s, unsigned i, int base, int dy, int dz,
                                               const GatherInputs &in) {
   const float *w = in.wts + static_cast<std::size_t>(i) * (D * W);
-  float wx[W];
-  if constexpr (R > 1) {
-#pragma unroll
-    for (int k = 0; k < W; ++k) wx[k] = w[k];
-  }
   const float wyz = D == 3 ? w[W + dy] * w[2 * W + dz] : w[W + dy];
   float2 v[CB];
 #pragma unroll
@@ -237,9 +232,7 @@ __device__ __forceinline__ void gather_sample(GatherSums<R, CB> &s, unsigned i, 
       wk = w[base];
     } else {
       const int k = base + r;
-      wk = 0.f;
-#pragma unroll
-      for (int q = 0; q < W; ++q) wk = k == q ? wx[q] : wk;
+      wk = static_cast<unsigned>(k) < static_cast<unsigned>(W) ? w[k] : 0.f;
     }
     const float wt = wk * wyz;
 #pragma unroll
