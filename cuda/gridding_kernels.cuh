@@ -308,7 +308,8 @@ __device__ __forceinline__ void store_point(float2 *grid, const GatherItem &it, 
 
 // Thread per item, the dense ones skipped. Two blocks an SM: the single-coil kernels then spill
 // nothing at W 6 .. 8 (by default ptxas held them to 80 registers and spilled a few bytes). Four
-// (50% occupancy, 64 registers) is untried: its earlier A/B never loaded the variant.
+// (50% occupancy) measured 1-3% faster on 3D uniform points and 1-4% slower on koosh W 6-7 (H200
+// 2026-12-04 18:2x UTC, docs/performance.md): not taken.
 template <int D, int W, int CB = 1>
 __global__ void __launch_bounds__(256, 2) gather_kernel(GatherInputs in, const unsigned *__restrict__ offsets,
                                                      const unsigned char *__restrict__ dense, Dev d,
