@@ -126,10 +126,11 @@ template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
 // thresholds are the fastest measured (H200 2026-12-04 15:07-15:20 UTC, variant builds of 128,
 // 256, 512, 1024, 2048 and 32 W^2): 3D koosh 128^3, M = 2^21: W 3 256 (0.80 ms; 512: 0.84), W 4-5
 // 512 (W 5 2.12; 256: 2.44, 1024: 2.30), W 6-8 1024 (W 7 5.77; 512: 6.83); 2D radial 256^2, M =
-// 2^20: W 3 256 (0.164 ms; 512: 0.227), above it 512 (W 7 0.386; 1024: 0.466). Uniform points
-// have no item this dense.
+// 2^20: W 3-6 256 (W 3 0.164 ms, 512: 0.227; W 5 0.220, 512: 0.261, 18:3x UTC), W 7-8 512 (W 7
+// 0.389; 256: 0.450, 1024: 0.466). The 3D ones held after the gather's predicated loads (18:3x
+// UTC: koosh W 7 3.63 ms, 512: 4.23). Uniform points have no item this dense.
 template <int D, int W>
-inline constexpr unsigned kGatherDense = W <= 3 ? 256 : (D == 3 && W >= 6 ? 1024 : 512);
+inline constexpr unsigned kGatherDense = D == 2 ? (W <= 6 ? 256 : 512) : (W <= 3 ? 256 : W <= 5 ? 512 : 1024);
 constexpr int kGatherDenseThreads = 128;
 
 template <int D> __host__ __device__ constexpr int gather_items_x(int gx) {
