@@ -27,13 +27,15 @@ std::size_t fhd_plan_bytes(const Grid &out, std::size_t m) {
 // offsets and the gather's item flags and list (5 B an item: an item is 8 points in 3D, one in
 // 2D; 1 B a point counted, the 2D rest inside the 2.2^d margin), the image, and per sample: its
 // resident records (key, permutation, record, cell: 28 B; sorted and staged values: 16 B; the
-// kernel weights, 4 d W B, counted at the widest device kernel since the width follows the
+// kernel weights, d W floats, counted at the widest device kernel since the width follows the
 // tolerance), the setup's transients beside them (unsorted keys, indices and records: 24 B; the
-// radix sort's alternate keys and indices: 8 B) and the device points it is made from (12 B).
+// radix sort's alternate keys and indices: 8 B) and the device points it is made from.
 // Counted at 64 B a sample until 2026-12-04, when a 3D W 5 plan held 104 resident.
 std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
   const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));
-  const std::size_t per_sample = 44 + 4 * static_cast<std::size_t>(image.dims() * detail::kMaxDeviceWidth) + 32 + 12;
+  const std::size_t records = 28 + 16, transients = 24 + 8,
+                    weights = sizeof(float) * static_cast<std::size_t>(image.dims() * detail::kMaxDeviceWidth);
+  const std::size_t per_sample = records + weights + transients + sizeof(KPoint);
   return g * (8 + 8 + 4 + 1) + m * per_sample + static_cast<std::size_t>(image.voxels()) * 8;
 }
 

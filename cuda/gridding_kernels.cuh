@@ -213,10 +213,9 @@ template <int R, int CB> struct GatherSums {
 // Sample i, its unwrapped cell c = x0 - base, into point x0 + r with window point k = base + r
 // where 0 <= k < W (weight 0 elsewhere: fmaf(0, v, s) leaves s), the weight wx (wy wz). R = 1:
 // k = base always lies in the window, one load. R > 1: each point's weight is one load
-// predicated on k lying in the window; the W x weights loaded once and
-// k chosen among them by R W compare-and-selects had the integer pipe at 62% and took 1.4-1.8x
-// longer (3D W 5 1.81 -> 1.31 ms, W 7 4.81 -> 2.66 on 128^3 uniform; H200 2026-12-04 18:2x UTC,
-// docs/performance.md). Weights shifted per sample ahead of time (no selects, aligned vector
+// predicated on k lying in the window; the W x weights loaded once and k chosen among them by R W
+// compare-and-selects had the integer pipe at 62% and took 1.4-1.8x longer (3D W 5 1.81 -> 1.31
+// ms, W 7 4.81 -> 2.66 on 128^3 uniform; H200 2026-12-04 18:2x UTC, docs/performance.md). Weights shifted per sample ahead of time (no selects, aligned vector
 // loads, 64 more bytes a sample) were slower still: bytes a sample cost more than the selects.
 template <int D, int W, int R, int CB>
 __device__ __forceinline__ void gather_sample(GatherSums<R, CB> &s, unsigned i, int base, int dy, int dz,
