@@ -6,14 +6,18 @@
 # and rep in front: scripts/variant_table.py makes the RGA / SM tables from it), one log a run,
 # summary.txt.
 #
-# The benchmarks and tests link libmri_cuda.so directly (RUNPATH): MRI_CUDA_PLUGIN does not choose
-# what they run. A variant is chosen by putting its folder first on LD_LIBRARY_PATH, and each run
-# logs the library that ldd resolves, so a run of the wrong build shows in its log.
+# The benchmarks and tests link libmri_cuda.so directly (RUNPATH), and libmri also dlopens it as
+# its CUDA backend (the file next to libmri, or $MRI_CUDA_PLUGIN). A variant is chosen both ways:
+# its folder first on LD_LIBRARY_PATH and MRI_CUDA_PLUGIN naming the same file, so that one copy
+# is loaded (two files would be two copies: plans made by one, run by the other). Each run logs
+# the library that ldd resolves, so a run of the wrong build shows in its log.
 #
 # Here: build each variant and keep its library,
 #   cp -L build-gpu/lib/libmri_cuda.so /tmp/var/lib_NAME/       (one folder a variant)
-# stage the rest and pack the variants (a device call carries 64 MiB; about 4 MB a variant packed),
-#   scripts/stage-device.sh build-gpu front; mkdir -p .devstage/tests && cp build-gpu/tests/mri_gpu_tests .devstage/tests/
+# stage the rest without the build's own libmri_cuda.so and pack the variants (a device call
+# carries 64 MiB; about 5 MB a variant packed),
+#   scripts/stage-device.sh build-gpu front; rm .devstage/lib/libmri_cuda.so
+#   mkdir -p .devstage/tests && cp build-gpu/tests/mri_gpu_tests .devstage/tests/
 #   (cd /tmp/var && tar -cJf "$OLDPWD/.devstage/variants.tar.xz" lib_*)
 # then: run(command="scripts/device-ab.sh --tests bal --reps 2 main bal", carry=[".devstage"])
 #
@@ -74,7 +78,8 @@ with_variant() {
   local v=$1 binary=$2
   shift 2
   note "$v: $(LD_LIBRARY_PATH=$(library_path "$v") ldd "$binary" | grep libmri_cuda)"
-  LD_LIBRARY_PATH=$(library_path "$v") MRI_TEST_PLUGIN_DIR=$PWD/$BUILD_DIR/lib "$@"
+  LD_LIBRARY_PATH=$(library_path "$v") MRI_CUDA_PLUGIN=$variants_dir/lib_$v/libmri_cuda.so \
+    MRI_TEST_PLUGIN_DIR=$PWD/$BUILD_DIR/lib "$@"
 }
 
 step() { # name, command...: runs it, notes its status and time
