@@ -22,9 +22,9 @@
 # then: run(command="scripts/device-ab.sh --tests bal --reps 2 main bal", carry=[".devstage"])
 #
 #   scripts/device-ab.sh [--call N] [--reps N] [--geometries LIST] [--tolerances LIST]
-#                        [--tests VARIANT] [--sanitize VARIANT] [--recon FILTER] VARIANT...
-#   --tests V      the whole GPU suite (mri_gpu_tests) on variant V first
-#   --sanitize V   compute-sanitizer memcheck and racecheck of "[gridding][small]" on V
+#                        [--tests V,...] [--sanitize V,...] [--recon FILTER] VARIANT...
+#   --tests V,...  the whole GPU suite (mri_gpu_tests) on each variant V first
+#   --sanitize V,... compute-sanitizer memcheck and racecheck of "[gridding][small]" on each
 #                  (MRI_TEST_UNDER_SANITIZER=1: the cases sized for throughput run smaller)
 #   --recon F      after the fronts, bench_recon_gpu --benchmark_filter=F on each variant (staged
 #                  with libbenchmark.so.1debian in .devstage/runtime-libs)
@@ -61,7 +61,7 @@ if [ -f "$BUILD_DIR/variants.tar.xz" ]; then
   trap 'rm -rf "$variants_dir"' EXIT
   tar -C "$variants_dir" -xJf "$BUILD_DIR/variants.tar.xz"
 fi
-for v in "${variants[@]}" $tests $sanitize; do
+for v in "${variants[@]}" ${tests//,/ } ${sanitize//,/ }; do
   if [ ! -f "$variants_dir/lib_$v/libmri_cuda.so" ]; then
     note "no lib_$v/libmri_cuda.so in $variants_dir"
     exit 1
@@ -92,21 +92,23 @@ step() { # name, command...: runs it, notes its status and time
 }
 
 TESTS=$BUILD_DIR/tests/mri_gpu_tests
-if [ -n "$tests" ]; then
-  step "tests on $tests" with_variant "$tests" "$TESTS" timeout 300 "$TESTS" >"$OUT/tests.log" 2>&1
-  tail -3 "$OUT/tests.log" | tee -a "$summary"
-  grep -E "FAILED" -A14 "$OUT/tests.log" | head -40 | tee -a "$summary"
-  grep "device_memory_limit:" "$OUT/tests.log" | tee -a "$summary"
-fi
-if [ -n "$sanitize" ]; then
-  export MRI_TEST_UNDER_SANITIZER=1
+for v in ${tests//,/ }; do
+  log="$OUT/tests_$v.log"
+  step "tests on $v" with_variant "$v" "$TESTS" timeout 300 "$TESTS" >"$log" 2>&1
+  tail -2 "$log" | tee -a "$summary"
+  grep -E "FAILED" -A14 "$log" | head -40 | tee -a "$summary"
+  grep "device_memory_limit:" "$log" | tee -a "$summary"
+done
+export MRI_TEST_UNDER_SANITIZER=1
+for v in ${sanitize//,/ }; do
   for tool in memcheck racecheck; do
-    step "$tool on $sanitize" with_variant "$sanitize" "$TESTS" timeout 240 compute-sanitizer --tool "$tool" \
-      --error-exitcode 9 "$TESTS" "[gridding][small]" >"$OUT/$tool.log" 2>&1
-    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases' "$OUT/$tool.log" | tail -2 | tee -a "$summary"
+    log="$OUT/${tool}_$v.log"
+    step "$tool on $v" with_variant "$v" "$TESTS" timeout 240 compute-sanitizer --tool "$tool" \
+      --error-exitcode 9 "$TESTS" "[gridding][small]" >"$log" 2>&1
+    grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|test cases' "$log" | tail -2 | tee -a "$summary"
   done
-  unset MRI_TEST_UNDER_SANITIZER
-fi
+done
+unset MRI_TEST_UNDER_SANITIZER
 
 BENCH=$BUILD_DIR/benchmarks/bench_nufft_front_gpu
 : >"$OUT/ab.csv"
