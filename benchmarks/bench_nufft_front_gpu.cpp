@@ -46,7 +46,9 @@
 // relative distance to our RGA adjoint (type 1) / forward (type 2) at the same tolerance.
 //
 // Usage: bench_nufft_front_gpu [--out FILE] [--geometries uniform3d,koosh3d,uniform2d,radial2d]
-//                              [--tolerances 3e-2,1e-2,1e-3,1e-4,1e-5]
+//                              [--tolerances 3e-2,1e-2,1e-3,1e-4,1e-5] [--peer 1,2,3 | none]
+// --peer: the cuFINUFFT methods run (default all three); `none` times ours alone, for A/B runs of
+// our own builds (scripts/device-ab.sh), where the peer's rows would only cost device time.
 // Exit status: 0; 1 on an error (message on stderr); 2 without a usable CUDA device; 3 when a
 // cuFINUFFT output disagrees with ours.
 #include <cuda_runtime.h>
@@ -456,6 +458,7 @@ struct Options {
   std::string out = "nufft_front.csv";
   std::vector<std::string> geometries{std::begin(kGeometries), std::end(kGeometries)};
   std::vector<double> tolerances = {3e-2, 1e-2, 1e-3, 1e-4, 1e-5};
+  std::vector<int> peer_methods{std::begin(kPeerMethods), std::end(kPeerMethods)};
 };
 
 std::vector<std::string> split(const std::string &s) {
@@ -466,12 +469,28 @@ std::vector<std::string> split(const std::string &s) {
   return v;
 }
 
+// --peer's value: a list of cuFINUFFT methods among kPeerMethods, or `none`.
+std::vector<int> peer_methods_of(const std::string &v) {
+  if (v == "none") return {};
+  std::vector<int> methods;
+  for (const std::string &m : split(v)) {
+    const auto known = std::find_if(std::begin(kPeerMethods), std::end(kPeerMethods),
+                                    [&](int method) { return m == std::to_string(method); });
+    if (known == std::end(kPeerMethods))
+      throw std::invalid_argument("--peer: unknown cuFINUFFT method " + m + " (1, 2, 3 or none)");
+    methods.push_back(*known);
+  }
+  if (methods.empty()) throw std::invalid_argument("--peer: no method given (1, 2, 3 or none)");
+  return methods;
+}
+
 Options parse(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("usage: bench_nufft_front_gpu [--out FILE] [--geometries a,b] "
-                                                   "[--tolerances 1e-2,...] (" + a + " needs a value)");
+                                                   "[--tolerances 1e-2,...] [--peer 1,2,3|none] (" + a +
+                                                   " needs a value)");
     const std::string v = argv[++i];
     if (a == "--out") o.out = v;
     else if (a == "--geometries") {
@@ -481,7 +500,9 @@ Options parse(int argc, char **argv) {
     else if (a == "--tolerances") {
       o.tolerances.clear();
       for (const std::string &t : split(v)) o.tolerances.push_back(std::stod(t));
-    } else throw std::invalid_argument("unknown option " + a);
+    } else if (a == "--peer")
+      o.peer_methods = peer_methods_of(v);
+    else throw std::invalid_argument("unknown option " + a);
   }
   return o;
 }
@@ -497,12 +518,13 @@ void run_geometry(const std::string &name, const Options &o, std::vector<Row> &r
   const Reference ref = make_reference(p, x);
   std::printf("# %s: %d-D, M = %zu, inputs and float64 references in %.1f s\n", name.c_str(), p.grid.dims(),
               p.traj.size(), ms_since(t0) / 1e3);
-  PeerDevice d(p);
+  std::optional<PeerDevice> d;
+  if (!o.peer_methods.empty()) d.emplace(p);
   for (double tol : o.tolerances) {
     OurOutputs ours;
     run_ours(p, ref, tol, rows, ours);
     for (int type : {1, 2})
-      for (int method : kPeerMethods) run_peer_case(p, x, ref, d, type, method, tol, ours, rows);
+      for (int method : o.peer_methods) run_peer_case(p, x, ref, *d, type, method, tol, ours, rows);
   }
 }
 

@@ -21,18 +21,20 @@
 #   (cd /tmp/var && tar -cJf "$OLDPWD/.devstage/variants.tar.xz" lib_*)
 # then: run(command="scripts/device-ab.sh --tests bal --reps 2 main bal", carry=[".devstage"])
 #
-#   scripts/device-ab.sh [--call N] [--reps N] [--geometries LIST] [--tolerances LIST]
+#   scripts/device-ab.sh [--call N] [--reps N] [--geometries LIST] [--tolerances LIST] [--peer LIST]
 #                        [--tests V,...] [--sanitize V,...] [--recon FILTER] VARIANT...
 #   --tests V,...  the whole GPU suite (mri_gpu_tests) on each variant V first
 #   --sanitize V,... compute-sanitizer memcheck and racecheck of "[gridding][small]" on each
 #                  (MRI_TEST_UNDER_SANITIZER=1: the cases sized for throughput run smaller)
 #   --recon F      after the fronts, bench_recon_gpu --benchmark_filter=F on each variant (staged
 #                  with libbenchmark.so.1debian in .devstage/runtime-libs)
+#   --peer M,...   the cuFINUFFT methods each front run times too (default none: ours alone, which
+#                  is what an A/B of our builds compares, without the peer's share of device time)
 #   defaults: call 1, reps 2, geometries uniform3d,koosh3d, tolerances 3e-2,1e-2,1e-3,1e-4,1e-5
 # Exit status: 1 if a step failed (the others still run).
 set -u -o pipefail
 BUILD_DIR=.devstage
-call=1 reps=2 geometries=uniform3d,koosh3d tolerances=3e-2,1e-2,1e-3,1e-4,1e-5 tests='' sanitize='' recon=''
+call=1 reps=2 geometries=uniform3d,koosh3d tolerances=3e-2,1e-2,1e-3,1e-4,1e-5 tests='' sanitize='' recon='' peer=none
 variants=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
   --tests) tests=$2; shift 2 ;;
   --sanitize) sanitize=$2; shift 2 ;;
   --recon) recon=$2; shift 2 ;;
+  --peer) peer=$2; shift 2 ;;
   -*) echo "device-ab.sh: unknown option $1" >&2; exit 2 ;;
   *) variants+=("$1"); shift ;;
   esac
@@ -121,7 +124,7 @@ for ((rep = 1; rep <= reps; ++rep)); do
   for v in "${order[@]}"; do
     csv="$OUT/front_${v}_$rep.csv"
     step "front $v rep $rep" with_variant "$v" "$BENCH" "$BENCH" --out "$csv" --geometries "$geometries" \
-      --tolerances "$tolerances" >"$OUT/front_${v}_$rep.log" 2>&1
+      --tolerances "$tolerances" --peer "$peer" >"$OUT/front_${v}_$rep.log" 2>&1
     [ -s "$csv" ] || continue
     [ -s "$OUT/ab.csv" ] || echo "call,variant,rep,$(head -1 "$csv")" >"$OUT/ab.csv"
     tail -n +2 "$csv" | sed "s/^/$call,$v,$rep,/" >>"$OUT/ab.csv"
