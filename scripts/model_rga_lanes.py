@@ -7,11 +7,16 @@ script counts, on the NUFFT front's points (benchmarks/bench_nufft_front_gpu.cpp
 8192 x 256 and uniform M = 2^21; 2D 256^2 radial 4096 x 256 and uniform M = 2^20; oversampling 2),
 every item's samples as the kernel does (R = 8 points a row in 3D, 1 in 2D; the samples whose
 window's first cell j0 = ceil(k g / n - W / 2) lies within W - 1 cells before the item's points on
-each axis), leaves out the dense items (above kGatherDense<D, W>, the dense kernel's), and prints
-the share of lane slots that do work (lane efficiency) with the tiles' items in grid order and
-sorted by count within each tile (most first), and the ratio of the two costs.
+each axis) and leaves out the dense items (above kGatherDense<D, W>, the dense kernel's). It prints
+the share of lane slots that do work (lane efficiency) with each block's items in grid order and
+sorted by count within the block (most first), and two costs of orderings relative to grid order:
+  T (issue-bound): the sum over warps of 32 x their busiest lane;
+  L (latency-bound): the sum over blocks of their busiest item (a block holds its place on the
+    SM until its last warp ends),
+for items sorted within each block (tile: 8 x 8 x 4 items in 3D, 32 x 8 in 2D), within groups of
+2 x 2 x 2 and 4 x 4 x 2 tiles cut into blocks by rank (3D), and over the whole grid.
 
-It models lane occupancy only: not memory, caches or latency.
+It models lane and block occupancy only: not memory, caches or the loads' latency.
 Usage: model_rga_lanes.py MRI_BINARY [geometry W ...] (default: all four geometries at W 5 6 7)
 """
 import os
@@ -87,9 +92,20 @@ def lanes(work, dims):
     return tiles.reshape(-1, tx * ty * tz)
 
 
-def cost(tiles):
-    warps = tiles.reshape(-1, 32)
-    return warps.sum(), 32 * warps.max(axis=1).sum()
+def costs(blocks):
+    """T and L of blocks [n, 256] (see the module docstring)."""
+    warps = blocks.reshape(-1, 32)
+    return 32 * warps.max(axis=1).sum(), blocks.shape[1] * blocks.max(axis=1).sum()
+
+
+def sorted_in(work, tiles_per_group):
+    """3D: items sorted within groups of (x, y, z) tiles, cut into blocks of 256 by rank."""
+    tx, ty, tz = (a * b for a, b in zip(TILE[3], tiles_per_group))
+    z, y, x = work.shape
+    work = np.pad(work, [(0, -z % tz), (0, -y % ty), (0, -x % tx)])
+    z, y, x = work.shape
+    groups = work.reshape(z // tz, tz, y // ty, ty, x // tx, tx).transpose(0, 2, 4, 1, 3, 5).reshape(-1, tx * ty * tz)
+    return -np.sort(-groups, axis=1).reshape(-1, 256)
 
 
 def main():
@@ -97,18 +113,27 @@ def main():
         sys.exit(__doc__)
     mri, rest = sys.argv[1], sys.argv[2:]
     cases = [(rest[0], [int(v) for v in rest[1:]])] if rest else [(g, [5, 6, 7]) for g in GEOMETRIES]
-    print("geometry W: items, dense (share of samples visited) | lane efficiency: grid order, sorted | cost sorted/grid")
+    print("geometry W: items, dense (share of samples visited) | lane efficiency: grid order, sorted in blocks |"
+          " T / L against grid order: sorted in blocks; in groups of 2x2x2, 4x4x2 tiles; over the grid")
     for name, widths in cases:
         dims, n, k = points(mri, name)
         for w in widths:
             work = item_counts(dims, n, k, w).astype(np.float64)
             dense = work > dense_threshold(dims, w)
             taken = np.where(dense, 0, work)
-            tiles = lanes(taken, dims)
-            done, grid_cost = cost(tiles)
-            _, sorted_cost = cost(-np.sort(-tiles, axis=1))
+            blocks = lanes(taken, dims)
+            done = taken.sum()
+            t0, l0 = costs(blocks)
+            orders = [-np.sort(-blocks, axis=1)]
+            if dims == 3:
+                orders += [sorted_in(taken, (2, 2, 2)), sorted_in(taken, (4, 4, 2))]
+            orders.append(-np.sort(-taken.ravel())[: taken.size // 256 * 256].reshape(-1, 256))
+            ratios = []
+            for o in orders:
+                t, l = costs(o)
+                ratios.append(f"{t / t0:.2f} / {l / l0:.2f}")
             print(f"{name} W {w}: {work.size} items, {dense.sum()} dense ({work[dense].sum() / work.sum():.1%}) | "
-                  f"{done / grid_cost:.2f}, {done / sorted_cost:.2f} | {sorted_cost / grid_cost:.2f}")
+                  f"{done / t0:.2f}, {done / costs(orders[0])[0]:.2f} | " + "; ".join(ratios))
 
 
 if __name__ == "__main__":
