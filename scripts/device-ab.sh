@@ -2,7 +2,7 @@
 # A/B of libmri_cuda builds in one device call: each variant's bench_nufft_front_gpu run, the
 # variants alternated (rep 1 in the order given, rep 2 reversed, ...), so that clock and
 # temperature drift falls on all of them alike; optionally the whole GPU suite and the sanitizers
-# on one variant first. Results under $OUT: ab.csv (the benchmark's CSV rows with call, variant
+# on chosen variants first. Results under $OUT: ab.csv (the benchmark's CSV rows with call, variant
 # and rep in front: scripts/variant_table.py makes the RGA / SM tables from it), one log a run,
 # summary.txt.
 #

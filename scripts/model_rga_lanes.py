@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 RUN = {2: 1, 3: 8}
-TILE = {2: (32, 8, 1), 3: (8, 8, 4)}  # items x, y, z a block (gather_tile)
+TILE = {2: (32, 8, 1), 3: (8, 8, 4)}  # items x, y, z a block of gather_kernel (cuda/gridding_cuda.cu)
 GEOMETRIES = {
     "koosh3d": (3, 128, ["--traj", "koosh", "--matrix", "128,128,128", "--spokes", "8192", "--readout", "256"]),
     "uniform3d": (3, 128, 2**21),
@@ -37,6 +37,7 @@ GEOMETRIES = {
 
 
 def dense_threshold(dims, w):
+    """kGatherDense<D, W> (cuda/gridding_kernels.cuh)."""
     if dims == 2:
         return 256 if w <= 6 else 512
     return 256 if w <= 3 else 512 if w <= 5 else 1024
@@ -82,14 +83,13 @@ def item_counts(dims, n, k, w):
     return work if dims == 3 else work[np.newaxis]  # [z, y, ix]
 
 
-def lanes(work, dims):
-    tx, ty, tz = TILE[dims]
+def blocks_of(work, shape):
+    """work [z, y, ix] cut into blocks of shape (x, y, z) items, zero-padded at the edges: [n, x y z]."""
+    tx, ty, tz = shape
     z, y, x = work.shape
-    pad = [(0, -z % tz), (0, -y % ty), (0, -x % tx)]
-    work = np.pad(work, pad)
+    work = np.pad(work, [(0, -z % tz), (0, -y % ty), (0, -x % tx)])
     z, y, x = work.shape
-    tiles = work.reshape(z // tz, tz, y // ty, ty, x // tx, tx).transpose(0, 2, 4, 1, 3, 5)
-    return tiles.reshape(-1, tx * ty * tz)
+    return work.reshape(z // tz, tz, y // ty, ty, x // tx, tx).transpose(0, 2, 4, 1, 3, 5).reshape(-1, tx * ty * tz)
 
 
 def costs(blocks):
@@ -100,11 +100,7 @@ def costs(blocks):
 
 def sorted_in(work, tiles_per_group):
     """3D: items sorted within groups of (x, y, z) tiles, cut into blocks of 256 by rank."""
-    tx, ty, tz = (a * b for a, b in zip(TILE[3], tiles_per_group))
-    z, y, x = work.shape
-    work = np.pad(work, [(0, -z % tz), (0, -y % ty), (0, -x % tx)])
-    z, y, x = work.shape
-    groups = work.reshape(z // tz, tz, y // ty, ty, x // tx, tx).transpose(0, 2, 4, 1, 3, 5).reshape(-1, tx * ty * tz)
+    groups = blocks_of(work, tuple(a * b for a, b in zip(TILE[3], tiles_per_group)))
     return -np.sort(-groups, axis=1).reshape(-1, 256)
 
 
@@ -121,7 +117,7 @@ def main():
             work = item_counts(dims, n, k, w).astype(np.float64)
             dense = work > dense_threshold(dims, w)
             taken = np.where(dense, 0, work)
-            blocks = lanes(taken, dims)
+            blocks = blocks_of(taken, TILE[dims])
             done = taken.sum()
             t0, l0 = costs(blocks)
             orders = [-np.sort(-blocks, axis=1)]
