@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""RGA against SM per variant build, from an A/B CSV of bench_nufft_front_gpu runs with the columns
-call, variant, rep in front (docs/data/rga_koosh_variants_h200_2026-12-04.csv): for each call,
-geometry and width, each variant's fastest RGA type-1 time over its repeats, and its ratio to the
-fastest SM time of that call (SM does not depend on the variants). Markdown on stdout.
+"""The deterministic methods against SM per variant build, from an A/B CSV of bench_nufft_front_gpu
+runs with the columns call, variant, rep in front (docs/data/rga_koosh_variants_h200_2026-12-04.csv):
+for each call, geometry and width, each variant's fastest RGA type-1 time over its repeats, and its
+ratio to the fastest SM time of that call over every variant (SM does not depend on the variants);
+where the CSV has them, the same for SM in fixed point (SMF) against SM. Markdown on stdout.
 
     /usr/bin/python3 scripts/variant_table.py docs/data/rga_koosh_variants_h200_2026-12-04.csv
 """
@@ -17,7 +18,9 @@ def main(path):
     for r in csv.DictReader(open(path)):
         if r["library"] != "ours" or r["type"] != "1":
             continue
-        method = "RGA" if r["method"].startswith("RGA") else "SM" if r["method"].startswith("SM") else None
+        method = r["method"].split("-")[0]
+        if method not in ("RGA", "SM", "SMF"):
+            method = None
         if method is None:
             continue
         if r["variant"] not in variants[r["call"]]:
@@ -25,15 +28,18 @@ def main(path):
         for key in ((r["call"], r["geometry"], r["width"], method, r["variant"]), (r["call"], r["geometry"], r["width"], method)):
             best[key] = min(best[key], float(r["exec_ms"]))
     for call, names in variants.items():
-        print(f"\ncall {call}: RGA ms (RGA / SM)\n")
-        print("| geometry | W | SM ms | " + " | ".join(names) + " |")
-        print("|---|---|---|" + "---|" * len(names))
-        cells = sorted({(k[1], k[2]) for k in best if k[0] == call and len(k) == 4})
-        for geometry, width in cells:
-            sm = best[(call, geometry, width, "SM")]
-            row = [f"{best[(call, geometry, width, 'RGA', v)]:.3f} ({best[(call, geometry, width, 'RGA', v)] / sm:.2f})" for v in names]
-            print(f"| {geometry} | {width} | {sm:.3f} | " + " | ".join(row) + " |")
-
+        for method in ("RGA", "SMF"):
+            cells = sorted({(k[1], k[2]) for k in best if k[0] == call and len(k) == 4 and k[3] == method})
+            if not cells:
+                continue
+            print(f"\ncall {call}: {method} ms ({method} / SM)\n")
+            print("| geometry | W | SM ms | " + " | ".join(names) + " |")
+            print("|---|---|---|" + "---|" * len(names))
+            for geometry, width in cells:
+                sm = best[(call, geometry, width, "SM")]
+                row = [f"{best[(call, geometry, width, method, v)]:.3f} ({best[(call, geometry, width, method, v)] / sm:.2f})"
+                       for v in names]
+                print(f"| {geometry} | {width} | {sm:.3f} | " + " | ".join(row) + " |")
 
 if __name__ == "__main__":
     main(sys.argv[1])
