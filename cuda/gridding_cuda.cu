@@ -66,6 +66,11 @@ struct NufftDevicePlan::State {
   DeviceBuffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
   DeviceBuffer<float2> coil_samples, coil_images; // adjoint_coils (host arrays): a block's uploads and results
   DeviceBuffer<unsigned char> fft_work;
+  // ScatterMethod::SharedFixed: the grid in fixed point (two integers a point), the values'
+  // max(|re|, |im|) and the scale; made on its first use.
+  DeviceBuffer<unsigned long long> fixed_grid;
+  DeviceBuffer<unsigned> max_abs;
+  DeviceBuffer<FixedScale> fixed_scale;
   // RGA's items (gridding_kernels.cuh: kGatherRun<D> points of a row): whether each is dense, and
   // the dense ones' list followed by their count (and that count here); made on the first gather.
   DeviceBuffer<unsigned char> gather_dense;
@@ -114,6 +119,39 @@ struct NufftDevicePlan::State {
     gather_classified = true;
   }
 
+  // SM's spread of the sorted values into `grid` (zeroed here): float tiles, or fixed-point tiles
+  // and grid converted to float at the end (deterministic; gridding_kernels.cuh, SmAcc).
+  void shared_scatter(const float2 *val, float2 *out) {
+    const auto points_ = static_cast<std::size_t>(points);
+    const auto launch = [&](auto kernel, std::size_t shared, unsigned long long *fixed) {
+      kernel<<<static_cast<unsigned>(subproblem_bound()), 256, shared, stream>>>(
+          jxs.get(), wts.get(), val, offsets.get(), subproblems.get(), dev, static_cast<int>(tiles_x),
+          static_cast<int>(tiles_y), out, fixed, fixed_scale.get());
+      check_launch("sm_scatter_kernel");
+    };
+    if (scatter != ScatterMethod::SharedFixed) {
+      MRI_CUDA_CHECK(cudaMemsetAsync(out, 0, points_ * sizeof(float2), stream));
+      launch(k.sm, k.sm_shared, nullptr);
+      return;
+    }
+    if (!fixed_grid.get()) {
+      MRI_CUDA_CHECK(cudaFuncSetAttribute(k.sm_fixed, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(k.sm_fixed_shared)));
+      fixed_grid.allocate(2 * points_, pool, stream);
+      max_abs.allocate(1, pool, stream);
+      fixed_scale.allocate(1, pool, stream);
+    }
+    MRI_CUDA_CHECK(cudaMemsetAsync(max_abs.get(), 0, sizeof(unsigned), stream));
+    max_abs_kernel<<<std::min(blocks(m, 256), 1024u), 256, 0, stream>>>(val, static_cast<std::size_t>(m), max_abs.get());
+    check_launch("max_abs_kernel");
+    fixed_scale_kernel<<<1, 1, 0, stream>>>(max_abs.get(), m, fixed_scale.get());
+    check_launch("fixed_scale_kernel");
+    MRI_CUDA_CHECK(cudaMemsetAsync(fixed_grid.get(), 0, 2 * points_ * sizeof(unsigned long long), stream));
+    launch(k.sm_fixed, k.sm_fixed_shared, fixed_grid.get());
+    fixed_to_float_kernel<<<blocks(points, 256), 256, 0, stream>>>(fixed_grid.get(), points_, fixed_scale.get(), out);
+    check_launch("fixed_to_float_kernel");
+  }
+
   // RGA of `coils` sorted coils (val + c m) into their grids (out + c points): a thread per
   // sparse item, then a block per dense item. Coils > 1: kCoilBlock at most, the coil-batched
   // kernels, which sum each coil in the same order as one coil alone.
@@ -146,6 +184,9 @@ struct NufftDevicePlan::State {
     // Buffers go back to the pool in this stream's order, then the stream (its work finishes).
     for (auto *b : {&keys, &perm, &offsets}) b->release();
     subproblems.release();
+    fixed_grid.release();
+    max_abs.release();
+    fixed_scale.release();
     gather_dense.release();
     gather_list.release();
     jxs.release();
@@ -387,18 +428,13 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
   permute_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_samples), s.perm.get(),
                                                         m, s.sorted.get());
   check_launch("permute_kernel");
-  if (gridding == Gridding::Scatter) {
+  if (gridding == Gridding::Scatter && s.scatter == ScatterMethod::Global) {
     MRI_CUDA_CHECK(cudaMemsetAsync(s.grid.get(), 0, static_cast<std::size_t>(s.points) * sizeof(float2), s.stream));
-    if (s.scatter == ScatterMethod::Global) {
-      s.k.scatter<<<blocks(m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.sorted.get(), m, s.dev, s.coef(),
-                                                        s.grid.get());
-      check_launch("scatter_kernel");
-    } else {
-      s.k.sm<<<static_cast<unsigned>(s.subproblem_bound()), 256, 0, s.stream>>>(
-          s.jxs.get(), s.wts.get(), s.sorted.get(), s.offsets.get(), s.subproblems.get(), s.dev,
-          static_cast<int>(s.tiles_x), static_cast<int>(s.tiles_y), s.grid.get());
-      check_launch("sm_scatter_kernel");
-    }
+    s.k.scatter<<<blocks(m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.sorted.get(), m, s.dev, s.coef(),
+                                                      s.grid.get());
+    check_launch("scatter_kernel");
+  } else if (gridding == Gridding::Scatter) {
+    s.shared_scatter(s.sorted.get(), s.grid.get());
   } else { // Gather; Auto means Gather here as in NufftOperator
     s.gather(s.sorted.get(), s.grid.get(), 1);
   }

@@ -48,8 +48,9 @@ inline constexpr int kMaxDeviceWidth = mri::detail::kMaxDeviceNufftWidth;
 // How Gridding::Scatter spreads (NufftDevicePlan::set_scatter_method): Auto = Shared in 3D,
 // Global in 2D; Global =
 // GA, thread per sample with global atomics; Shared = SM, shared-memory tiles. Both are
-// non-deterministic in the last bits (atomics); Gridding::Gather is the deterministic path.
-enum class ScatterMethod { Auto, Global, Shared };
+// non-deterministic in the last bits (float atomics). SharedFixed = SM's tiles summed in 64-bit
+// fixed point (integer atomics, any order the same bits): deterministic, like Gridding::Gather.
+enum class ScatterMethod { Auto, Global, Shared, SharedFixed };
 
 // Frees what the gridding plans keep between plans, process-wide: idle cached cuFFT plans, the
 // unused memory of the plans' device memory pool, and the pinned trajectory staging buffer.

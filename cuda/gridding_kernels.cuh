@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_check.cuh"
 #include "gridding_cuda.hpp"
@@ -491,19 +492,43 @@ template <int D, int W> struct SmTile {
   static constexpr int R = TY * TZ;           // rows of cells per tile
   static constexpr int ROWS = D == 3 ? W * W : W; // window rows per sample
   static_assert(R <= 256, "one run per thread");
-  static_assert(2 * SP * 4 + S * (D * W * 4 + 8 + 4) + R * 8 + 1024 <= 48 * 1024, "static shared memory");
+  static constexpr int STAGED = S * (D * W * 4 + 8 + 4) + R * 8 + 1024; // static shared bytes, about
+  static_assert(2 * SP * 4 + STAGED <= 48 * 1024, "float tile within the default 48 KB a block");
 };
 
-template <int D, int W>
+// SM's tile accumulators: float (atomic float adds: the last bits depend on their order) or, for
+// ScatterMethod::SharedFixed, 64-bit fixed point: each partial sum rounded once to a multiple of
+// 2^-e (FixedScale) and added as an integer. Integer addition (mod 2^64) is associative, so the
+// tile and grid sums are the same bits in any order of the atomics: deterministic. e is chosen so
+// that M max|value| (every sample at weight 1 in one point) stays below 2^62: no sum overflows,
+// and the rounding (2^-e/2 a partial sum, below 2^-60 M max|value|) is far below float's.
+template <bool Fixed> using SmAcc = std::conditional_t<Fixed, unsigned long long, float>;
+struct FixedScale {
+  double to_fixed, to_float; // 2^e, 2^-e
+};
+
+template <bool Fixed> __device__ __forceinline__ void sm_add(SmAcc<Fixed> *at, float v, const FixedScale *scale) {
+  if constexpr (Fixed)
+    atomicAdd(at, static_cast<unsigned long long>(__double2ll_rn(static_cast<double>(v) * scale->to_fixed)));
+  else
+    atomicAdd(at, v);
+}
+
+// The tile's accumulators are dynamic shared memory (2 SP sizeof(SmAcc) bytes: above 48 KB for
+// fixed point at W >= 5); Fixed adds into `fixed` (two integers a grid point), else into `grid`.
+template <int D, int W, bool Fixed = false>
 __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
                                                          const float2 *__restrict__ val,
                                                          const unsigned *__restrict__ offsets,
                                                          const uint2 *__restrict__ subproblems, Dev d, int tiles_x,
-                                                         int tiles_y, float2 *grid) {
+                                                         int tiles_y, float2 *grid, unsigned long long *fixed,
+                                                         const FixedScale *scale) {
   using T = SmTile<D, W>;
+  using Acc = SmAcc<Fixed>;
   constexpr int DW = D * W;
   using Scan = cub::BlockScan<unsigned, 256>;
-  __shared__ float re[T::SP], im[T::SP];
+  extern __shared__ __align__(16) unsigned char sm_tile[];
+  Acc *re = reinterpret_cast<Acc *>(sm_tile), *im = re + T::SP;
   __shared__ float sw[T::S * DW];
   __shared__ float2 sv[T::S];
   __shared__ int sbase[T::S];
@@ -534,8 +559,8 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   if (total == 0) return; // every thread has the block's total: uniform
   if (t < T::R) run_prefix[t] = prefix;
   for (int p = t; p < T::SP; p += 256) {
-    re[p] = 0.f;
-    im[p] = 0.f;
+    re[p] = 0;
+    im[p] = 0;
   }
   __syncthreads();
 
@@ -576,8 +601,8 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
       const auto flush = [&] { // the run's sums into the padded tile, at its first point `at`
 #pragma unroll
         for (int dx = 0; dx < W; ++dx) {
-          atomicAdd(&re[at + dx], ar[dx]);
-          atomicAdd(&im[at + dx], ai[dx]);
+          sm_add<Fixed>(&re[at + dx], ar[dx], scale);
+          sm_add<Fixed>(&im[at + dx], ai[dx], scale);
           ar[dx] = ai[dx] = 0.f;
         }
       };
@@ -606,11 +631,51 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   for (int p = t; p < T::P; p += 256) {
     const int lx = p % T::PX, ly = p / T::PX % T::PY, lz = p / (T::PX * T::PY);
     const int q = (lz * T::PY + ly) * T::SX + lx;
-    const float vr = re[q], vi = im[q];
-    if (vr == 0.f && vi == 0.f) continue;
+    const Acc vr = re[q], vi = im[q];
+    if (vr == 0 && vi == 0) continue;
     const int gx = (x0 + lx) % d.gx, gy = (y0 + ly) % d.gy, gz = D == 3 ? (z0 + lz) % d.gz : 0;
-    atomicAdd(&grid[(static_cast<unsigned>(gz) * d.gy + gy) * d.gx + gx], make_float2(vr, vi));
+    const unsigned point = (static_cast<unsigned>(gz) * d.gy + gy) * d.gx + gx;
+    if constexpr (Fixed) {
+      atomicAdd(&fixed[2 * std::size_t{point}], vr);
+      atomicAdd(&fixed[2 * std::size_t{point} + 1], vi);
+    } else {
+      atomicAdd(&grid[point], make_float2(vr, vi));
+    }
   }
+}
+
+// SharedFixed's scale from the largest |re| or |im| of the values (an order-free maximum, so the
+// scale too is the same on every run): e = 61 - ceil(log2(M max)) (M max < 2^(62 - e) below
+// 2^62 with a factor 2 left for kernel weights a little above 1); all zeros: e = 0.
+__global__ void fixed_scale_kernel(const unsigned *max_abs, int m, FixedScale *scale) {
+  const double bound = static_cast<double>(__uint_as_float(*max_abs)) * m;
+  int e = 0;
+  if (bound > 0) {
+    frexp(bound, &e); // bound < 2^e
+    e = 61 - e;
+  }
+  *scale = {ldexp(1.0, e), ldexp(1.0, -e)};
+}
+
+// max(|re|, |im|) over `n` values into *max_abs (zeroed before): float bits of non-negative
+// values order as unsigned integers, so an integer atomicMax takes the maximum exactly.
+__global__ void max_abs_kernel(const float2 *__restrict__ v, std::size_t n, unsigned *max_abs) {
+  using Reduce = cub::BlockReduce<float, 256>;
+  __shared__ typename Reduce::TempStorage tmp;
+  float local = 0.f;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += gridDim.x * std::size_t{blockDim.x})
+    local = fmaxf(local, fmaxf(fabsf(v[i].x), fabsf(v[i].y)));
+  const float block_max = Reduce(tmp).Reduce(local, [](float a, float b) { return fmaxf(a, b); });
+  if (threadIdx.x == 0) atomicMax(max_abs, __float_as_uint(block_max));
+}
+
+__global__ void fixed_to_float_kernel(const unsigned long long *__restrict__ fixed, std::size_t points,
+                                      const FixedScale *scale, float2 *__restrict__ grid) {
+  const std::size_t p = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (p >= points) return;
+  const double to_float = scale->to_float;
+  grid[p] = make_float2(static_cast<float>(static_cast<double>(static_cast<long long>(fixed[2 * p])) * to_float),
+                        static_cast<float>(static_cast<double>(static_cast<long long>(fixed[2 * p + 1])) * to_float));
 }
 
 // Interpolation: thread per sample, writes out[perm[i]] (sample order).
@@ -700,6 +765,8 @@ struct Kernels {
   decltype(&gather_dense_kernel<2, 4, kCoilBlock>) gather_dense_coils;
   decltype(&scatter_kernel<2, 4>) scatter;
   decltype(&sm_scatter_kernel<2, 4>) sm;
+  decltype(&sm_scatter_kernel<2, 4>) sm_fixed;
+  std::size_t sm_shared, sm_fixed_shared; // their dynamic shared memory (bytes)
   decltype(&interp_kernel<2, 4>) interp;
   int tx, ty, tz;  // SM tile
   int gather_run;  // RGA's points per item (kGatherRun)
@@ -715,6 +782,9 @@ template <int D, int W> Kernels kernels_of() {
           &gather_dense_kernel<D, W, kCoilBlock>,
           &scatter_kernel<D, W>,
           &sm_scatter_kernel<D, W>,
+          &sm_scatter_kernel<D, W, true>,
+          2 * T::SP * sizeof(float),
+          2 * T::SP * sizeof(unsigned long long),
           &interp_kernel<D, W>,
           T::TX,
           T::TY,
