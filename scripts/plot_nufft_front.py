@@ -24,6 +24,7 @@ GEOMETRIES = ["uniform3d", "koosh3d", "uniform2d", "radial2d"]
 TYPES = {1: "type 1 (adjoint)", 2: "type 2 (forward)"}
 # One colour per library and method in every panel: ours warm, cuFINUFFT cool.
 COLOURS = {"RGA-gather": "tab:red", "SM-shared-scatter": "tab:orange", "GA-global-scatter": "tab:brown",
+           "SMF-fixed-point-scatter": "tab:olive",
            "forward": "tab:red", "method1": "tab:blue", "method2": "tab:cyan", "method3": "tab:purple"}
 
 
