@@ -20,8 +20,6 @@ def main(path):
             continue
         method = r["method"].split("-")[0]
         if method not in ("RGA", "SM", "SMF"):
-            method = None
-        if method is None:
             continue
         if r["variant"] not in variants[r["call"]]:
             variants[r["call"]].append(r["variant"])
@@ -40,6 +38,7 @@ def main(path):
                 row = [f"{best[(call, geometry, width, method, v)]:.3f} ({best[(call, geometry, width, method, v)] / sm:.2f})"
                        for v in names]
                 print(f"| {geometry} | {width} | {sm:.3f} | " + " | ".join(row) + " |")
+
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -210,6 +210,18 @@ Image scatter_adjoint(const NufftOperator &op, const std::vector<cfloat> &y, Sca
   return out;
 }
 
+// `near_count` samples uniform within `radius` of k = 0 (a dense centre), then `background`
+// uniform over the grid (seeds `seed` and `seed` + 1).
+Trajectory cluster(const Grid &g, int near_count, float radius, int background, std::uint64_t seed) {
+  std::mt19937 rng(static_cast<std::uint32_t>(seed));
+  std::uniform_real_distribution<float> near(-radius, radius);
+  std::vector<KPoint> p;
+  for (int i = 0; i < near_count; ++i) p.push_back({near(rng), near(rng), g.dims() == 3 ? near(rng) : 0.0f});
+  const Trajectory rest = test::random_trajectory(g, static_cast<std::size_t>(background), seed + 1);
+  p.insert(p.end(), rest.points().begin(), rest.points().end());
+  return Trajectory(g.dims(), p);
+}
+
 } // namespace
 
 TEST_CASE("cuda nufft: SM tiles, GA and RGA agree with the CPU NUFFT for every width, partial and wrapped tiles",
@@ -294,15 +306,9 @@ TEST_CASE("cuda nufft: SM in fixed point is bitwise identical run to run, on a n
   // SmAcc): scaled back, the image stays within 5e-6 of the CPU NUFFT.
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  std::mt19937 rng(static_cast<std::uint32_t>(seed));
-  std::uniform_real_distribution<float> near(-0.4f, 0.4f);
   for (const Grid &grid : {Grid(16, 16, 16), Grid(40, 36)}) {
-    std::vector<KPoint> p;
-    for (int i = 0; i < 4100; ++i) p.push_back({near(rng), near(rng), grid.dims() == 3 ? near(rng) : 0.0f});
-    const Trajectory rest = test::random_trajectory(grid, 1000, rng());
-    p.insert(p.end(), rest.points().begin(), rest.points().end());
-    const Trajectory t(grid.dims(), p);
-    const auto y = test::random_complex(t.size(), rng());
+    const Trajectory t = cluster(grid, 4100, 0.4f, 1000, seed);
+    const auto y = test::random_complex(t.size(), seed + 2);
     NufftOptions cpu = cuda_nufft(1e-4, Gridding::Scatter);
     cpu.backend = Backend::Cpu;
     const Image ref = NufftOperator(t, grid, cpu).adjoint(y);
@@ -333,17 +339,8 @@ TEST_CASE("cuda nufft: RGA's dense items (a block each): accurate, bitwise run t
   // on 40 x 36 plus a background. Their sums are split over a block's threads and added by a
   // fixed tree: within float rounding of the CPU NUFFT, the same bits on every run, and the
   // coil-batched gather (6 coils: a block of 4 and one of 2) sums each coil in the same order.
-  const auto cluster = [](const Grid &g, int near_count, float radius, int background) {
-    std::mt19937 rng(31);
-    std::uniform_real_distribution<float> near(-radius, radius);
-    std::vector<KPoint> p;
-    for (int i = 0; i < near_count; ++i) p.push_back({near(rng), near(rng), g.dims() == 3 ? near(rng) : 0.0f});
-    const Trajectory rest = test::random_trajectory(g, static_cast<std::size_t>(background), 32);
-    p.insert(p.end(), rest.points().begin(), rest.points().end());
-    return Trajectory(g.dims(), p);
-  };
-  const std::pair<Trajectory, Grid> problems[] = {{cluster(Grid(16, 16, 16), 4100, 0.4f, 1000), Grid(16, 16, 16)},
-                                                  {cluster(Grid(40, 36), 3000, 0.3f, 800), Grid(40, 36)}};
+  const std::pair<Trajectory, Grid> problems[] = {{cluster(Grid(16, 16, 16), 4100, 0.4f, 1000, 31), Grid(16, 16, 16)},
+                                                  {cluster(Grid(40, 36), 3000, 0.3f, 800, 31), Grid(40, 36)}};
   for (const auto &[t, g] : problems) {
     const std::uint64_t seed = fresh_seed();
     INFO(g.dims() << "D, M = " << t.size() << ", seed " << seed);
