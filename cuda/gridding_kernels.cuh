@@ -497,25 +497,45 @@ template <int D, int W> struct SmTile {
 };
 
 // SM's tile accumulators: float (atomic float adds: the last bits depend on their order) or, for
-// ScatterMethod::SharedFixed, 64-bit fixed point: each partial sum rounded once to a multiple of
-// 2^-e (FixedScale) and added as an integer. Integer addition (mod 2^64) is associative, so the
-// tile and grid sums are the same bits in any order of the atomics: deterministic. e is chosen so
-// that M max|value| (every sample at weight 1 in one point) stays below 2^62: no sum overflows,
-// and the rounding (2^-e/2 a partial sum, below 2^-60 M max|value|) is far below float's.
-template <bool Fixed> using SmAcc = std::conditional_t<Fixed, unsigned long long, float>;
+// ScatterMethod::SharedFixed, fixed point: each partial sum rounded once to an integer q = v 2^e
+// (FixedScale) and added as integers. Integer addition (mod 2^n) is associative, so the tile and
+// grid sums are the same bits in any order of the atomics: deterministic. e is chosen so that M
+// max|value| 2^e < 2^49 (every sample at weight 1 in one point): |q| and every sum of them stay
+// below 2^50 (a factor 2 left for kernel weights a little above 1), and the rounding (2^-e / 2 a
+// partial sum, below 2^-49 M max|value|) is far below float's. In the tile, q is held as two
+// native 32-bit integer adds: lo = q mod 2^20 (at most kSubproblem adds a point: their sum stays
+// below 2^30) and hi = floor(q / 2^20), summed mod 2^32: the true sum of the hi parts, (sum q -
+// sum lo) / 2^20, lies within +-2^31, so it is what the 32-bit sum holds. 64-bit shared atomics
+// are a compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN.64 in the SASS): 1.34-1.95x SM's time in
+// 3D (H200 2026-12-05, docs/performance-log.md); 32-bit integer adds are native (ATOMS.ADD).
+template <bool Fixed> using SmAcc = std::conditional_t<Fixed, unsigned, float>;
 struct FixedScale {
-  double to_fixed, to_float; // 2^e, 2^-e
+  float to_fixed;  // 2^e
+  double to_float; // 2^-e
 };
+constexpr int kFixedLoBits = 20;
+static_assert(kSubproblem << kFixedLoBits <= (1u << 30), "the lo parts' sum fits 31 bits");
 
-template <bool Fixed> __device__ __forceinline__ void sm_add(SmAcc<Fixed> *at, float v, const FixedScale *scale) {
-  if constexpr (Fixed)
-    atomicAdd(at, static_cast<unsigned long long>(__double2ll_rn(static_cast<double>(v) * scale->to_fixed)));
-  else
+// Adds v into the tile point `at` (Fixed: its lo part; the hi part `hi` further on).
+template <bool Fixed>
+__device__ __forceinline__ void sm_add(SmAcc<Fixed> *at, int hi, float v, const FixedScale *scale) {
+  if constexpr (Fixed) {
+    const long long q = __float2ll_rn(v * scale->to_fixed);
+    atomicAdd(at, static_cast<unsigned>(q) & ((1u << kFixedLoBits) - 1));
+    atomicAdd(at + hi, static_cast<unsigned>(q >> kFixedLoBits));
+  } else {
     atomicAdd(at, v);
+  }
 }
 
-// The tile's accumulators are dynamic shared memory (2 SP sizeof(SmAcc) bytes: above 48 KB for
-// fixed point at W >= 5); Fixed adds into `fixed` (two integers a grid point), else into `grid`.
+// A tile point's fixed-point sum from its lo and hi parts (sm_add).
+__device__ __forceinline__ long long fixed_sum(unsigned lo, unsigned hi) {
+  return static_cast<long long>(static_cast<int>(hi)) * (1ll << kFixedLoBits) + lo;
+}
+
+// The tile's accumulators are dynamic shared memory (float: re and im, SP each; fixed: re's lo and
+// hi parts, then im's: above 48 KB at W >= 5); Fixed adds into `fixed` (two integers a grid
+// point), else into `grid`.
 template <int D, int W, bool Fixed = false>
 __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__ jxs, const float *__restrict__ wts,
                                                          const float2 *__restrict__ val,
@@ -528,7 +548,8 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   constexpr int DW = D * W;
   using Scan = cub::BlockScan<unsigned, 256>;
   extern __shared__ __align__(16) unsigned char sm_tile[];
-  Acc *re = reinterpret_cast<Acc *>(sm_tile), *im = re + T::SP;
+  constexpr int kParts = Fixed ? 2 : 1, hi = T::SP; // Fixed: a part's hi sums follow its lo sums
+  Acc *re = reinterpret_cast<Acc *>(sm_tile), *im = re + kParts * T::SP;
   __shared__ float sw[T::S * DW];
   __shared__ float2 sv[T::S];
   __shared__ int sbase[T::S];
@@ -558,10 +579,7 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   Scan(scan).ExclusiveSum(len, prefix, total);
   if (total == 0) return; // every thread has the block's total: uniform
   if (t < T::R) run_prefix[t] = prefix;
-  for (int p = t; p < T::SP; p += 256) {
-    re[p] = 0;
-    im[p] = 0;
-  }
+  for (int p = t; p < 2 * kParts * T::SP; p += 256) re[p] = 0;
   __syncthreads();
 
   const unsigned end = min(total, sub.y + kSubproblem);
@@ -601,8 +619,8 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
       const auto flush = [&] { // the run's sums into the padded tile, at its first point `at`
 #pragma unroll
         for (int dx = 0; dx < W; ++dx) {
-          sm_add<Fixed>(&re[at + dx], ar[dx], scale);
-          sm_add<Fixed>(&im[at + dx], ai[dx], scale);
+          sm_add<Fixed>(&re[at + dx], hi, ar[dx], scale);
+          sm_add<Fixed>(&im[at + dx], hi, ai[dx], scale);
           ar[dx] = ai[dx] = 0.f;
         }
       };
@@ -631,30 +649,29 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   for (int p = t; p < T::P; p += 256) {
     const int lx = p % T::PX, ly = p / T::PX % T::PY, lz = p / (T::PX * T::PY);
     const int q = (lz * T::PY + ly) * T::SX + lx;
-    const Acc vr = re[q], vi = im[q];
-    if (vr == 0 && vi == 0) continue;
     const int gx = (x0 + lx) % d.gx, gy = (y0 + ly) % d.gy, gz = D == 3 ? (z0 + lz) % d.gz : 0;
     const unsigned point = (static_cast<unsigned>(gz) * d.gy + gy) * d.gx + gx;
     if constexpr (Fixed) {
-      atomicAdd(&fixed[2 * std::size_t{point}], vr);
-      atomicAdd(&fixed[2 * std::size_t{point} + 1], vi);
+      const long long vr = fixed_sum(re[q], re[q + hi]), vi = fixed_sum(im[q], im[q + hi]);
+      if (vr == 0 && vi == 0) continue;
+      atomicAdd(&fixed[2 * std::size_t{point}], static_cast<unsigned long long>(vr));
+      atomicAdd(&fixed[2 * std::size_t{point} + 1], static_cast<unsigned long long>(vi));
     } else {
-      atomicAdd(&grid[point], make_float2(vr, vi));
+      if (re[q] == 0.f && im[q] == 0.f) continue;
+      atomicAdd(&grid[point], make_float2(re[q], im[q]));
     }
   }
 }
 
 // SharedFixed's scale from the largest |re| or |im| of the values (an order-free maximum, so the
-// scale too is the same on every run): e = 61 - ceil(log2(M max)) (M max < 2^(62 - e) below
-// 2^62 with a factor 2 left for kernel weights a little above 1); all zeros: e = 0.
+// scale too is the same on every run): with M max < 2^b, e = 49 - b (SmAcc), at most 126 (a
+// float; only data below 2^-77 M^-1 reach it: coarser, still deterministic); all zeros: e = 0.
 __global__ void fixed_scale_kernel(const unsigned *max_abs, int m, FixedScale *scale) {
   const double bound = static_cast<double>(__uint_as_float(*max_abs)) * m;
-  int e = 0;
-  if (bound > 0) {
-    frexp(bound, &e); // bound < 2^e
-    e = 61 - e;
-  }
-  *scale = {ldexp(1.0, e), ldexp(1.0, -e)};
+  int b = 49;
+  if (bound > 0) frexp(bound, &b); // bound < 2^b
+  const int e = min(49 - b, 126);
+  *scale = {ldexpf(1.0f, e), ldexp(1.0, -e)};
 }
 
 // max(|re|, |im|) over `n` values into *max_abs (zeroed before): float bits of non-negative
@@ -784,7 +801,7 @@ template <int D, int W> Kernels kernels_of() {
           &sm_scatter_kernel<D, W>,
           &sm_scatter_kernel<D, W, true>,
           2 * T::SP * sizeof(float),
-          2 * T::SP * sizeof(unsigned long long),
+          4 * T::SP * sizeof(unsigned),
           &interp_kernel<D, W>,
           T::TX,
           T::TY,
