@@ -298,7 +298,7 @@ constexpr OurAdjointMethod kOurAdjointMethods[] = {
     {"RGA-gather", Gridding::Gather, ScatterMethod::Auto},
     {"SM-shared-scatter", Gridding::Scatter, ScatterMethod::Shared},
     {"GA-global-scatter", Gridding::Scatter, ScatterMethod::Global},
-    {"SMF-fixed-point-scatter", Gridding::Scatter, ScatterMethod::SharedFixed}};
+    {"SMF-fixed-point-scatter", Gridding::ScatterFixed, ScatterMethod::Auto}};
 constexpr std::size_t kOurAdjoints = std::size(kOurAdjointMethods);
 static_assert(kOurAdjoints == 4); // RGA first, the atomic ones (SM, GA) next: note_gather_ratio, run_ours
 

@@ -14,10 +14,15 @@
 //                                    kernel request not seen before (pool growth, cuFFT planning,
 //                                    pinned staging, kernel fit); return_ms: the constructor's
 //                                    return (the sort still running); setup_ms: device part
+//   NUFFT_adjoint_coils/traj/method/tol  128^3, M = 2^21 (traj 0: uniform random; 1: koosh,
+//                                    8192 spokes x 256), kCoilBlock = 4 coils in one
+//                                    adjoint_coils_device: RGA grids them in one coil-batched
+//                                    pass, the others one coil after another (what
+//                                    Gridding::Auto should take for several coils)
 //   GRID2D/method                    PROPELLER 256^2 (16 x 32 x 256 = 2^17), adjoint
 // method: 0 = Scatter with ScatterMethod::Global (GA, thread per sample, global atomics),
 // 1 = Gather (RGA, deterministic), 2 = Scatter with ScatterMethod::Shared (SM tiles, the default
-// Scatter). tol: -log10.
+// Scatter), 3 = ScatterFixed (SMF: SM in fixed point, deterministic). tol: -log10.
 //
 // Time: CUDA events around one execute on device-resident data (permute, grid, cuFFT,
 // deapodize/crop; transfers excluded, as cuFINUFFT's execute figures), median of 20 after a
@@ -98,7 +103,9 @@ double forward_error(const Problem &p, const std::vector<cfloat> &nufft) {
   return relative_error(sub.values, exact);
 }
 
-Gridding gridding_of(std::int64_t method) { return method == 1 ? Gridding::Gather : Gridding::Scatter; }
+Gridding gridding_of(std::int64_t method) {
+  return method == 1 ? Gridding::Gather : method == 3 ? Gridding::ScatterFixed : Gridding::Scatter;
+}
 
 void set_method(cuda::detail::NufftDevicePlan &plan, std::int64_t method) {
   plan.set_scatter_method(method == 0 ? cuda::detail::ScatterMethod::Global : cuda::detail::ScatterMethod::Shared);
@@ -144,8 +151,35 @@ void NUFFT_adjoint(benchmark::State &state) {
 }
 BENCHMARK(NUFFT_adjoint)
     ->ArgNames({"dims", "method", "tol"})
-    ->ArgsProduct({{2}, {0, 1, 2}, {3, 5}})
-    ->ArgsProduct({{3}, {0, 1, 2}, {3, 5}})
+    ->ArgsProduct({{2}, {0, 1, 2, 3}, {3, 5}})
+    ->ArgsProduct({{3}, {0, 1, 2, 3}, {3, 5}})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+const Trajectory &koosh_3d() {
+  static const Trajectory t = traj::koosh(Grid(128, 128, 128), 8192, 256);
+  return t;
+}
+
+// range(0): trajectory (0 uniform, 1 koosh), range(1): method, range(2): -log10(tol). Time of
+// kCoilBlock coils; points/s counts each coil's samples.
+void NUFFT_adjoint_coils(benchmark::State &state) {
+  if (!gpu_usable(state)) return;
+  const Problem &p = problem(3);
+  const Trajectory &t = state.range(0) == 0 ? p.traj : koosh_3d();
+  const NufftOptions o = cuda_nufft(std::pow(10.0, -static_cast<double>(state.range(2))), gridding_of(state.range(1)));
+  const NufftOperator op(t, p.grid, o);
+  auto &plan = cuda::detail::device_plan_of(op);
+  set_method(plan, state.range(1));
+  plan.upload_samples(p.data.data());
+  constexpr int kCoils = cuda::detail::NufftDevicePlan::kCoilBlock;
+  time_device(state, kCoils * t.size(), [&] { return plan.time_adjoint_coils_ms(o.gridding, kReps); });
+  state.counters["W"] = op.kernel().width;
+}
+BENCHMARK(NUFFT_adjoint_coils)
+    ->ArgNames({"traj", "method", "tol"})
+    ->ArgsProduct({{0, 1}, {1, 2, 3}, {3, 5}})
     ->Iterations(1)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

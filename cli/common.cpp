@@ -19,7 +19,8 @@ const std::map<std::string, Method> kMethods{{"exact", Method::Exact}, {"nufft",
 const std::map<std::string, Normal> kNormals{{"toeplitz", Normal::Toeplitz}, {"direct", Normal::Direct}};
 const std::map<std::string, Regularizer> kRegularizers{
     {"none", Regularizer::None}, {"tikhonov", Regularizer::Tikhonov}, {"finite-difference", Regularizer::FiniteDifference}};
-const std::map<std::string, Gridding> kGriddings{{"auto", Gridding::Auto}, {"scatter", Gridding::Scatter}, {"gather", Gridding::Gather}};
+const std::map<std::string, Gridding> kGriddings{{"auto", Gridding::Auto}, {"scatter", Gridding::Scatter}, {"gather", Gridding::Gather},
+                                                  {"scatter-fixed", Gridding::ScatterFixed}};
 const std::map<std::string, TrajUnits> kTrajUnits{
     {"auto", TrajUnits::Auto}, {"cycles", TrajUnits::CyclesPerFov}, {"normalized", TrajUnits::Normalized}};
 

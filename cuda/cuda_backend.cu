@@ -22,7 +22,7 @@ std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajec
   // The plan checks the samples' range on the device (the host loop cost milliseconds); a sample
   // outside is named by check_within's InvalidArgument.
   auto plan = std::make_shared<NufftDevicePlan>(
-      trajectory, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options)));
+      trajectory, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options, grid.dims())));
   if (!plan->samples_within_grid()) {
     trajectory.check_within(grid);
     mri::detail::invalid_argument("trajectory", "host points", "a sample lies outside [-n/2, n/2) of the grid");
@@ -33,7 +33,7 @@ std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const Trajectory &trajec
 std::shared_ptr<NufftDevicePlan> make_device_nufft_plan(const KPoint *d_points, std::size_t m, const Grid &grid,
                                                         const NufftOptions &options, std::array<float, 3> scale) {
   return std::make_shared<NufftDevicePlan>(
-      d_points, m, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options)), scale);
+      d_points, m, *mri::detail::nufft_setup(grid, mri::detail::validated_nufft_options(options, grid.dims())), scale);
 }
 
 NufftDevicePlan &device_plan_of(const NufftOperator &op) {

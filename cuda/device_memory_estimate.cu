@@ -30,19 +30,20 @@ std::size_t fhd_plan_bytes(const Grid &out, std::size_t m) {
 // kernel weights, d W floats, counted at the widest device kernel since the width follows the
 // tolerance), the setup's transients beside them (unsorted keys, indices and records: 24 B; the
 // radix sort's alternate keys and indices: 8 B) and the device points it is made from.
-// Counted at 64 B a sample until 2026-12-04, when a 3D W 5 plan held 104 resident.
-std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
+// Counted at 64 B a sample until 2026-12-04, when a 3D W 5 plan held 104 resident. Gridding::
+// ScatterFixed adds the fixed-point grid, two 8-byte integers an oversampled point.
+std::size_t nufft_plan_bytes(const Grid &image, std::size_t m, bool fixed_point) {
   const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));
   const std::size_t records = 28 + 16, transients = 24 + 8,
                     weights = sizeof(float) * static_cast<std::size_t>(image.dims() * detail::kMaxDeviceWidth);
   const std::size_t per_sample = records + weights + transients + sizeof(KPoint);
-  return g * (8 + 8 + 4 + 1) + m * per_sample + static_cast<std::size_t>(image.voxels()) * 8;
+  return g * (8 + 8 + 4 + 1 + (fixed_point ? 16 : 0)) + m * per_sample + static_cast<std::size_t>(image.voxels()) * 8;
 }
 
 } // namespace
 
 DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
-                                     bool nufft, int coils, int exact_block) {
+                                     bool nufft, int coils, int exact_block, bool fixed_point) {
   const std::size_t n = static_cast<std::size_t>(grid.voxels());
   const Grid padded = grid.doubled();
   const std::size_t l = static_cast<std::size_t>(padded.voxels());
@@ -55,11 +56,11 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
   DeviceBytes b;
   // + the right-hand side, and the uploaded samples (the exact sum: a block of coils' beside
   // its plan).
-  b.fhd = (nufft ? nufft_plan_bytes(grid, m) + m * 8 : fhd_plan_bytes(grid, m) + exact_block * m * 8) + n * 8;
+  b.fhd = (nufft ? nufft_plan_bytes(grid, m, fixed_point) + m * 8 : fhd_plan_bytes(grid, m) + exact_block * m * 8) + n * 8;
   const std::size_t iterates = 5 * n * 8; // x, r, p, ap, rhs
   if (direct) {
     b.q = 0;
-    b.cg = iterates + m * 4 + (nufft ? nufft_plan_bytes(grid, m) + m * 8 : fhd_plan_bytes(grid, m));
+    b.cg = iterates + m * 4 + (nufft ? nufft_plan_bytes(grid, m, fixed_point) + m * 8 : fhd_plan_bytes(grid, m));
   } else {
     // Q (the rhs held): from the cache (spectrum upload); by NUFFT on the doubled grid (its plan,
     // the weights, Q; then Q and the Toeplitz buffers); by the exact sum on the half grid (its
@@ -68,7 +69,7 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
     if (q_from_cache)
       b.q = n * 8 + toeplitz;
     else if (nufft)
-      b.q = n * 8 + std::max(nufft_plan_bytes(padded, m) + m * 8, l * 8 + toeplitz);
+      b.q = n * 8 + std::max(nufft_plan_bytes(padded, m, fixed_point) + m * 8, l * 8 + toeplitz);
     else
       b.q = n * 8 + std::max({fhd_plan_bytes(half_grid, m) + m * 8, half * 8 + toeplitz,
                               detail::dirichlet_spectrum_applies(grid)

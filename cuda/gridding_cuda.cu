@@ -31,6 +31,10 @@ namespace {
 
 void check_launch(const char *kernel) { check(cudaGetLastError(), kernel, __FILE__, __LINE__); }
 
+// Auto reaches a device plan only from callers that pass it as given (NufftOperator's options
+// resolve it): the gather, as before Gridding::ScatterFixed existed.
+bool gathers(Gridding g) { return g == Gridding::Gather || g == Gridding::Auto; }
+
 [[noreturn]] void throw_outside(const GriddingSetup &setup) {
   mri::detail::invalid_argument("trajectory", "device points",
                                 "a sample lies outside [-n/2, n/2) of the grid " + std::to_string(setup.n[0]) + "x" +
@@ -66,7 +70,7 @@ struct NufftDevicePlan::State {
   DeviceBuffer<float2> coil_grids, coil_sorted; // adjoint_coils_device: kCoilBlock grids and sorted coils
   DeviceBuffer<float2> coil_samples, coil_images; // adjoint_coils (host arrays): a block's uploads and results
   DeviceBuffer<unsigned char> fft_work;
-  // ScatterMethod::SharedFixed: the grid in fixed point (two integers a point), the values'
+  // Gridding::ScatterFixed: the grid in fixed point (two integers a point), the values'
   // max(|re|, |im|) and the scale; made on its first use.
   DeviceBuffer<unsigned long long> fixed_grid;
   DeviceBuffer<unsigned> max_abs;
@@ -119,9 +123,9 @@ struct NufftDevicePlan::State {
     gather_classified = true;
   }
 
-  // SM's spread of the sorted values into `grid` (zeroed here): float tiles, or fixed-point tiles
-  // and grid converted to float at the end (deterministic; gridding_kernels.cuh, SmAcc).
-  void shared_scatter(const float2 *val, float2 *out) {
+  // SM's spread of the sorted values into `grid` (zeroed here): float tiles, or (fixed) fixed-point
+  // tiles and grid converted to float at the end (deterministic; gridding_kernels.cuh, SmAcc).
+  void shared_scatter(const float2 *val, float2 *out, bool fixed) {
     const auto points_ = static_cast<std::size_t>(points);
     const auto launch = [&](auto kernel, std::size_t shared, unsigned long long *fixed) {
       kernel<<<static_cast<unsigned>(subproblem_bound()), 256, shared, stream>>>(
@@ -129,7 +133,7 @@ struct NufftDevicePlan::State {
           static_cast<int>(tiles_y), out, fixed, fixed_scale.get());
       check_launch("sm_scatter_kernel");
     };
-    if (scatter != ScatterMethod::SharedFixed) {
+    if (!fixed) {
       MRI_CUDA_CHECK(cudaMemsetAsync(out, 0, points_ * sizeof(float2), stream));
       launch(k.sm, k.sm_shared, nullptr);
       return;
@@ -428,15 +432,15 @@ void NufftDevicePlan::adjoint_device(const cfloat *d_samples, cfloat *d_image, G
   permute_kernel<<<blocks(m, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_samples), s.perm.get(),
                                                         m, s.sorted.get());
   check_launch("permute_kernel");
-  if (gridding == Gridding::Scatter && s.scatter == ScatterMethod::Global) {
+  if (gathers(gridding)) {
+    s.gather(s.sorted.get(), s.grid.get(), 1);
+  } else if (gridding == Gridding::Scatter && s.scatter == ScatterMethod::Global) {
     MRI_CUDA_CHECK(cudaMemsetAsync(s.grid.get(), 0, static_cast<std::size_t>(s.points) * sizeof(float2), s.stream));
     s.k.scatter<<<blocks(m, 256), 256, 0, s.stream>>>(s.rec.get(), s.keys.get(), s.sorted.get(), m, s.dev, s.coef(),
                                                       s.grid.get());
     check_launch("scatter_kernel");
-  } else if (gridding == Gridding::Scatter) {
-    s.shared_scatter(s.sorted.get(), s.grid.get());
-  } else { // Gather; Auto means Gather here as in NufftOperator
-    s.gather(s.sorted.get(), s.grid.get(), 1);
+  } else {
+    s.shared_scatter(s.sorted.get(), s.grid.get(), gridding == Gridding::ScatterFixed);
   }
   s.fft.execute(s.grid.get(), CUFFT_INVERSE);
   crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(s.grid.get(), s.dev, s.deapod(),
@@ -448,7 +452,7 @@ void NufftDevicePlan::adjoint_coils_device(const cfloat *d_samples, int coils, c
   State &s = *s_;
   const std::size_t m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.voxels),
                     points = static_cast<std::size_t>(s.points);
-  if (gridding == Gridding::Scatter || coils == 1) {
+  if (!gathers(gridding) || coils == 1) {
     for (int c = 0; c < coils; ++c) adjoint_device(d_samples + c * m, d_images + c * n, gridding);
     return;
   }
@@ -565,6 +569,20 @@ double NufftDevicePlan::time_adjoint_ms(Gridding gridding, int repetitions) {
   return median_event_ms(s.stream, s.e0, s.e1, repetitions, [&] {
     adjoint_device(reinterpret_cast<const cfloat *>(s.samples.get()), reinterpret_cast<cfloat *>(s.image.get()),
                    gridding);
+  });
+}
+
+double NufftDevicePlan::time_adjoint_coils_ms(Gridding gridding, int repetitions) {
+  State &s = *s_;
+  const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.voxels);
+  if (s.coil_samples.size() < kCoilBlock * m) s.coil_samples.allocate(kCoilBlock * m, s.pool, s.stream);
+  if (s.coil_images.size() < kCoilBlock * n) s.coil_images.allocate(kCoilBlock * n, s.pool, s.stream);
+  for (int c = 0; c < kCoilBlock; ++c)
+    MRI_CUDA_CHECK(cudaMemcpyAsync(s.coil_samples.get() + c * m, s.samples.get(), m * sizeof(float2),
+                                   cudaMemcpyDeviceToDevice, s.stream));
+  return median_event_ms(s.stream, s.e0, s.e1, repetitions, [&] {
+    adjoint_coils_device(reinterpret_cast<const cfloat *>(s.coil_samples.get()), kCoilBlock,
+                         reinterpret_cast<cfloat *>(s.coil_images.get()), gridding);
   });
 }
 

@@ -27,6 +27,10 @@
 //                            the same points);
 //              Scatter, ScatterMethod::Global (GA, the default in 2D): thread per sample,
 //                            atomicAdd (float2, sm_90) into its W^d window in the global grid;
+//              ScatterFixed (SMF): SM with each run's partial sums rounded once to fixed point
+//                            (the scale from max |value|) and added as two 32-bit integers into
+//                            the tile, the tiles into a 64-bit integer grid, converted to float
+//                            at the end: integer adds in any order, bitwise deterministic;
 //            cuFFT C2C inverse; deapodize + crop.
 //   forward: pad + deapodize, cuFFT forward, interpolation (thread per sample, gather).
 #include <array>
@@ -46,11 +50,10 @@ using GriddingSetup = mri::detail::NufftSetup;
 inline constexpr int kMaxDeviceWidth = mri::detail::kMaxDeviceNufftWidth;
 
 // How Gridding::Scatter spreads (NufftDevicePlan::set_scatter_method): Auto = Shared in 3D,
-// Global in 2D; Global =
-// GA, thread per sample with global atomics; Shared = SM, shared-memory tiles. Both are
-// non-deterministic in the last bits (float atomics). SharedFixed = SM's tiles summed in 64-bit
-// fixed point (integer atomics, any order the same bits): deterministic, like Gridding::Gather.
-enum class ScatterMethod { Auto, Global, Shared, SharedFixed };
+// Global in 2D; Global = GA, thread per sample with global atomics; Shared = SM, shared-memory
+// tiles. Both are non-deterministic in the last bits (float atomics). Gridding::ScatterFixed is
+// SM's tiles summed in fixed point (integer atomics, any order the same bits): deterministic.
+enum class ScatterMethod { Auto, Global, Shared };
 
 // Frees what the gridding plans keep between plans, process-wide: idle cached cuFFT plans, the
 // unused memory of the plans' device memory pool, and the pinned trajectory staging buffer.
@@ -111,7 +114,7 @@ public:
   // The adjoint of `coils` coils (coil c's M samples at d_samples + c M, its image at d_images +
   // c N) from the one sorted plan: Gather grids kCoilBlock coils per pass, reading each sample's
   // cells and weights once for all of them (the same sums, in the same order, as adjoint_device
-  // per coil: bitwise equal); Scatter runs adjoint_device per coil. Uses kCoilBlock oversampled
+  // per coil: bitwise equal); Scatter and ScatterFixed run adjoint_device per coil. Uses kCoilBlock oversampled
   // grids and kCoilBlock M sorted samples more during the call (from the plan's pool).
   void adjoint_coils_device(const cfloat *d_samples, int coils, cfloat *d_images, Gridding gridding);
   static constexpr int kCoilBlock = 4;
@@ -136,6 +139,8 @@ public:
   void download_image(cfloat *image);
   void download_samples(cfloat *samples);
   double time_adjoint_ms(Gridding gridding, int repetitions);
+  // adjoint_coils_device of kCoilBlock coils (each the uploaded samples) on buffers of the plan.
+  double time_adjoint_coils_ms(Gridding gridding, int repetitions);
   double time_forward_ms(int repetitions);
   // Event time of the plan's device work (point setup, sort, weights, offsets), the trajectory
   // upload and cuFFT planning excluded (waits for that work to finish).

@@ -497,7 +497,7 @@ template <int D, int W> struct SmTile {
 };
 
 // SM's tile accumulators: float (atomic float adds: the last bits depend on their order) or, for
-// ScatterMethod::SharedFixed, fixed point: each partial sum rounded once to an integer q = v 2^e
+// Gridding::ScatterFixed, fixed point: each partial sum rounded once to an integer q = v 2^e
 // (FixedScale) and added as integers. Integer addition (mod 2^n) is associative, so the tile and
 // grid sums are the same bits in any order of the atomics: deterministic. e is chosen so that M
 // max|value| 2^e < 2^49 (every sample at weight 1 in one point): |q| and every sum of them stay
@@ -663,7 +663,7 @@ __global__ void __launch_bounds__(256) sm_scatter_kernel(const int *__restrict__
   }
 }
 
-// SharedFixed's scale from the largest |re| or |im| of the values (an order-free maximum, so the
+// ScatterFixed's scale from the largest |re| or |im| of the values (an order-free maximum, so the
 // scale too is the same on every run): with M max < 2^b, e = 49 - b (SmAcc), at most 126 (a
 // float; only data below 2^-77 M^-1 reach it: coarser, still deterministic); all zeros: e = 0.
 __global__ void fixed_scale_kernel(const unsigned *max_abs, int m, FixedScale *scale) {

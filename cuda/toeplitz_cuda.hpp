@@ -168,12 +168,14 @@ private:
 // SENSE (coils > 0): the maps stay on the device through every phase, F^H D adds a per-coil
 // image and CG two (mri_backend/sense.hpp); coils' samples go up a block at a time: the NUFFT's
 // gridding block, or `exact_block` coils for the exact sum (FhdPlan::coils_per_pass).
+// fixed_point: the NUFFT's adjoints run Gridding::ScatterFixed (its plans hold an integer grid).
 struct DeviceBytes {
   std::size_t fhd = 0, q = 0, cg = 0;
   std::size_t peak() const;
 };
 DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
-                                     bool nufft = false, int coils = 0, int exact_block = 1);
+                                     bool nufft = false, int coils = 0, int exact_block = 1,
+                                     bool fixed_point = false);
 
 // Benchmark reference: one forward plus one inverse plain C2C cuFFT transform of `grid` (in place,
 // no callbacks), event-timed, median of `repeats` after a warm-up. Milliseconds.

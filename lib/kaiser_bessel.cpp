@@ -78,6 +78,7 @@ const char *to_string(Gridding g) {
   case Gridding::Auto: return "auto";
   case Gridding::Scatter: return "scatter";
   case Gridding::Gather: return "gather";
+  case Gridding::ScatterFixed: return "scatter-fixed";
   }
   return "?";
 }

@@ -28,7 +28,7 @@ void check_finite(std::span<const cfloat> v, const char *name) {
 } // namespace
 
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)
-    : grid_(grid), options_(detail::validated_nufft_options(options)) {
+    : grid_(grid), options_(detail::validated_nufft_options(options, grid.dims())) {
   if (options_.backend == Backend::Cuda) {
     // The device checks the samples' range as it plans (a host pass costs milliseconds at 2^21
     // samples); only a trajectory that reaches n/2 or beyond pays the wrap and a second plan.

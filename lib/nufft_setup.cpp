@@ -15,7 +15,14 @@
 
 namespace mri {
 
-NufftOptions detail::validated_nufft_options(NufftOptions o) {
+Gridding detail::deterministic_gridding(Backend backend, int dims, int width) {
+  // CUDA, measured (docs/performance.md, "Deterministic gridding on the GPU"): SM in fixed point
+  // is faster than the gather at every width in 2D and from W 4 in 3D; at W 3 in 3D the gather is.
+  if (backend != Backend::Cuda) return Gridding::Gather;
+  return dims == 3 && width <= 3 ? Gridding::Gather : Gridding::ScatterFixed;
+}
+
+NufftOptions detail::validated_nufft_options(NufftOptions o, int dims) {
   if (!(o.tolerance >= kNufftMinTolerance && o.tolerance <= kNufftMaxTolerance)) {
     std::ostringstream os;
     os << "must be in [" << kNufftMinTolerance << ", " << kNufftMaxTolerance << "]";
@@ -44,7 +51,8 @@ NufftOptions detail::validated_nufft_options(NufftOptions o) {
   } else if (o.backend == Backend::Auto) {
     o.backend = gpu_fits && cuda_available() ? Backend::Cuda : Backend::Cpu;
   }
-  if (o.gridding == Gridding::Auto) o.gridding = Gridding::Gather;
+  if (o.gridding == Gridding::Auto) o.gridding = detail::deterministic_gridding(o.backend, dims, width);
+  if (o.gridding == Gridding::ScatterFixed && o.backend == Backend::Cpu) o.gridding = Gridding::Gather;
   return o;
 }
 

@@ -22,6 +22,7 @@
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
 #include "test_support.hpp"
+#include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/direct_sums.hpp"
 
 using namespace mri;
@@ -361,6 +362,33 @@ TEST_CASE("nufft: scatter (GA) and gather (RGA) agree to rounding; RGA is bitwis
         CHECK(bitwise_equal(rga, NufftOperator(t, g, o).adjoint(y)));
       }
     }
+  }
+}
+
+// What Gridding::Auto runs (lib/nufft_setup.cpp, from the GPU measurements in docs/performance.md)
+// and what options() reports on the CPU, where ScatterFixed (a GPU method) runs the gather.
+TEST_CASE("nufft: Gridding::Auto is the fastest deterministic method of the backend; the CPU runs ScatterFixed as "
+          "the gather",
+          "[nufft]") {
+  using detail::deterministic_gridding;
+  CHECK(deterministic_gridding(Backend::Cpu, 2, 5) == Gridding::Gather);
+  CHECK(deterministic_gridding(Backend::Cpu, 3, 5) == Gridding::Gather);
+  CHECK(deterministic_gridding(Backend::Cuda, 3, 3) == Gridding::Gather);
+  CHECK(deterministic_gridding(Backend::Cuda, 3, 4) == Gridding::ScatterFixed);
+  CHECK(deterministic_gridding(Backend::Cuda, 2, 3) == Gridding::ScatterFixed);
+  CHECK(std::string(to_string(Gridding::ScatterFixed)) == "scatter-fixed");
+  const Grid g(24, 20, 6);
+  const Trajectory t = test::random_trajectory(g, 3000, 91);
+  const auto y = test::random_complex(t.size(), 92);
+  NufftOptions o;
+  o.gridding = Gridding::Gather;
+  const Image gather = NufftOperator(t, g, o).adjoint(y);
+  for (const Gridding asked : {Gridding::Auto, Gridding::ScatterFixed}) {
+    o.gridding = asked;
+    const NufftOperator op(t, g, o);
+    INFO(to_string(asked));
+    CHECK(op.options().gridding == Gridding::Gather);
+    CHECK(bitwise_equal(op.adjoint(y), gather));
   }
 }
 

@@ -97,10 +97,14 @@ inline constexpr double kNufftMaxTolerance = 1e-1;
 // Float32 plans (float grid, float FFT) reach about this; tighter tolerances need Float64.
 inline constexpr double kNufftFloat32MinTolerance = 1e-5;
 
+// How the adjoint grids. Gather and ScatterFixed give the same bits on every run; CUDA's Scatter
+// (float atomics) may differ in the last bits from run to run.
 enum class Gridding {
-  Auto,    // Gather (deterministic)
-  Scatter, // GA
-  Gather   // RGA
+  Auto,        // the fastest deterministic method measured, resolved in options(): CPU Gather;
+               // CUDA ScatterFixed, but Gather in 3D at kernel width 3 (docs/performance.md)
+  Scatter,     // CPU: per-thread grids; CUDA: shared-memory tiles (SM) or global atomics (GA)
+  Gather,      // RGA: each grid point sums its samples in a fixed order
+  ScatterFixed // CUDA: SM's tiles summed in fixed point (integer atomics); on the CPU, Gather
 };
 const char *to_string(Gridding);
 
@@ -162,8 +166,11 @@ public:
   // bitwise. On the CPU the gridding spreads a block of coils per pass over the sorted samples
   // (each sample's kernel weights and cells evaluated once for the block; up to 8 coils, fewer
   // where their oversampled grids pass 512 MiB), then FFTs and deapodizes each coil; on CUDA the
-  // gather (Gridding::Gather) reads each sample's cells and weights once for 4 coils, Scatter
-  // runs per coil. Unchecked values, like adjoint's pointer form; throws
+  // gather (Gridding::Gather) reads each sample's cells and weights once for 4 coils, Scatter and
+  // ScatterFixed run per coil (so Auto's ScatterFixed too: for many coils Gather is faster, 4
+  // coils in 0.64-0.73x ScatterFixed's time at W 5-7 on uniform points, 0.88 / 1.04 on koosh at
+  // W 5 / 7; H100, bench_nufft_gpu NUFFT_adjoint_coils, 2026-12-05). Unchecked values, like
+  // adjoint's pointer form; throws
   // InvalidArgument for coils <= 0 or a null pointer. Thread safety: as adjoint.
   void adjoint_coils(const cfloat *samples, int coils, cfloat *images) const;
 

@@ -66,8 +66,8 @@ FhdProblem fhd_problem(const Grid &grid, int coils, std::size_t m, std::uint64_t
   return {grid, std::move(t), coils, std::move(y), std::move(maps)};
 }
 
-NufftOptions nufft_options(double tolerance, Gridding g) {
-  return mri::detail::validated_nufft_options(gpu_test::cuda_nufft(tolerance, g));
+NufftOptions nufft_options(const Grid &grid, double tolerance, Gridding g) {
+  return mri::detail::validated_nufft_options(gpu_test::cuda_nufft(tolerance, g), grid.dims());
 }
 
 // What reconstruct holds on the first device before F^H D: the maps, the trajectory's points
@@ -184,7 +184,7 @@ TEST_CASE("coil split F^H D: the split NUFFT F^H D equals one device's to the ro
     INFO(extents(c.grid) << ", " << c.coils << " coils on " << c.devices.size() << " entries, seed " << seed
                          << " (MRI_GPU_TEST_SEED replays it)");
     const FhdProblem p = fhd_problem(c.grid, c.coils, c.m, seed);
-    const NufftOptions o = nufft_options(tolerance, Gridding::Gather);
+    const NufftOptions o = nufft_options(c.grid, tolerance, Gridding::Gather);
     const FirstDevice first(p, o, cuda::default_stream());
     const SplitRun one = split_fhd(p, first, o, {0}, Gridding::Gather);
     const SplitRun split = split_fhd(p, first, o, c.devices, Gridding::Gather, 2); // applied twice: the same bits
@@ -219,7 +219,7 @@ TEST_CASE("coil split F^H D: scatter gridding (atomics) agrees with one device w
     const std::uint64_t seed = gpu_test::fresh_seed();
     INFO(extents(grid) << ", seed " << seed);
     const FhdProblem p = fhd_problem(grid, 5, 3000, seed);
-    const NufftOptions o = nufft_options(1e-3, Gridding::Scatter);
+    const NufftOptions o = nufft_options(grid, 1e-3, Gridding::Scatter);
     const FirstDevice first(p, o, cuda::default_stream());
     const SplitRun one = split_fhd(p, first, o, {0}, Gridding::Scatter);
     const SplitRun split = split_fhd(p, first, o, {0, 0, 0}, Gridding::Scatter);
@@ -235,7 +235,7 @@ TEST_CASE("coil split F^H D: more entries than coils leave the last ones out", "
   const std::uint64_t seed = gpu_test::fresh_seed();
   INFO("seed " << seed);
   const FhdProblem p = fhd_problem(Grid(24, 20), 2, 800, seed);
-  const NufftOptions o = nufft_options(1e-3, Gridding::Gather);
+  const NufftOptions o = nufft_options(p.grid, 1e-3, Gridding::Gather);
   const FirstDevice first(p, o, cuda::default_stream());
   const SplitRun one = split_fhd(p, first, o, {0}, Gridding::Gather);
   const SplitRun split = split_fhd(p, first, o, {0, 0, 0, 0}, Gridding::Gather);
@@ -252,7 +252,7 @@ TEST_CASE("coil split F^H D: more entries than coils leave the last ones out", "
 
 TEST_CASE("coil split F^H D: bad arguments are refused", "[gpu][coil-split][fhd-split][small][bad-input]") {
   const FhdProblem p = fhd_problem(Grid(16, 12), 3, 300, 21);
-  const NufftOptions o = nufft_options(1e-3, Gridding::Gather);
+  const NufftOptions o = nufft_options(p.grid, 1e-3, Gridding::Gather);
   const cuda::StreamHandle stream = cuda::default_stream();
   const FirstDevice first(p, o, stream);
   CHECK_THROWS_WITH(CoilLanes(3, {}, stream, p.grid), test::contains("devices.size() = 0: must be at least 1"));

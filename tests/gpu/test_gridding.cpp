@@ -107,16 +107,16 @@ TEST_CASE("cuda nufft: GA and RGA agree to rounding; RGA is bitwise identical ru
 }
 
 // NufftOperator::adjoint_coils on CUDA (blocks of 4 coils through the coil-batched gather): each
-// coil's image bitwise equal to adjoint() of that coil with RGA (the same sums in the same order);
-// with GA (atomics: the order of the adds varies run to run) within float rounding, 2e-6 as the
-// GA/RGA test above; 1, 3 and 9 coils (blocks of 4, 4, 1).
+// coil's image bitwise equal to adjoint() of that coil with RGA (the same sums in the same order)
+// and with SMF (per coil, integer sums); with GA (atomics: the order of the adds varies run to
+// run) within float rounding, 2e-6 as the GA/RGA test above; 1, 3 and 9 coils (blocks of 4, 4, 1).
 TEST_CASE("cuda nufft: adjoint_coils equals adjoint per coil", "[gpu][gridding][sense][small]") {
   const Grid grid = GENERATE(Grid(64, 48), Grid(16, 12, 10));
   const std::uint64_t seed = fresh_seed();
   INFO("grid " << grid.nx() << "x" << grid.ny() << "x" << grid.nz() << ", seed " << seed);
   const Trajectory t = traj::uniform_random(grid, 7001, seed);
   const std::size_t m = t.size(), n = static_cast<std::size_t>(grid.voxels());
-  for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {
+  for (const Gridding g : {Gridding::Gather, Gridding::Scatter, Gridding::ScatterFixed}) {
     const NufftOperator op(t, grid, cuda_nufft(1e-3, g));
     for (int coils : {1, 3, 9}) {
       INFO(to_string(g) << ", " << coils << " coils");
@@ -126,7 +126,7 @@ TEST_CASE("cuda nufft: adjoint_coils equals adjoint per coil", "[gpu][gridding][
       for (int c = 0; c < coils; ++c) {
         const Image one = op.adjoint(std::span<const cfloat>(y).subspan(c * m, m));
         const std::span<const cfloat> batched(images.data() + c * n, n);
-        if (g == Gridding::Gather)
+        if (g != Gridding::Scatter)
           CHECK(std::memcmp(one.data(), batched.data(), n * sizeof(cfloat)) == 0);
         else
           CHECK(test::relative_error(one.values(), batched) <= 2e-6);
@@ -242,7 +242,8 @@ TEST_CASE("cuda nufft: SM tiles, GA and RGA agree with the CPU NUFFT for every w
     const Image ref = NufftOperator(t, grid, cpu).adjoint(y);
     const Image sm = scatter_adjoint(op, y, ScatterMethod::Shared);
     const Image ga = scatter_adjoint(op, y, ScatterMethod::Global);
-    const Image fixed = scatter_adjoint(op, y, ScatterMethod::SharedFixed);
+    o.gridding = Gridding::ScatterFixed;
+    const Image fixed = NufftOperator(t, grid, o).adjoint(y);
     o.gridding = Gridding::Gather;
     const Image rga = NufftOperator(t, grid, o).adjoint(y);
     const double e_sm = test::relative_error(sm, ref), e_ga = test::relative_error(ga, ref),
@@ -284,7 +285,7 @@ TEST_CASE("cuda nufft: SM tiles with dense clusters (PROPELLER centre, one crowd
     const NufftOperator op(t, grid, cuda_nufft(1e-4, Gridding::Scatter));
     const Image sm = scatter_adjoint(op, y, ScatterMethod::Shared);
     const Image ga = scatter_adjoint(op, y, ScatterMethod::Global);
-    const Image fixed = scatter_adjoint(op, y, ScatterMethod::SharedFixed);
+    const Image fixed = NufftOperator(t, grid, cuda_nufft(1e-4, Gridding::ScatterFixed)).adjoint(y);
     const Image rga = NufftOperator(t, grid, cuda_nufft(1e-4, Gridding::Gather)).adjoint(y);
     const double e_sm = test::relative_error(sm, ref), e_ga = test::relative_error(ga, ref),
                  e_rga = test::relative_error(rga, ref), e_fixed = test::relative_error(fixed, ref);
@@ -312,23 +313,45 @@ TEST_CASE("cuda nufft: SM in fixed point is bitwise identical run to run, on a n
     NufftOptions cpu = cuda_nufft(1e-4, Gridding::Scatter);
     cpu.backend = Backend::Cpu;
     const Image ref = NufftOperator(t, grid, cpu).adjoint(y);
-    const NufftOperator op(t, grid, cuda_nufft(1e-4, Gridding::Scatter));
-    const Image a = scatter_adjoint(op, y, ScatterMethod::SharedFixed);
+    const NufftOperator op(t, grid, cuda_nufft(1e-4, Gridding::ScatterFixed));
+    const Image a = op.adjoint(y);
     INFO(grid.dims() << "D: vs CPU NUFFT " << test::relative_error(a, ref));
     CHECK(test::relative_error(a, ref) <= 5e-6);
-    for (int run = 0; run < 3; ++run) CHECK(bitwise_equal(a, scatter_adjoint(op, y, ScatterMethod::SharedFixed)));
-    const NufftOperator again(t, grid, cuda_nufft(1e-4, Gridding::Scatter));
-    CHECK(bitwise_equal(a, scatter_adjoint(again, y, ScatterMethod::SharedFixed)));
+    for (int run = 0; run < 3; ++run) CHECK(bitwise_equal(a, op.adjoint(y)));
+    const NufftOperator again(t, grid, cuda_nufft(1e-4, Gridding::ScatterFixed));
+    CHECK(bitwise_equal(a, again.adjoint(y)));
     for (const int e : {-100, 100}) {
       std::vector<cfloat> scaled(y);
       for (auto &v : scaled) v *= std::ldexp(1.0f, e);
-      const Image b = scatter_adjoint(op, scaled, ScatterMethod::SharedFixed);
+      const Image b = op.adjoint(scaled);
       std::vector<cfloat> back(b.values().begin(), b.values().end());
       for (auto &v : back) v *= std::ldexp(1.0f, -e);
       INFO("values x 2^" << e << ": vs CPU NUFFT " << test::relative_error(Image(grid, back), ref));
       CHECK(test::relative_error(Image(grid, back), ref) <= 5e-6);
     }
   }
+}
+
+// Gridding::Auto on CUDA (lib/nufft_setup.cpp, deterministic_gridding): SMF, but the gather in 3D
+// at W 3 (tolerance 3e-2 -> W 3, 1e-3 -> W 5: both branches). options() says which ran, and the
+// image is bitwise that method's, run to run.
+TEST_CASE("cuda nufft: Gridding::Auto runs SM in fixed point, the gather in 3D at width 3", "[gpu][gridding][small]") {
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  for (const Grid &grid : {Grid(16, 16, 16), Grid(40, 36)})
+    for (const double tolerance : {3e-2, 1e-3}) {
+      const Trajectory t = cluster(grid, 2000, 0.4f, 1000, seed);
+      const auto y = test::random_complex(t.size(), seed + 2);
+      const NufftOperator op(t, grid, cuda_nufft(tolerance, Gridding::Auto));
+      const int width = op.kernel().width;
+      INFO(grid.dims() << "D, tolerance " << tolerance << ", W " << width);
+      CHECK(width == (tolerance > 1e-2 ? 3 : 5));
+      const Gridding expected = grid.dims() == 3 && width == 3 ? Gridding::Gather : Gridding::ScatterFixed;
+      CHECK(op.options().gridding == expected);
+      const Image a = op.adjoint(y);
+      CHECK(bitwise_equal(a, op.adjoint(y)));
+      CHECK(bitwise_equal(a, NufftOperator(t, grid, cuda_nufft(tolerance, expected)).adjoint(y)));
+    }
 }
 
 TEST_CASE("cuda nufft: RGA's dense items (a block each): accurate, bitwise run to run and coil-batched",

@@ -71,8 +71,11 @@ struct NufftSetup {
 // options: validated (validated_nufft_options). Kept per grid and options for the process, so a
 // second plan of the same problem skips the polynomial fit and the Bessel evaluations.
 std::shared_ptr<const NufftSetup> nufft_setup(const Grid &grid, const NufftOptions &options);
-// NufftOperator's validation and backend resolution (Throws as its constructor).
-NufftOptions validated_nufft_options(NufftOptions options);
+// NufftOperator's validation and resolution of the backend and the gridding (Throws as its
+// constructor), for a grid of `dims` dimensions.
+NufftOptions validated_nufft_options(NufftOptions options, int dims);
+// What Gridding::Auto runs on `backend` (resolved) at kernel width `width`.
+Gridding deterministic_gridding(Backend backend, int dims, int width);
 
 class CudaBackend {
 public:
