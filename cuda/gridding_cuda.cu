@@ -210,10 +210,25 @@ struct NufftDevicePlan::State {
 NufftDevicePlan::NufftDevicePlan(const Trajectory &trajectory, const GriddingSetup &setup)
     : NufftDevicePlan(setup, trajectory.size()) {
   State &s = *s_;
-  DeviceBuffer<KPoint> traj;
-  traj.allocate(trajectory.size(), s.pool, s.stream);
-  upload_staged(traj.get(), trajectory.data(), trajectory.size() * sizeof(KPoint), s.stream);
-  set_points(traj.get(), {1.0f, 1.0f, 1.0f}); // outside: s.within false, said by the caller
+  const std::size_t m = trajectory.size();
+  if (s.setup.dims == 3) {
+    DeviceBuffer<KPoint> traj;
+    traj.allocate(m, s.pool, s.stream);
+    upload_staged(traj.get(), trajectory.data(), m * sizeof(KPoint), s.stream);
+    set_points(traj.get(), {1.0f, 1.0f, 1.0f}); // outside: s.within false, said by the caller
+    return;
+  }
+  // 2D: (kx, ky) only, packed as they are staged: the upload, which bounds a 2D plan from host
+  // points, moves 8 bytes a sample instead of 12 (kz is not read in 2D).
+  DeviceBuffer<float2> traj;
+  traj.allocate(m, s.pool, s.stream);
+  const auto pack = [](char *pinned, std::size_t first, std::size_t n, const void *points) {
+    const KPoint *k = static_cast<const KPoint *>(points) + first / sizeof(float2);
+    auto *out = reinterpret_cast<float2 *>(pinned);
+    for (std::size_t i = 0; i < n / sizeof(float2); ++i) out[i] = make_float2(k[i].kx, k[i].ky);
+  };
+  upload_staged_fill(traj.get(), m * sizeof(float2), pack, trajectory.data(), s.stream);
+  set_points(traj.get(), {1.0f, 1.0f, 1.0f});
 }
 
 NufftDevicePlan::NufftDevicePlan(const KPoint *d_points, std::size_t m, const GriddingSetup &setup,
@@ -293,7 +308,7 @@ NufftDevicePlan::NufftDevicePlan(const GriddingSetup &setup, std::size_t samples
 
 // Per-sample setup from device points (k times `scale` per axis), the range check (waited
 // for: s.within), then the sort, records and offsets, enqueued and not waited for.
-void NufftDevicePlan::set_points(const KPoint *d_points, std::array<float, 3> scale) {
+template <class Point> void NufftDevicePlan::set_points(const Point *d_points, std::array<float, 3> scale) {
   State &s = *s_;
   const GriddingSetup &setup = s.setup;
   const int m = s.m;

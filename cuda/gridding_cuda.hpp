@@ -148,7 +148,8 @@ public:
 
 private:
   NufftDevicePlan(const GriddingSetup &setup, std::size_t samples); // everything but the samples
-  void set_points(const KPoint *d_points, std::array<float, 3> scale);
+  // Point: KPoint, or float2 (kx, ky) for a 2D plan's host trajectory, packed as it was uploaded.
+  template <class Point> void set_points(const Point *d_points, std::array<float, 3> scale);
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -42,12 +42,16 @@ __device__ __forceinline__ int wrap(int v, int n) { return v < 0 ? v + n : (v >=
 // Per sample: cell key (z, y, x of j0), the record (sx, sy, sz, j0x) and its index; `outside`
 // set where a coordinate lies outside [-n/2, n/2) (Trajectory::check_within's test).
 // k scaled per axis (exact for the powers of two the callers use: 1, or 2 for Q's doubled grid).
-__global__ void setup_points_kernel(const KPoint *k, float3 scale, int m, int width, int dims, Dev d, unsigned *keys,
+// Point: KPoint, or float2 (kx, ky) for 2D points uploaded packed.
+__device__ __forceinline__ float3 coordinates(const KPoint &p) { return make_float3(p.kx, p.ky, p.kz); }
+__device__ __forceinline__ float3 coordinates(const float2 &p) { return make_float3(p.x, p.y, 0.0f); }
+template <class Point>
+__global__ void setup_points_kernel(const Point *k, float3 scale, int m, int width, int dims, Dev d, unsigned *keys,
                                     unsigned *idx, float4 *rec, unsigned *outside) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= m) return;
-  const KPoint p = k[i];
-  const double kc[3] = {p.kx * scale.x, p.ky * scale.y, p.kz * scale.z};
+  const float3 p = coordinates(k[i]);
+  const double kc[3] = {p.x * scale.x, p.y * scale.y, p.z * scale.z};
   const int g[3] = {d.gx, d.gy, d.gz}, n[3] = {d.nx, d.ny, d.nz};
   int j[3] = {0, 0, 0};
   float s[3] = {0, 0, 0};

@@ -74,16 +74,16 @@ int stream_device(cudaStream_t stream) {
 
 } // namespace
 
-void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
-  const auto pageable = [&] { MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream)); };
-  if (bytes < kStagingMinBytes) return pageable();
+namespace {
+
+// The ring's copy of `bytes` to `dst`: each chunk made in a pinned slot by fill, then its DMA.
+// False where the ring cannot serve this copy (small, another device, pinning failed).
+bool ring_upload(void *dst, std::size_t bytes, StagedFill fill, const void *context, cudaStream_t stream) {
+  if (bytes < kStagingMinBytes) return false;
   if (const int ring = g_ring_device.load(std::memory_order_acquire); ring >= 0 && stream_device(stream) != ring)
-    return pageable(); // another device's copy: without the lock
+    return false; // another device's copy: without the lock
   std::unique_lock lock(g_staging.mutex);
-  if (!ring_ready() || stream_device(stream) != g_staging.device) {
-    lock.unlock();
-    return pageable();
-  }
+  if (!ring_ready() || stream_device(stream) != g_staging.device) return false;
   const std::size_t chunks = (bytes + kChunkBytes - 1) / kChunkBytes;
   const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t workers = std::min({chunks, kUploadThreads, cores});
@@ -97,7 +97,7 @@ void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t s
       if (g_staging.pending[slot]) e = cudaEventSynchronize(g_staging.done[slot]);
       const std::size_t first = c * kChunkBytes, n = std::min(kChunkBytes, bytes - first);
       if (e == cudaSuccess) {
-        std::memcpy(pinned, static_cast<const char *>(src) + first, n);
+        fill(pinned, first, n, context);
         e = cudaMemcpyAsync(static_cast<char *>(dst) + first, pinned, n, cudaMemcpyHostToDevice, stream);
       }
       if (e == cudaSuccess) e = cudaEventRecord(g_staging.done[slot], stream);
@@ -109,6 +109,28 @@ void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t s
     }
   });
   for (const cudaError_t e : errors) check(e, "staged upload", __FILE__, __LINE__);
+  return true;
+}
+
+void copy_fill(char *pinned, std::size_t first, std::size_t n, const void *src) {
+  std::memcpy(pinned, static_cast<const char *>(src) + first, n);
+}
+
+} // namespace
+
+void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream) {
+  if (!ring_upload(dst, bytes, copy_fill, src, stream))
+    MRI_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+}
+
+void upload_staged_fill(void *dst, std::size_t bytes, StagedFill fill, const void *context, cudaStream_t stream) {
+  if (ring_upload(dst, bytes, fill, context, stream)) return;
+  // No ring: the bytes made in pageable memory, then one copy (its return means src may be reused).
+  std::vector<char> made(bytes);
+  for (std::size_t first = 0; first < bytes; first += kChunkBytes)
+    fill(made.data() + first, first, std::min(kChunkBytes, bytes - first), context);
+  MRI_CUDA_CHECK(cudaMemcpyAsync(dst, made.data(), bytes, cudaMemcpyHostToDevice, stream));
+  MRI_CUDA_CHECK(cudaStreamSynchronize(stream)); // `made` is freed on return
 }
 
 void release_staging() {

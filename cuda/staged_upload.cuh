@@ -20,6 +20,13 @@ namespace mri::cuda::detail {
 // Throws CudaError.
 void upload_staged(void *dst, const void *src, std::size_t bytes, cudaStream_t stream);
 
+// The same ring, the device bytes made on the host as they are staged: fill(pinned, first, n)
+// writes device bytes [first, first + n) into `pinned` (n <= 384 KB, first a multiple of 384 KB).
+// For uploads that drop fields on the way (a 2D trajectory as (kx, ky) only: 8 bytes a sample
+// instead of 12). Runs fill on up to 8 threads at once.
+using StagedFill = void (*)(char *pinned, std::size_t first, std::size_t n, const void *context);
+void upload_staged_fill(void *dst, std::size_t bytes, StagedFill fill, const void *context, cudaStream_t stream);
+
 // Frees the pinned ring (after its pending copies finished); the next large upload makes it anew.
 void release_staging();
 
