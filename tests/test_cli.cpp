@@ -98,6 +98,7 @@ TEST_CASE("cli: --help lists the subcommands and every recon option with its def
                           "--traj-units", "--report", "--quiet"})
     CHECK_THAT(recon.out, test::contains(opt));
   CHECK_THAT(recon.out, test::contains("=20")); // the iterations' default
+  CHECK_THAT(recon.out, test::contains("{auto|gather|scatter|scatter-fixed}=auto")); // --nufft-gridding
   CHECK_THAT(recon.out, test::contains("MiB"));
   const Run motion = mri_cli(dir, "motion --help");
   CHECK(motion.code == 0);
