@@ -98,7 +98,7 @@ struct ReconOptions {
   // method = Nufft: the target relative error of the NUFFT's F^H D, Q and F (NufftOptions::
   // tolerance, [1e-6, 1e-1]; below 1e-5 needs precision = Float64, which runs on the CPU) and how
   // its adjoint grids (Auto: the deterministic gather; ScatterFixed, deterministic too and faster
-  // from kernel width 4, needs 16 B more device memory an oversampled grid point).
+  // for one coil from kernel width 5, needs 16 B more device memory an oversampled grid point).
   double nufft_tolerance = 1e-3;
   Gridding nufft_gridding = Gridding::Auto;
   // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
