@@ -282,7 +282,7 @@ void GRID2D(benchmark::State &state) {
   plan.upload_samples(data.data());
   time_device(state, t.size(), [&] { return plan.time_adjoint_ms(g, kReps); });
 }
-BENCHMARK(GRID2D)->ArgName("method")->Arg(0)->Arg(1)->Arg(2)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(GRID2D)->ArgName("method")->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 } // namespace
 
