@@ -8,7 +8,7 @@
 //   warm     the median of five more
 // with each call's report phases, so the first call's extra time is seen by phase. The target:
 // first - warm <= 50 ms, the context not counted. Only meaningful as a fresh process:
-// scripts/bench-cold-start.sh runs it several times and takes medians. --no-context skips the
+// tools/dev/bench-cold-start.sh runs it several times and takes medians. --no-context skips the
 // context step (the first reconstruct then makes the context itself).
 #include <cuda.h>
 

@@ -2,7 +2,7 @@
 // file takes to open (the header, the acquisitions' headers), to hand over its first item, and to
 // read whole. The file is named by MRI_BENCH_ISMRMRD, e.g. issue 13's 64-slice case:
 //   mri phantom --matrix 256,256 --traj radial --spokes 256 --readout 512 --coils 8 --snr 30 \
-//     --slices 64 --slice-spacing 3 --out ms.h5      (scripts/bench-multislice.sh)
+//     --slices 64 --slice-spacing 3 --out ms.h5      (tools/dev/bench-multislice.sh)
 //   MRI_BENCH_ISMRMRD=ms.h5 bench_ismrmrd_read
 // Each iteration reads the file once (page cache warm after the first); the counters are the
 // best of the iterations, in seconds. BM_IsmrmrdRead_HeapGuard times the global-heap guard of

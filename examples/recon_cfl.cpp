@@ -3,7 +3,7 @@
 //     traj: BART's 3 x samples x spokes, cycles/FOV; ksp: 1 x samples x spokes [x coils];
 //     maps: size x size x 1 x coils (without it, multi-coil maps are estimated); image: size x size
 // A plain program that links libmri: docs/performance.md times its start-up and peak memory
-// against `bart pics` on the same files (scripts/bench-startup.sh).
+// against `bart pics` on the same files (tools/dev/bench-startup.sh).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>

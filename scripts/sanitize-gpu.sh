@@ -21,7 +21,7 @@
 set -u -o pipefail
 BUILD_DIR=${BUILD_DIR:-.devstage}
 default_steps=(all)
-source "$(dirname "$0")/device-common.sh"
+source "$(dirname "$0")/../tools/dev/device-common.sh"
 machine_header name,driver_version,memory.total "compute-sanitizer" --version
 use_build_libraries
 TESTS="$BUILD_DIR/tests/mri_gpu_tests"

@@ -4,7 +4,7 @@
 # through the driver API (its cost reported apart), without it, and with CUDA_MODULE_LOADING=EAGER.
 # Prints every run's line (benchmarks/bench_cold_start_gpu.cpp says what each field is) and the
 # medians of each field per mode.
-#   scripts/bench-cold-start.sh BUILD_DIR      (a build tree or a staged one: scripts/stage-device.sh)
+#   tools/dev/bench-cold-start.sh BUILD_DIR      (a build tree or a staged one: tools/dev/stage-device.sh)
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
 build=$(cd "$1" && pwd)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 16's CPU target, "a 64-slice batch on 2 MPI ranks: at least 1.8x one rank (CPU machine,
 # 2 cores: 1 thread per rank), identical images": `mri phantom --slices` writes the file of
-# scripts/bench-multislice.sh, then `mri recon --in ms.h5 --jobs 1 --backend cpu` runs as one
+# tools/dev/bench-multislice.sh, then `mri recon --in ms.h5 --jobs 1 --backend cpu` runs as one
 # process (no mpirun: the run of today) and under `mpirun -n R` for R in RANKS, each rank one
 # OpenMP thread (OMP_NUM_THREADS=1, OMP_WAIT_POLICY=passive), best of RUNS, wall time from the
 # shell's clock around the whole command (mpirun's start included). Every output is compared with
@@ -14,7 +14,7 @@
 #   SLICES MATRIX SPOKES READOUT COILS ITERATIONS METHOD RANKS RUNS
 # A quick check: SLICES=8 MATRIX=64 SPOKES=64 READOUT=128 COILS=4 ITERATIONS=5 RUNS=1
 #
-#   scripts/bench-mpi.sh BUILD_DIR        (BUILD_DIR/cli/mri, an MPI build: mri --version)
+#   tools/dev/bench-mpi.sh BUILD_DIR        (BUILD_DIR/cli/mri, an MPI build: mri --version)
 set -euo pipefail
 [ $# -eq 1 ] || { echo "usage: $0 BUILD_DIR" >&2; exit 2; }
 mri=$(cd "$1" && pwd)/cli/mri

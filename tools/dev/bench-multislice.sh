@@ -16,8 +16,8 @@
 # the first slice to store it: where Q is cheap, the GPU's NUFFT).
 # A quick CPU check: SLICES=8 MATRIX=64 SPOKES=64 READOUT=128 COILS=4 ITERATIONS=5 JOBS="1 2"
 #
-#   scripts/bench-multislice.sh BUILD_DIR
-# BUILD_DIR is a build tree or a staged one (scripts/stage-device.sh): the tool is
+#   tools/dev/bench-multislice.sh BUILD_DIR
+# BUILD_DIR is a build tree or a staged one (tools/dev/stage-device.sh): the tool is
 # BUILD_DIR/cli/mri in both (BUILD_DIR/bin/mri for an install prefix); the staged lib/ and
 # runtime-libs/ go first on LD_LIBRARY_PATH.
 set -euo pipefail

@@ -8,9 +8,9 @@
 #   recon: the whole reconstruction, files read and written; and RECON-2D-MC (8 coils, BART's
 #          simulated coils and maps given to both: `bart pics -l2 -r r -w 1`)
 # Wall and CPU time and peak resident set of RUNS runs each (see measure()).
-#   scripts/bench-startup.sh [build-dir]     (RUNS=10 by default)
+#   tools/dev/bench-startup.sh [build-dir]     (RUNS=10 by default)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 runs=${RUNS:-10}
 work=$(mktemp -d)

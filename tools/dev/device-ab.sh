@@ -3,7 +3,7 @@
 # variants alternated (rep 1 in the order given, rep 2 reversed, ...), so that clock and
 # temperature drift falls on all of them alike; optionally the whole GPU suite and the sanitizers
 # on chosen variants first. Results under $OUT: ab.csv (the benchmark's CSV rows with call, variant
-# and rep in front: scripts/variant_table.py makes the RGA / SM tables from it), one log a run,
+# and rep in front: tools/docs/variant_table.py makes the RGA / SM tables from it), one log a run,
 # summary.txt.
 #
 # The benchmarks and tests link libmri_cuda.so directly (RUNPATH), and libmri also dlopens it as
@@ -16,12 +16,12 @@
 #   cp -L build-gpu/lib/libmri_cuda.so /tmp/var/lib_NAME/       (one folder a variant)
 # stage the rest without the build's own libmri_cuda.so and pack the variants (a device call
 # carries 64 MiB; about 5 MB a variant packed),
-#   scripts/stage-device.sh build-gpu front; rm .devstage/lib/libmri_cuda.so
+#   tools/dev/stage-device.sh build-gpu front; rm .devstage/lib/libmri_cuda.so
 #   mkdir -p .devstage/tests && cp build-gpu/tests/mri_gpu_tests .devstage/tests/
 #   (cd /tmp/var && tar -cJf "$OLDPWD/.devstage/variants.tar.xz" lib_*)
-# then: run(command="scripts/device-ab.sh --tests bal --reps 2 main bal", carry=[".devstage"])
+# then: run(command="tools/dev/device-ab.sh --tests bal --reps 2 main bal", carry=[".devstage"])
 #
-#   scripts/device-ab.sh [--call N] [--reps N] [--geometries LIST] [--tolerances LIST] [--peer LIST]
+#   tools/dev/device-ab.sh [--call N] [--reps N] [--geometries LIST] [--tolerances LIST] [--peer LIST]
 #                        [--tests V,...] [--sanitize V,...] [--recon FILTER] VARIANT...
 #   --tests V,...  the whole GPU suite (mri_gpu_tests) on each variant V first
 #   --sanitize V,... compute-sanitizer memcheck and racecheck of "[gridding][small]" on each
@@ -138,5 +138,5 @@ if [ -n "$recon" ]; then
     grep -E "^RECON" "$OUT/recon_$v.log" | tee -a "$summary"
   done
 fi
-[ -s "$OUT/ab.csv" ] && python3 "$(dirname "$0")/variant_table.py" "$OUT/ab.csv" | tee -a "$summary"
+[ -s "$OUT/ab.csv" ] && python3 tools/docs/variant_table.py "$OUT/ab.csv" | tee -a "$summary"
 exit $status

@@ -2,18 +2,18 @@
 # One device call: GPU tests, compute-sanitizer (memcheck + racecheck) on the quick test subset,
 # the F^H D benchmarks and the Tuned kernel's SASS, with logs and JSON under $OUT.
 #
-#   scripts/device-bench.sh [steps...]      steps: build tests sanitize bench ncu sass (default:
+#   tools/dev/device-bench.sh [steps...]      steps: build tests sanitize bench ncu sass (default:
 #                                           tests sanitize bench sass; `build` configures and
 #                                           builds in $BUILD_DIR first, for a machine without
 #                                           a prebuilt tree)
 # Steps also: demo (the README demo on cuda and cpu), recon (the GPU reconstruction's tests,
-# sanitizers, benchmark and example: scripts/recon-device.sh, logs under $OUT/recon).
+# sanitizers, benchmark and example: tools/dev/recon-device.sh, logs under $OUT/recon).
 # Environment: BUILD_DIR (default build-gpu), OUT (default ./out), BENCH_FILTER (a
 # --benchmark_filter regex, default all), NCU_KERNELS (a regex: profile only those kernels of
 # the ncu step), MRI_GPU_TEST_SEED (replay a test failure).
 #
 # Typical call through the device tool, with the tree built here:
-#   run(command="scripts/device-bench.sh", carry=["build-gpu"])
+#   run(command="tools/dev/device-bench.sh", carry=["build-gpu"])
 # Exit status: non-zero if any step failed (the other steps still run).
 set -u -o pipefail
 BUILD_DIR=${BUILD_DIR:-build-gpu}
@@ -117,7 +117,7 @@ fi
 
 if has sass; then
   # The Tuned kernels' SASS, from the object file of a full build tree or else from libmri (a
-  # staged tree, scripts/stage-device.sh), kept to the functions named tuned_kernel.
+  # staged tree, tools/dev/stage-device.sh), kept to the functions named tuned_kernel.
   obj="$BUILD_DIR/cuda/CMakeFiles/mri_cuda.dir/fhd_tuned.cu.o"
   [ -e "$obj" ] || obj="$BUILD_DIR/lib/libmri_cuda.so"
   {
@@ -130,7 +130,7 @@ if has sass; then
 fi
 
 if has recon; then
-  OUT="$OUT/recon" BUILD_DIR="$BUILD_DIR" scripts/recon-device.sh || status=1
+  OUT="$OUT/recon" BUILD_DIR="$BUILD_DIR" tools/dev/recon-device.sh || status=1
   note "recon: $(tail -1 "$OUT/recon/summary.txt")"
 fi
 

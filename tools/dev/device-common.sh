@@ -1,7 +1,8 @@
-# The prologue of the device scripts (scripts/device-bench.sh, scripts/recon-device.sh), sourced
-# once the script has set its BUILD_DIR default and its default steps:
+# The prologue of the device scripts (tools/dev/*.sh, scripts/sanitize-gpu.sh), sourced once the
+# script has set its BUILD_DIR default and its default steps:
 #   BUILD_DIR=${BUILD_DIR:-build-gpu}; default_steps=(tests bench); source "$(dirname "$0")/device-common.sh" "$@"
-# It moves to the repository root and defines
+# (scripts/sanitize-gpu.sh: "$(dirname "$0")/../tools/dev/device-common.sh").
+# It moves to the repository root (two levels above this file, whichever script sources it) and defines
 #   OUT            logs and results (default ./out, created)
 #   steps, has S   the steps asked for (the arguments, else default_steps); has: is step S among them
 #   status         the exit status to end with: 0, a failed step sets 1 (the others still run)
@@ -9,7 +10,7 @@
 #   machine_header FIELDS [COMMAND...]   date, host, nvidia-smi's FIELDS (and COMMAND's last line) noted
 #   use_build_libraries                  the build tree's lib/ and runtime-libs/ first on LD_LIBRARY_PATH
 #   note_missing_libraries FILES...      note what ldd cannot find for FILES
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 steps=("$@")

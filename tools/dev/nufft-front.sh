@@ -2,14 +2,14 @@
 # The NUFFT time-accuracy front (issue 15) on the device machine: bench_nufft_front_gpu runs our
 # CUDA NUFFT and cuFINUFFT on the same points and inputs in one process; the CSV, the log and a
 # summary go under $OUT (nufft_front.csv, nufft_front.log, summary.txt), and the plot too where
-# that machine has matplotlib (else make it here: scripts/plot_nufft_front.py).
+# that machine has matplotlib (else make it here: tools/docs/plot_nufft_front.py).
 #
-#   scripts/nufft-front.sh [bench_nufft_front_gpu options]   e.g. --geometries uniform3d --tolerances 1e-3
+#   tools/dev/nufft-front.sh [bench_nufft_front_gpu options]   e.g. --geometries uniform3d --tolerances 1e-3
 #
 # The build must have cuFINUFFT: configure with -DMRI_CUFINUFFT_DIR=$PWD/.peers/cufinufft-2.5.1 (the
 # peer folder copied into the git-ignored .peers/). Typical device call, the tree built and staged here:
-#   scripts/stage-device.sh build-gpu     (copies libcufinufft.so into .devstage/lib)
-#   run(command="BUILD_DIR=.devstage scripts/nufft-front.sh", carry=[".devstage"])
+#   tools/dev/stage-device.sh build-gpu     (copies libcufinufft.so into .devstage/lib)
+#   run(command="BUILD_DIR=.devstage tools/dev/nufft-front.sh", carry=[".devstage"])
 # Environment: BUILD_DIR (default build-gpu), OUT (default ./out).
 # Exit status: the benchmark's (0; 1 error; 2 no device; 3 a cuFINUFFT output disagrees with ours).
 set -u -o pipefail
@@ -50,6 +50,6 @@ note "bench_nufft_front_gpu: rc=$rc ($((SECONDS - t0)) s)"
 grep -E '^(#|DISAGREE)' "$OUT/nufft_front.log" | tee -a "$summary"
 tail -3 "$OUT/nufft_front.log" | grep -v '^#' | tee -a "$summary"
 if [ -s "$OUT/nufft_front.csv" ] && python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 scripts/plot_nufft_front.py "$OUT/nufft_front.csv" "$OUT/nufft_front_h200.png" >>"$summary" 2>&1
+  python3 tools/docs/plot_nufft_front.py "$OUT/nufft_front.csv" "$OUT/nufft_front_h200.png" >>"$summary" 2>&1
 fi
 exit $rc

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the Tuned F^H D kernel's issue slots go: ncu (full set, source-level warp-stall sampling)
 # on one launch of each named Tuned variant on FHD-3D-L, exported per SASS instruction.
-#   scripts/profile-tuned.sh [variant-name...]   (default: symmetric-16x4-occ3, the default)
+#   tools/dev/profile-tuned.sh [variant-name...]   (default: symmetric-16x4-occ3, the default)
 # Environment: BUILD_DIR (default build-gpu; a staged .devstage works), OUT (default ./out).
 # Output: $OUT/ncu-<variant>.txt (details) and $OUT/ncu-<variant>-sass.csv (stall samples per
 # SASS instruction). The benchmark's first launches are skipped (warm-up).

@@ -13,7 +13,7 @@
 #   ncu       (not default) one launch of the tensor-core Dirichlet spectrum in RECON-3D: tensor
 #             pipe, issue slots, stall reasons per issued instruction -> ncu-dirichlet.txt
 #
-#   BUILD_DIR=build-f scripts/recon-device.sh [steps...]   (default: tests bench sanitize example)
+#   BUILD_DIR=build-f tools/dev/recon-device.sh [steps...]   (default: tests bench sanitize example)
 # through the device tool, with the tree built here: run(command=..., carry=["build-f"]).
 # Exit status: non-zero if any step failed (the others still run).
 set -u -o pipefail

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Copies what the device machine runs (libmri, test, benchmark and example binaries, the `mri`
-# tool (cli/mri, for scripts/bench-multislice.sh), and the
+# tool (cli/mri, for tools/dev/bench-multislice.sh), and the
 # shared libraries it lacks) from a build made here into .devstage/, under the build tree's
 # layout, so the device call carries a few MB instead of the whole build folder:
-#   scripts/stage-device.sh [build-dir]   then   run(..., carry=[".devstage"]) with BUILD_DIR=.devstage
-#   scripts/stage-device.sh build-dir front   bench_nufft_front_gpu alone, with libmri, its plugin and
+#   tools/dev/stage-device.sh [build-dir]   then   run(..., carry=[".devstage"]) with BUILD_DIR=.devstage
+#   tools/dev/stage-device.sh build-dir front   bench_nufft_front_gpu alone, with libmri, its plugin and
 #                                             cuFINUFFT (a build configured with -DMRI_CUFINUFFT_DIR):
 #                                             the whole stage plus cuFINUFFT's 15 MB would pass the
-#                                             64 MiB a device call carries (scripts/nufft-front.sh)
+#                                             64 MiB a device call carries (tools/dev/nufft-front.sh)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build="${1:-build-gpu}"
 what="${2:-all}"
 

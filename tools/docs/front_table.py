@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""Issue 15's front table from bench_nufft_front_gpu's CSV (scripts/nufft-front.sh): for each
+"""Issue 15's front table from bench_nufft_front_gpu's CSV (tools/dev/nufft-front.sh): for each
 geometry and type, at each tolerance cuFINUFFT was asked for, its fastest method's measured
 error and execute time against our fastest configuration (any method, any tolerance asked)
 whose measured error is at or below it. Markdown on stdout; a ratio above 1 is a miss, in bold.
 
-    /usr/bin/python3 scripts/front_table.py nufft_front.csv [--peer-error own]
+    /usr/bin/python3 tools/docs/front_table.py nufft_front.csv [--peer-error own]
 
 Errors are relative L2 against the same float64 direct sums (rel_err); --peer-error own takes
 cuFINUFFT's against the sums at its own float radians (rel_err_own_points) instead.

@@ -1,11 +1,11 @@
 #!/usr/bin/python3
 """The NUFFT time-accuracy front (issue 15, docs/nufft_front_h200.png) from the CSV that
-bench_nufft_front_gpu writes (scripts/nufft-front.sh: $OUT/nufft_front.csv): one panel per
+bench_nufft_front_gpu writes (tools/dev/nufft-front.sh: $OUT/nufft_front.csv): one panel per
 geometry and type, execute time against measured relative error, one line per library and
 method, each marker labelled by the tolerance it was asked for. Ours: solid lines; cuFINUFFT:
 dashed. The goal reads off each panel: ours at or below cuFINUFFT's time at every error level.
 
-    /usr/bin/python3 scripts/plot_nufft_front.py nufft_front.csv [out.png] [--peer-error own]
+    /usr/bin/python3 tools/docs/plot_nufft_front.py nufft_front.csv [out.png] [--peer-error own]
 
 --peer-error own: cuFINUFFT's points at the error against the direct sums at its own float
 radians (rel_err_own_points) instead of the common reference at our float k (rel_err).

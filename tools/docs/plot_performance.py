@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Bar chart of the F^H D stage benchmark (docs/fhd_stages.png) from the Google Benchmark JSON
-that scripts/device-bench.sh writes (docs/data/bench_fhd_gpu_h200.json: the seed stages;
+that tools/dev/device-bench.sh writes (docs/data/bench_fhd_gpu_h200.json: the seed stages;
 docs/data/bench_fhd_gpu_h200_slice2.json: the later run with separable-gemm, whose figures
 replace the first run's where both have a benchmark).
 
-    /usr/bin/python3 scripts/plot_performance.py [out.png [bench.json ...]]
+    /usr/bin/python3 tools/docs/plot_performance.py [out.png [bench.json ...]]
 
 Needs Debian's python3-matplotlib (apt-get install python3-matplotlib).
 """

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """The Amdahl split of the GPU reconstructions (docs/recon_amdahl.png): each phase's share of the
-end-to-end time, from the Google Benchmark JSON of bench_recon_gpu (scripts/recon-device.sh
+end-to-end time, from the Google Benchmark JSON of bench_recon_gpu (tools/dev/recon-device.sh
 bench; docs/data/bench_recon_gpu_h200_dirichlet.json), medians of the repetitions, with issue 4's
 60% line.
 
-    /usr/bin/python3 scripts/plot_recon_split.py [out.png [bench.json]]
+    /usr/bin/python3 tools/docs/plot_recon_split.py [out.png [bench.json]]
 
 Needs Debian's python3-matplotlib (apt-get install python3-matplotlib).
 """

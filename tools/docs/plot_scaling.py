@@ -7,7 +7,7 @@ granularity the code splits it: planes, spectrum tiles, coils, slices), what doe
 communication adds per N. Writes the plot (docs/scaling_model.png) and the modelled numbers
 (docs/data/scaling_model.csv); prints the figures that docs/scaling.md quotes.
 
-    /usr/bin/python3 scripts/plot_scaling.py [out.png [out.csv]]
+    /usr/bin/python3 tools/docs/plot_scaling.py [out.png [out.csv]]
 
 No input files: the measured inputs are the constants below, each with its command, machine and
 date. Needs Debian's python3-matplotlib (apt-get install python3-matplotlib); no network.
@@ -92,7 +92,7 @@ MC_CG_VECTOR_ITER_S = MC_CG_ITER_S - MC_COIL_SUMS_ITER_S   # 0.14 ms: CG's vecto
 MC_IMAGE_BYTES = 128 ** 3 * 8  # one 128^3 complex float image: 16.8 MB
 
 # 64-slice MPI batch: 2-core AMD EPYC VM, Open MPI 4.1.4, 2026-12-01 22:55-23:14 UTC, shared
-# (load 5-9), best of 3: `RANKS="1 2 3 4" RUNS=3 scripts/bench-mpi.sh build-cpu`, one OpenMP
+# (load 5-9), best of 3: `RANKS="1 2 3 4" RUNS=3 tools/dev/bench-mpi.sh build-cpu`, one OpenMP
 # thread per rank (docs/scaling.md, "Figures: the 64-slice batch").
 BATCH_SLICES = 64
 BATCH_ONE_RANK_S = 68.82       # 1 rank (no mpirun), wall

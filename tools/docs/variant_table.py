@@ -5,7 +5,7 @@ for each call, geometry and width, each variant's fastest RGA type-1 time over i
 ratio to the fastest SM time of that call over every variant (SM does not depend on the variants);
 where the CSV has them, the same for SM in fixed point (SMF) against SM. Markdown on stdout.
 
-    /usr/bin/python3 scripts/variant_table.py docs/data/rga_koosh_variants_h200_2026-12-04.csv
+    /usr/bin/python3 tools/docs/variant_table.py docs/data/rga_koosh_variants_h200_2026-12-04.csv
 """
 import collections
 import csv
