@@ -34,7 +34,7 @@ MS = 1e-3
 # RECON-3D exact (128^3, koosh 2^20 samples, 20 CG iterations, one coil), Q by the tensor-core
 # Dirichlet spectrum (policy Auto). 2026-12-02 06:21 UTC, staged build of h16 at 1844320,
 # `MRI_BENCH_DEVICES=0,0 bench_recon_gpu --benchmark_filter=devices`, medians of 3
-# (docs/scaling.md, "Measured on one H200").
+# (docs/scaling.md, "On one GPU: the splits' own cost").
 EXACT_ONE_TOTAL_S = 0.594      # one device, end to end
 EXACT_FHD_S = 0.234            # F^H D, one device
 EXACT_Q_S = 0.325              # Q (Dirichlet spectrum), one device
@@ -93,7 +93,7 @@ MC_IMAGE_BYTES = 128 ** 3 * 8  # one 128^3 complex float image: 16.8 MB
 
 # 64-slice MPI batch: 2-core AMD EPYC VM, Open MPI 4.1.4, 2026-12-01 22:55-23:14 UTC, shared
 # (load 5-9), best of 3: `RANKS="1 2 3 4" RUNS=3 tools/dev/bench-mpi.sh build-cpu`, one OpenMP
-# thread per rank (docs/scaling.md, "Figures: the 64-slice batch").
+# thread per rank (docs/history.md, "Scaling (history)": "Figures: the 64-slice batch").
 BATCH_SLICES = 64
 BATCH_ONE_RANK_S = 68.82       # 1 rank (no mpirun), wall
 BATCH_TWO_RANK_S = 36.74       # 2 ranks, wall (1.87x)
@@ -149,8 +149,8 @@ BIG_IMAGE_BYTES = 256 ** 3 * 8  # 134 MB
 
 # The batch across hosts: hosts like the measured VM (2 cores: 2 ranks of one thread each).
 # ASSUMED: a host other than rank 0's gets its Q from its own leader (one Q per host), whose first
-# slice with Q takes ~1.3 s (docs/scaling.md: slice 0 "ends at 4.1 s instead of ~1.3 s" without
-# the reading on its core); the file is read at a steady rate (item i arrives at (i+1)/64 of the
+# slice with Q takes ~1.3 s (docs/history.md, "Scaling (history)": slice 0 "ends at 4.1 s instead
+# of ~1.3 s" without the reading on its core); the file is read at a steady rate (item i arrives at (i+1)/64 of the
 # read); items and images cross hosts over one NDR link each.
 BATCH_RANKS_PER_HOST = 2
 BATCH_LEADER_SLICE_S = 1.3
