@@ -39,7 +39,8 @@ mapfile -t shards < <("$TESTS" -# --list-tags | grep -oE '\[#test_[a-z0-9_]+\]' 
 # kernels only (RACECHECK_KERNELS, a compute-sanitizer kernel filter: every kernel of ours is in
 # namespace mri, so its mangled name holds "mri"). Why not NVIDIA's: racecheck's host-side shadow
 # state for cuBLAS's GEMMs and cuFFT's kernels grew one test process to 100 GB, and the host's OOM
-# killer ended it (docs/reliability.md, 2026-12-02 05:41); their shared memory is not ours to fix.
+# killer ended it (docs/history.md, "Reliability (history)", 2026-12-02 05:41); their shared
+# memory is not ours to fix.
 # RACECHECK_KERNELS=all checks every kernel.
 racecheck_kernels=${RACECHECK_KERNELS:-kns=mri}
 tool_options() {
