@@ -40,8 +40,8 @@
 #include <tuple>
 #include <vector>
 
-#include "device_image.hpp"
-#include "fhd_backend.hpp"
+#include "recon/device_image.hpp"
+#include "exact/fhd_backend.hpp"
 #include "../tests/gpu/sampled_reference.hpp"
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"

@@ -11,8 +11,8 @@
 
 #include <chrono>
 
-#include "../cuda/device_image.hpp"
-#include "../cuda/motion_bench.hpp"
+#include "recon/device_image.hpp"
+#include "motion/motion_bench.hpp"
 #include "motion_problems.hpp"
 
 namespace {

@@ -1,8 +1,8 @@
 // The NUFFT time-accuracy front (issue 15, items 1 and 2): our CUDA NUFFT and cuFINUFFT 2.5.1
 // (float32, `cufinufftf_*`) in one process, on the same points and the same input values, each
 // error measured against the same float64 direct sums. Built only with -DMRI_CUFINUFFT_DIR=<dir>
-// (benchmarks/CMakeLists.txt); run on the GPU machine by scripts/nufft-front.sh, plotted by
-// scripts/plot_nufft_front.py (docs/nufft_front_h200.png).
+// (benchmarks/CMakeLists.txt); run on the GPU machine by tools/dev/nufft-front.sh, plotted by
+// tools/docs/plot_nufft_front.py (docs/nufft_front_h200.png).
 //
 //   geometries  uniform3d  128^3, M = 2^21 uniform random in [-n/2, n/2)^3
 //               koosh3d    128^3, traj::koosh 8192 spokes x 256 = 2^21 samples
@@ -48,7 +48,7 @@
 // Usage: bench_nufft_front_gpu [--out FILE] [--geometries uniform3d,koosh3d,uniform2d,radial2d]
 //                              [--tolerances 3e-2,1e-2,1e-3,1e-4,1e-5] [--peer 1,2,3 | none]
 // --peer: the cuFINUFFT methods run (default all three); `none` times ours alone, for A/B runs of
-// our own builds (scripts/device-ab.sh), where the peer's rows would only cost device time.
+// our own builds (tools/dev/device-ab.sh), where the peer's rows would only cost device time.
 // Exit status: 0; 1 on an error (message on stderr); 2 without a usable CUDA device; 3 when a
 // cuFINUFFT output disagrees with ours.
 #include <cuda_runtime.h>
@@ -73,7 +73,7 @@
 
 #include "../tests/gpu/sampled_reference.hpp"
 #include "bench_support.hpp"
-#include "gridding_cuda.hpp"
+#include "nufft/gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"

@@ -38,7 +38,7 @@
 #include <utility>
 #include <vector>
 
-#include "gridding_cuda.hpp"
+#include "nufft/gridding_cuda.hpp"
 #include "../tests/gpu/sampled_reference.hpp"
 #include "bench_support.hpp"
 #include "mri/fourier.hpp"

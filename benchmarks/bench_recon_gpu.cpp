@@ -43,12 +43,12 @@
 #include <vector>
 
 #include "bench_support.hpp"
-#include "device_image.hpp"
-#include "fhd_backend.hpp"
+#include "recon/device_image.hpp"
+#include "exact/fhd_backend.hpp"
 #include "mri_backend/sense.hpp"
-#include "sense_cuda.hpp"
-#include "sense_toeplitz.hpp"
-#include "toeplitz_cuda.hpp"
+#include "sense/sense_cuda.hpp"
+#include "sense/sense_toeplitz.hpp"
+#include "toeplitz/toeplitz_cuda.hpp"
 #include "mri/mri.hpp"
 
 namespace {
@@ -56,7 +56,7 @@ namespace {
 using mri::Grid;
 using mri::cuda::DeviceImage;
 using mri::cuda::ToeplitzFft;
-using mri::cuda::ToeplitzOperator;
+using mri::cuda::QOperator;
 using Ops = mri::VectorOps<DeviceImage>;
 
 struct Problem {
@@ -303,7 +303,7 @@ void BM_Recon3D_256_Nufft(benchmark::State &state) {
 // One CG iteration of RECON-3D: apply + dot + fused update/norm + xpay, on the operator whose
 // pad/multiply/crop run as `fft`; also the apply alone and the vector work alone.
 struct Recon3DIteration {
-  std::unique_ptr<ToeplitzOperator> op[4]; // Unfused, Pruned, Callbacks, PrunedCallback
+  std::unique_ptr<QOperator> op[4]; // Unfused, Pruned, Callbacks, PrunedCallback
   std::unique_ptr<DeviceImage> x, r, p, ap;
 };
 // Held in a unique_ptr released before main returns: device memory must not outlive the runtime.
@@ -312,12 +312,12 @@ Recon3DIteration &recon3d_iteration() {
   if (!g_iteration) {
     auto it = std::make_unique<Recon3DIteration>();
     Problem &pr = problem("RECON-3D");
-    it->op[0] = std::make_unique<ToeplitzOperator>(pr.data->trajectory(), std::span<const float>{}, pr.grid,
+    it->op[0] = std::make_unique<QOperator>(pr.data->trajectory(), std::span<const float>{}, pr.grid,
                                                    mri::KernelPolicy::Auto, ToeplitzFft::Unfused);
     const std::vector<float> spectrum = it->op[0]->spectrum();
-    it->op[1] = std::make_unique<ToeplitzOperator>(pr.grid, spectrum, ToeplitzFft::Pruned);
-    it->op[2] = std::make_unique<ToeplitzOperator>(pr.grid, spectrum, ToeplitzFft::Callbacks);
-    it->op[3] = std::make_unique<ToeplitzOperator>(pr.grid, spectrum, ToeplitzFft::PrunedCallback);
+    it->op[1] = std::make_unique<QOperator>(pr.grid, spectrum, ToeplitzFft::Pruned);
+    it->op[2] = std::make_unique<QOperator>(pr.grid, spectrum, ToeplitzFft::Callbacks);
+    it->op[3] = std::make_unique<QOperator>(pr.grid, spectrum, ToeplitzFft::PrunedCallback);
     const mri::Image rhs = mri::FhDOperator(pr.data->trajectory(), pr.grid, {mri::Backend::Cuda}).apply(*pr.data);
     it->r = std::make_unique<DeviceImage>(rhs);
     it->p = std::make_unique<DeviceImage>(rhs);
@@ -331,7 +331,7 @@ Recon3DIteration &recon3d_iteration() {
 
 void BM_Recon3D_CgIteration(benchmark::State &state) {
   Recon3DIteration &it = recon3d_iteration();
-  const ToeplitzOperator &op = *it.op[state.range(0)];
+  const QOperator &op = *it.op[state.range(0)];
   mri::cuda::StreamTimer timer;
   const double rr = Ops::norm2(*it.r);
   std::vector<double> apply_ms, vector_ms;
@@ -359,7 +359,7 @@ void BM_Recon3D_CgIteration(benchmark::State &state) {
 // One SENSE normal application of a multi-coil problem: its Toeplitz operator (Q from the
 // trajectory), the true maps on the device, and both ways of applying them.
 struct SenseApply {
-  std::unique_ptr<ToeplitzOperator> toeplitz;
+  std::unique_ptr<QOperator> toeplitz;
   std::unique_ptr<mri::cuda::detail::DeviceCoils> coils;
   std::unique_ptr<DeviceImage> x, out;
 };
@@ -369,7 +369,7 @@ SenseApply &sense_apply(const std::string &name) {
   if (!slot) {
     Problem &pr = problem(name);
     slot = std::make_unique<SenseApply>();
-    slot->toeplitz = std::make_unique<ToeplitzOperator>(pr.data->trajectory(), std::span<const float>{}, pr.grid);
+    slot->toeplitz = std::make_unique<QOperator>(pr.data->trajectory(), std::span<const float>{}, pr.grid);
     slot->coils = std::make_unique<mri::cuda::detail::DeviceCoils>(*pr.maps, mri::Regularizer::None, 0.0,
                                                                    slot->toeplitz->stream());
     slot->x = std::make_unique<DeviceImage>(

@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "../lib/huge_pages.hpp" // libmri's; the receive buffers below, as the file reader's
+#include "../lib/platform/huge_pages.hpp" // libmri's; the receive buffers below, as the file reader's
 
 namespace mri::cli {
 namespace {

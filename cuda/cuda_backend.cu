@@ -2,12 +2,12 @@
 // that libmri loads, made of the plans in this folder, and the two exported C entry points.
 #include "mri_backend/nufft_access.hpp"
 #include "device.cuh"
-#include "fhd_backend.hpp"
-#include "gridding_cuda.hpp"
+#include "exact/fhd_backend.hpp"
+#include "nufft/gridding_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/motion_backend.hpp"
-#include "recon_cuda.hpp"
+#include "recon/recon_cuda.hpp"
 
 namespace mri {
 std::unique_ptr<MotionBackend> make_cuda_motion_backend(const Grid &grid, const MotionOptions &options); // motion_backend.cu

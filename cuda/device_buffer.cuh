@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "cuda_check.cuh"
-#include "device_memory_ledger.cuh"
+#include "recon/device_memory_ledger.cuh"
 
 namespace mri::cuda::detail {
 

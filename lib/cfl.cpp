@@ -22,7 +22,7 @@
 #include <string>
 #include <system_error>
 
-#include "huge_pages.hpp"
+#include "platform/huge_pages.hpp"
 #include "mri/error.hpp"
 
 namespace mri::bart {

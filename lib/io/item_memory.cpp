@@ -1,6 +1,6 @@
 #include "item_memory.hpp"
 
-#include "../huge_pages.hpp"
+#include "platform/huge_pages.hpp"
 
 namespace mri::detail {
 

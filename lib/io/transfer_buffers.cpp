@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "../huge_pages.hpp"
+#include "platform/huge_pages.hpp"
 #include "mri/error.hpp"
 
 namespace mri::detail {

@@ -1,0 +1,90 @@
+#include "mri/reconstruct.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "backend.hpp"
+#include "sense/recon_coils.hpp"
+#include "mri/error.hpp"
+#include "mri_backend/cuda_backend.hpp"
+#include "mri_backend/recon_report.hpp"
+#include "recon_cpu.hpp"
+
+namespace mri {
+
+const char *to_string(Normal n) { return n == Normal::Toeplitz ? "toeplitz" : "direct"; }
+const char *to_string(Method m) { return m == Method::Exact ? "exact" : "nufft"; }
+
+const char *to_string(QCacheStatus s) {
+  switch (s) {
+  case QCacheStatus::Off: return "off";
+  case QCacheStatus::Hit: return "hit";
+  case QCacheStatus::Miss: return "miss";
+  case QCacheStatus::Rejected: return "rejected";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void validate(const KSpaceData &data, const ReconOptions &o) {
+  if (o.iterations < 0) detail::invalid_argument("options.iterations", o.iterations, "must be >= 0");
+  if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
+    detail::invalid_argument("options.tolerance", o.tolerance, "must be finite and >= 0");
+  if (!(o.lambda >= 0) || !std::isfinite(o.lambda))
+    detail::invalid_argument("options.lambda", o.lambda, "must be finite and >= 0");
+  if (data.trajectory().empty()) detail::invalid_argument("data.trajectory().size()", 0, "needs at least one sample");
+  if (!o.devices.empty() && o.backend == Backend::Cpu)
+    detail::invalid_argument("options.devices", o.devices.size(),
+                             "entries need the CUDA backend, but backend = cpu (leave devices empty for the CPU)");
+  if (o.method == Method::Nufft) {
+    const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
+    if (!(o.nufft_tolerance >= floor && o.nufft_tolerance <= kNufftMaxTolerance))
+      detail::invalid_argument("options.nufft_tolerance", o.nufft_tolerance,
+                               "must be in [" + std::to_string(floor) + ", " + std::to_string(kNufftMaxTolerance) +
+                                   "] with precision = " + to_string(o.precision));
+  }
+}
+
+// The GPU NUFFT is float32 only: method = Nufft with Float64 runs on the CPU (Auto) or is refused.
+// options.devices asks for GPUs: Auto then runs on them or says why it cannot, as backend = cuda.
+Backend recon_backend(const ReconOptions &o) {
+  const Backend requested = o.devices.empty() ? o.backend : Backend::Cuda;
+  if (o.method == Method::Nufft && o.precision == Precision::Float64) {
+    if (requested == Backend::Cuda)
+      throw Unsupported("reconstruct: method = nufft with precision = float64 runs on the CPU only (the CUDA "
+                        "NUFFT is float32); use backend = cpu or auto, without devices");
+    return Backend::Cpu;
+  }
+  return detail::resolve_backend(requested, "reconstruct");
+}
+
+} // namespace
+
+ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
+  const auto t_start = Clock::now();
+  validate(data, options);
+  // Samples on or beyond the grid's edge are their periodic images (Trajectory::check_range):
+  // wrapped once here, so every operator below sees [-n/2, n/2) and nothing is copied otherwise.
+  const std::size_t outside = data.trajectory().check_range(grid);
+  std::optional<KSpaceData> wrapped;
+  if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
+  const KSpaceData &inside = wrapped ? *wrapped : data;
+  ReconReport report;
+  const Backend backend = recon_backend(options);
+  const detail::ReconCoils coils = detail::announced_phase(options, "coil maps", NAN, [&] {
+    return detail::prepare_coils(inside, grid, options, backend, report);
+  });
+  const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
+  const CoilSensitivities *maps = coils.maps.get();
+  ReconResult r = backend == Backend::Cuda
+                      ? detail::require_cuda("reconstruct").reconstruct(used, grid, options, maps, std::move(report), t_start)
+                      : detail::reconstruct_cpu(used, grid, options, maps, std::move(report), t_start);
+  r.report.wrapped_samples = outside;
+  return r;
+}
+
+} // namespace mri
