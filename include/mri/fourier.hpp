@@ -2,7 +2,7 @@
 // The exact non-uniform DFT between a Cartesian image grid and a trajectory:
 //   forward  (F x)_m   = sum_n x_n exp(-i 2 pi k_m . x_n / n)      image -> k-space
 //   adjoint  (F^H y)_n = sum_m y_m exp(+i 2 pi k_m . x_n / n)      k-space -> image
-// Unnormalised (the seeds' sums); BART's nufft is this times 1/sqrt(voxels), see bart.hpp.
+// Unnormalised (Stone et al. 2008's sums); BART's nufft is this times 1/sqrt(voxels), see bart.hpp.
 #include <memory>
 #include <span>
 #include <vector>
@@ -59,7 +59,7 @@ private:
   std::shared_ptr<detail::DeviceFourier> device_plan_; // null on the CPU backend
 };
 
-// F^H D with density weights: the right-hand side of the normal equations, the seeds' FhD.
+// F^H D with density weights: the right-hand side of the normal equations (Stone et al.'s FhD).
 // Thread safety: as its FourierOperator.
 class FhDOperator {
 public:

@@ -1,5 +1,5 @@
 #pragma once
-// The one-shot gridding reconstruction the seeds compare iterative reconstruction against
+// The one-shot gridding reconstruction Stone et al. (2008) compare iterative reconstruction against
 // (their phantom study: 16.8 dB for gridding + inverse FFT vs 27.6 dB iterative): weight,
 // grid, FFT, deapodize, crop, i.e.
 //   image = F_nufft^H (w .* D) / voxels(),

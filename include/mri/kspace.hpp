@@ -28,7 +28,7 @@ public:
   int coils() const { return coils_; }
   std::size_t samples_per_coil() const { return trajectory_.size(); }
 
-  // D_m * w_m (or D_m when unweighted): the right-hand side the seeds feed to F^H.
+  // D_m * w_m (or D_m when unweighted): the right-hand side fed to F^H.
   std::vector<cfloat> weighted_samples() const;
 
 private:

@@ -1,5 +1,5 @@
 #pragma once
-// The operator core (issue 10): every linear operator of the SDK is a value A: X -> Y with
+// The operator core: every linear operator of the SDK is a value A: X -> Y with
 //   using Domain = X;  using Range = Y;
 //   Domain domain_vector() const;                   a vector of the domain (contents unspecified)
 //   Range range_vector() const;                     a vector of the range

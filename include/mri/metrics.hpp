@@ -1,5 +1,5 @@
 #pragma once
-// Image quality as the seeds measure it.
+// Image quality as Stone et al. (2008) measure it in their phantom study.
 //
 // Thread safety: pure functions of their (const) arguments: safe from any number of threads at
 // once.
@@ -7,7 +7,7 @@
 
 namespace mri {
 
-// PSNR = 20 log10(max|I0| / sqrt(MSE)), MSE = mean |I - I0|^2 (the seed's definition).
+// PSNR = 20 log10(max|I0| / sqrt(MSE)), MSE = mean |I - I0|^2 (Stone et al.'s definition).
 // Throws InvalidArgument if the grids differ.
 double psnr(const Image &image, const Image &reference);
 // ||I - I0||_2 / ||I0||_2.

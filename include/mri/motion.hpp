@@ -1,17 +1,19 @@
 #pragma once
-// 3D motion estimation for image sequences (seed 004; MISSION.md section 3): Bruhn, Weickert and
-// Schnoerr's combined local-global (CLG) optical flow in 3D with the volume-conserving divergence
-// term of the seed's section 3.3, on the CPU (OpenMP, float32 or a float64 reference) or the GPU.
+// 3D motion estimation for image sequences: Bruhn, Weickert and Schnoerr's combined local-global
+// (CLG) optical flow in 3D with the volume-conserving divergence term of the GPU motion paper
+// ("Efficient motion estimation of medical image sequences using GPUs", section 3.3;
+// docs/architecture.md, Sources), on the CPU (OpenMP, float32 or a float64 reference) or the GPU.
 //
 // The displacement field w = (u, v, w) maps the fixed frame onto the moving one, in voxels:
 //   moving(x + w(x)) ~= fixed(x).
-// It minimises (seed eqs. 4 and 10)
+// It minimises (the GPU motion paper's eqs. 4 and 10)
 //   E(w) = sum_x (w, 1)^T J_rho (w, 1) + alpha sum |grad u|^2 + |grad v|^2 + |grad w|^2
 //          + gamma sum (div w)^2,
 // J_rho = K_rho * (grad3 I grad3 I^T), grad3 I = (Ix, Iy, Iz, It): the motion tensor, 10 unique
 // products per voxel smoothed by a separable Gaussian of standard deviation rho. The
-// Euler-Lagrange equations (seed eq. 6 plus gamma grad(div w)) are solved per warp by Jacobi (the
-// seed) or red-black SOR, inside repeated warps of the moving frame and a coarse-to-fine pyramid.
+// Euler-Lagrange equations (its eq. 6 plus gamma grad(div w)) are solved per warp by Jacobi (as
+// the paper does) or red-black SOR, inside repeated warps of the moving frame and a
+// coarse-to-fine pyramid.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -26,21 +28,22 @@
 namespace mri {
 
 enum class MotionSolver {
-  Jacobi,     // the seed's: every update from the previous sweep (one pass per sweep)
+  Jacobi,     // the GPU motion paper's: every update from the previous sweep (one pass per sweep)
   RedBlackSor // over-relaxed block Gauss-Seidel in colour passes: red-black, or 4 colours when
               // gamma > 0 (the divergence couples diagonal neighbours, which red-black leaves in
               // one colour); faster per unit of energy (docs/motion.md)
 };
 
-// The seed's two memory variants of the stencil kernels (GPU only; the CPU ignores it).
+// The GPU motion paper's two memory variants of the stencil kernels (GPU only; the CPU ignores it).
 enum class MotionMemory {
-  Cached,     // plain loads through L1/L2 (the seed's Fermi winner)
+  Cached,     // plain loads through L1/L2 (the paper's choice on Fermi, where caches won)
   SharedTiles // x-y tiles with halos in shared memory, z-slices streamed through them
 };
 
-// The spatial derivatives of the fixed frame (seed 4.1: forward differences, zero at the border).
+// The spatial derivatives of the fixed frame (the GPU motion paper's section 4.1: forward
+// differences, zero at the border).
 enum class MotionDerivative {
-  Forward, // the seed's: first-order, centred half a voxel off It, biases sub-voxel flow
+  Forward, // the paper's: first-order, centred half a voxel off It, biases sub-voxel flow
   Central  // second-order, centred on the voxel like It: lower endpoint error, same cost
 };
 
@@ -61,7 +64,7 @@ struct MotionOptions {
   Precision precision = Precision::Float32; // Float64: the CPU reference (Cuda: Unsupported)
 };
 
-// The largest Gaussian kernel (the seed's 15 taps): rho and sigma <= 7/3.
+// The largest Gaussian kernel (the GPU motion paper's 15 taps): rho and sigma <= 7/3.
 inline constexpr int kMaxGaussianSize = 15;
 // The smallest extent a pyramid level may have along any axis.
 inline constexpr std::int64_t kMinLevelExtent = 4;
@@ -156,7 +159,7 @@ RealVolume shepp_logan_volume(const Grid &grid);
 // built by trilinear warping of fixed with the inverse field (fixed-point iteration, exact while
 // |grad field| < 1). Clamp-to-edge outside the volume.
 RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field);
-// A beating sequence (the seed's cardiac case in miniature): frames[0] = first,
+// A beating sequence (the GPU motion paper's cardiac case in miniature): frames[0] = first,
 // frames[k + 1] = apply_motion(frames[k], truth[k]), truth[k] the Compressive field of amplitude
 // +amplitude for even k (contraction) and -amplitude for odd k (relaxation). Throws
 // InvalidArgument for fewer than 2 frames or a non-finite amplitude.

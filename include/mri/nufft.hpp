@@ -126,7 +126,7 @@ struct NufftOptions {
 };
 
 namespace detail {
-class NufftPlan;   // the CPU plan (lib/nufft_plan.hpp)
+class NufftPlan;   // the CPU plan (lib/nufft/nufft_plan.hpp)
 class DeviceNufft; // the CUDA plan, behind the plugin interface
 struct NufftAccess; // the backends' access to the plans (lib/interface/mri_backend/nufft_access.hpp)
 } // namespace detail
@@ -167,11 +167,10 @@ public:
   // (each sample's kernel weights and cells evaluated once for the block; up to 8 coils, fewer
   // where their oversampled grids pass 512 MiB), then FFTs and deapodizes each coil; on CUDA the
   // gather (Gridding::Gather) reads each sample's cells and weights once for 4 coils, Scatter and
-  // ScatterFixed run per coil (so Auto's ScatterFixed too: for many coils Gather is faster, 4
-  // coils in 0.64-0.73x ScatterFixed's time at W 5-7 on uniform points, 0.88 / 1.04 on koosh at
-  // W 5 / 7; H100, bench_nufft_gpu NUFFT_adjoint_coils, 2026-12-05). Unchecked values, like
-  // adjoint's pointer form; throws
-  // InvalidArgument for coils <= 0 or a null pointer. Thread safety: as adjoint.
+  // ScatterFixed run per coil (so Auto's ScatterFixed too; for many coils Gather can be faster:
+  // docs/performance.md, bench_nufft_gpu NUFFT_adjoint_coils). Unchecked values, like adjoint's
+  // pointer form; throws InvalidArgument for coils <= 0 or a null pointer. Thread safety: as
+  // adjoint.
   void adjoint_coils(const cfloat *samples, int coils, cfloat *images) const;
 
   // The operator core's form (mri/linear_operator.hpp): into the caller's vectors, sizes

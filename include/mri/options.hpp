@@ -1,8 +1,9 @@
 #pragma once
 #include <string>
 
-// Where and how an operator runs. The CUDA kernel policies are the seeds' optimisation
-// stages of the F^H D kernel; the CPU ignores the policy.
+// Where and how an operator runs. The CUDA kernel policies are the F^H D stages (Stone et al.
+// 2008; docs/architecture.md), the optimisation stages of the F^H D kernel; the CPU ignores the
+// policy.
 //
 // Thread safety: plain values; cuda_available() may be called from any thread.
 namespace mri {
@@ -19,7 +20,7 @@ enum class Precision {
            // policy, the same sum as complex-double matrix products on the tensor cores)
 };
 
-// The F^H D optimisation stages of the seeds (one CUDA file each), plus ours (Tuned; and
+// The F^H D stages (one CUDA file each), plus ours (Tuned; and
 // SeparableGemm, the only policy that computes in double: what Precision::Float64 runs on CUDA).
 enum class KernelPolicy { Auto, ScatterAtomic, Gather, Register, ConstantChunked, SfuTrig, Tuned, SeparableGemm };
 

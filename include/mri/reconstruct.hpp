@@ -6,7 +6,7 @@
 // never reduced to one coil: without maps they are estimated (coil_maps = Estimate, the report
 // says how) or the call is refused (Require).
 //
-// method = Exact computes F^H D and Q by the exact sums (the seeds' operators, O(N*M));
+// method = Exact computes F^H D and Q by the exact sums (Stone et al. 2008's operators, O(N*M));
 // method = Nufft by the Kaiser-Bessel gridding NUFFT of mri/nufft.hpp (O(M W^d + G log G)) at
 // nufft_tolerance: F^H D by one adjoint NUFFT, Q by one adjoint NUFFT on the doubled grid, and
 // with normal = Direct the CG applies the NUFFT pair F^H W F itself.

@@ -15,7 +15,7 @@ namespace mri {
 
 class QOperator {
 public:
-  // Computes Q on grid.doubled() with the exact sum (the seeds' Q) and keeps its FFT.
+  // Computes Q on grid.doubled() with the exact sum (Q of Stone et al. 2008) and keeps its FFT.
   // weights: empty (all ones) or one non-negative weight per sample. The trajectory's range as
   // FourierOperator's (Trajectory::check_range).
   QOperator(const Trajectory &trajectory, std::span<const float> weights, const Grid &grid,

@@ -14,7 +14,8 @@
 namespace mri {
 
 // One sample position; kz == 0 for 2D trajectories. AoS so a sample's coordinates share a
-// cache line (the seeds' constant-memory layout).
+// cache line (the constant-memory layout of the F^H D stages, Stone et al. 2008;
+// docs/architecture.md).
 struct KPoint {
   float kx = 0, ky = 0, kz = 0;
 };

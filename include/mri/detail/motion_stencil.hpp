@@ -1,8 +1,10 @@
 #pragma once
-// The motion estimator's per-voxel definitions (seed 004, MISSION.md section 3), compiled by the
-// host compiler (lib/motion/, float and double) and by nvcc (cuda/motion_*.cu): one definition of
-// each formula, not a copy per backend or per precision. The backends differ only in how they
-// load neighbours (the CUDA memory policies) and how they loop.
+// The motion estimator's per-voxel definitions (Bruhn et al.'s combined local-global optical flow
+// with the volume-conserving term of the GPU motion paper: mri/motion.hpp; docs/architecture.md,
+// Sources), compiled by the host compiler (lib/motion/, float and double) and by nvcc
+// (cuda/motion/motion_*.cu): one definition of each formula, not a copy per backend or per
+// precision. The backends differ only in how they load neighbours (the CUDA memory policies) and
+// how they loop.
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -52,7 +54,8 @@ MRI_HOST_DEVICE inline T resample_position(Index i, Index to, Index from) {
   return (T(i) + T(0.5)) * T(from) / T(to) - T(0.5);
 }
 
-// Spatial derivative along one axis at position i of n (seed 4.1: zero at the border).
+// Spatial derivative along one axis at position i of n (the GPU motion paper's section 4.1: zero
+// at the border).
 // forward: f[i+1] - f[i]; central: (f[i+1] - f[i-1]) / 2.
 template <class T, class Index>
 MRI_HOST_DEVICE inline T derivative(const T *f, Index v, Index stride, Index i, Index n,
@@ -73,7 +76,7 @@ MRI_HOST_DEVICE inline void tensor_products(T ix, T iy, T iz, T it, T (&j)[kChan
 // Each warp linearises around the field w0 it starts from, so the data term is
 // (w - w0, 1)^T J (w - w0, 1) in the total field w; its gradient is J3 w + (j - J3 w0), j = J's
 // time column. Folding w0 into j lets the solver work on the total field (the smoothness and
-// divergence terms act on the total field, seed 3.2's repeated warping).
+// divergence terms act on the total field: the GPU motion paper's repeated warping, section 3.2).
 template <class T> MRI_HOST_DEVICE inline void fold_warp_offset(T (&j)[kChannels], T u, T v, T w) {
   j[kXT] -= j[kXX] * u + j[kXY] * v + j[kXZ] * w;
   j[kYT] -= j[kXY] * u + j[kYY] * v + j[kYZ] * w;
@@ -98,18 +101,19 @@ MRI_HOST_DEVICE inline int voxel_colour(std::int64_t x, std::int64_t y, std::int
 }
 inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
 
-// One point-coupled update of the field at a voxel (seed eq. 6 with the divergence term).
+// One point-coupled update of the field at a voxel (the GPU motion paper's eq. 6 with the
+// divergence term).
 // The gradient of E/2 with respect to w(q) is
 //   r = J3 w + j + alpha sum_{n in N(q)} (w(q) - w(n)) + gamma (lo_c d(q - e_c) - hi_c d(q))_c,
 // with d(p) = sum_a [p + e_a inside] (w_a(p + e_a) - w_a(p)) the forward-difference divergence
 // (zero across the border, so the energy needs no boundary condition) and lo_c / hi_c whether the
 // neighbour q -/+ e_c exists. The update is w <- w - omega M^-1 r with a 3x3 block M:
 //   SOR:    the voxel's exact block, M = J3 + alpha |N| I + gamma (diag(lo) + hi hi^T): block
-//           Gauss-Seidel, convergent for 0 < omega < 2 (the seed's eq. 9 solves one component at a
+//           Gauss-Seidel, convergent for 0 < omega < 2 (the paper's eq. 9 solves one component at a
 //           time; the block keeps it convergent where J3's off-diagonal products dominate);
 //   Jacobi: M = J3 + (alpha |N| + 6 gamma) I, which dominates half the operator (2M - A is
 //           diagonally dominant: a Laplacian row sums to 2|N| alpha, a grad div row to <= 12
-//           gamma), so the seed's simultaneous update converges; with the exact block the
+//           gamma), so the paper's simultaneous update converges; with the exact block the
 //           checkerboard modes of grad div grow (eigenvalue 12 gamma against a block eigenvalue of
 //           4 gamma).
 // load(c, dx, dy, dz): component c at q + (dx, dy, dz); only called for offsets inside the volume.

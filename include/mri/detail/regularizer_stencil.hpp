@@ -1,5 +1,5 @@
 #pragma once
-// The regularisers' per-voxel definitions, compiled by both the host compiler (lib/regularizer.cpp)
+// The regularisers' per-voxel definitions, compiled by both the host compiler (lib/recon/regularizer.cpp)
 // and nvcc (the CUDA reconstruction kernels and cuFFT callbacks in cuda/): one definition, not a
 // copy per backend. Complex values are read as interleaved (re, im) floats, which is the layout
 // of std::complex<float> arrays and of CUDA float2 arrays alike.

@@ -27,7 +27,7 @@
 // noise_covariance run in parallel freely. The first call switches libismrmrd's and HDF5's error
 // printing off process-wide (their messages become the IoError's text instead), and raises
 // glibc's malloc mmap and trim thresholds to 8 and 32 MiB (mallopt, process-wide): HDF5 zeroes a
-// fresh 1 MiB buffer per acquisition read otherwise, which made reading 4.7x slower. Other code of the
+// fresh 1 MiB buffer per acquisition read otherwise, which slows reading several-fold. Other code of the
 // process that calls HDF5 itself at the same time is not covered by the lock.
 #include <array>
 #include <cstddef>
