@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lane-balance model of RGA's thread-per-item gather (cuda/gridding_kernels.cuh: gather_kernel).
+"""Lane-balance model of RGA's thread-per-item gather (cuda/nufft/gather_rga.cuh: gather_kernel).
 
 A warp of the gather runs its sample loop as long as its busiest lane (each lane walks its item's
 window rows as one sequence), so its cost is 32 x the largest item count among its lanes. This
@@ -27,7 +27,7 @@ import tempfile
 import numpy as np
 
 RUN = {2: 1, 3: 8}
-TILE = {2: (32, 8, 1), 3: (8, 8, 4)}  # items x, y, z a block of gather_kernel (cuda/gridding_cuda.cu)
+TILE = {2: (32, 8, 1), 3: (8, 8, 4)}  # items x, y, z a block of gather_kernel (cuda/nufft/gridding_cuda.cu)
 GEOMETRIES = {
     "koosh3d": (3, 128, ["--traj", "koosh", "--matrix", "128,128,128", "--spokes", "8192", "--readout", "256"]),
     "uniform3d": (3, 128, 2**21),
@@ -37,7 +37,7 @@ GEOMETRIES = {
 
 
 def dense_threshold(dims, w):
-    """kGatherDense<D, W> (cuda/gridding_kernels.cuh)."""
+    """kGatherDense<D, W> (cuda/nufft/gather_rga.cuh)."""
     if dims == 2:
         return 256 if w <= 6 else 512
     return 256 if w <= 3 else 512 if w <= 5 else 1024
