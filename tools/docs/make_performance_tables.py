@@ -292,7 +292,7 @@ def recon3d_split():
         ("`method = Nufft`, `normal = Direct` (a NUFFT pair an iteration)", "RECON-3D/nufft-direct-normal/"),
         ("256^3 exact, 2 CG iterations", "RECON-3D-256/end-to-end/"),
         ("256^3 `method = Nufft`, 20 CG iterations", "RECON-3D-256/nufft/")]]
-    after = ("Host wall clock after a warm-up call, median of 3 (exact) or 5 (NUFFT, cached), one run at 256^3; "
+    after = ("Host wall clock after a warm-up call, median of 3 (exact, direct normal) or 5 (NUFFT, cached), one run at 256^3; "
              "shares of the end-to-end time in brackets; CG iterations timed by CUDA events.")
     return block([meta], markdown(RECON_HEADER, rows), after)
 
