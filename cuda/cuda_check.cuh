@@ -2,7 +2,7 @@
 // Every CUDA runtime call goes through MRI_CUDA_CHECK, every cuBLAS call through
 // MRI_CUBLAS_CHECK: a failure becomes mri::CudaError naming the call, file and line.
 //
-// Fault injection (issue 14, the GPU tests): the checks count the calls they make, and
+// Fault injection (the GPU tests' reliability cases): the checks count the calls they make, and
 // inject_fault_at(n) (device.cuh) makes the n-th checked call from then on fail without being
 // made, as an allocation failure of its library (the realistic mid-run error that leaves the
 // context usable). Disarmed, the cost is two relaxed atomic operations per checked call.

@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-// The current device, asked rather than assumed (cuda/device.cu). Plain C++: the GPU tests include it.
+// The current device, asked rather than assumed (device.cu). Plain C++: the GPU tests include it.
 namespace mri::cuda::detail {
 
 // Whether a driver and at least one device answer (no error: "not available" is an answer).

@@ -1,14 +1,14 @@
 #pragma once
 // Large host-to-device copies from pageable memory at several host threads' memcpy speed. A
-// pageable cudaMemcpy goes through the driver's staging at one thread's memcpy speed (H200 host:
-// 25 MB in 3.0 ms); here up to kUploadThreads threads each copy chunks into two slots of a small
-// process-wide pinned ring and start each chunk's DMA at once, reusing a slot when its previous
-// DMA has finished (its event). The ring is small because pinning is slow there (about 0.6 ms per
-// MB, paid once per process: a buffer as large as a 2^21-sample trajectory cost 19 ms). Copies
-// under 1 MB take the pageable path, and so do copies to a device other than the ring's (its events
-// belong to the device it was pinned for), without waiting for the ring's lock: several devices'
-// uploads run at once (the F^H D coil split, coil_split_fhd.hpp). Used for trajectories, coil
-// samples and coil maps.
+// pageable cudaMemcpy goes through the driver's staging at one thread's memcpy speed; here up to
+// kUploadThreads threads each copy chunks into two slots of a small process-wide pinned ring and
+// start each chunk's DMA at once, reusing a slot when its previous DMA has finished (its event).
+// The ring is small because pinning is slow (of the order of a millisecond per MB, paid once per
+// process: a buffer as large as a trajectory would cost more than the copies it speeds up;
+// docs/history.md, "Gridding NUFFT", GPU). Copies under 1 MB take the pageable path, and so do
+// copies to a device other than the ring's (its events belong to the device it was pinned for),
+// without waiting for the ring's lock: several devices' uploads run at once (the F^H D coil split,
+// sense/coil_split_fhd.hpp). Used for trajectories, coil samples and coil maps.
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -1,4 +1,5 @@
-// The Toeplitz spectrum of the exact Q on the tensor cores (ours, beyond the seeds).
+// The Toeplitz spectrum of the exact Q on the tensor cores (ours, beyond the F^H D stages of
+// Stone et al. 2008; docs/architecture.md).
 //
 // The exact Q costs N_2x * M complex terms (the 2x grid, halved by Hermitian symmetry), four
 // times F^H D, and the FFT that follows throws away all but its real part. With the offsets
@@ -15,19 +16,20 @@
 // tensor rate. Values are scaled into float16's normal range (|v| <= 2^15); entries so small that
 // their lo part is subnormal contribute below 2^-25 of the largest term. The tensor cores add
 // with truncation, so the accumulators are flushed every kTile.flush_stages stages into float
-// sums in shared memory (rounded adds); a block's sums are added atomically into K. Measured on
-// the H200: 8192 samples per accumulator err 2.4e-5 (rel. L2 vs a float64 sum); flushing every
-// 256 samples 9e-7, yet RECON-3D's 20 unregularised CG iterations end 0.17 dB lower (21.53 vs
-// 21.70 dB with Q by the Tuned kernel: the bias, not its size, matters); every 128 samples (24
-// truncating adds): 3e-7 - 6e-7 and 21.69 - 21.70 dB, for 9% more time than every 256.
+// sums in shared memory (rounded adds); a block's sums are added atomically into K. The flush
+// interval is set by the CG's result, not by the spectrum's L2 error: the truncation's bias, not
+// its size, moves the CG iterates, so a chain short enough that RECON-3D's unregularised CG ends
+// at the PSNR of Q by the Tuned kernel is the rule (128 samples: 24 truncating adds), chosen by
+// bench_recon_gpu RECON-3D and the [dirichlet] GPU tests (docs/history.md, Q's spectrum on the
+// tensor cores).
 //
 // Work split: a block owns 64 fx x 32 fy x 8 fz frequencies and a chunk of samples (part of one
 // on small grids, to fill the GPU); its 8 warps own one fz plane each (64 fx x 32 fy = 4 m16
 // tiles x 4 n8 tiles: 64 float accumulators per thread, 127 registers, and 64 float sums per
-// thread in shared memory: 64 KiB per block), two blocks per multiprocessor. Measured on the H200
-// (RECON-3D's Q, bench_recon_gpu, against an mma.sync microbenchmark's 3.06e14 MAC/s): warps of
-// 64 x 32 x 2 or 128 x 32 x 1 at one block (8 warps) per multiprocessor reached 0.50 of that
-// ceiling (Q 0.341 - 0.346 s); this shape, 16 warps per multiprocessor, 0.53 (0.321 s).
+// thread in shared memory: 64 KiB per block), two blocks per multiprocessor: the sum is
+// latency-bound, and 16 warps per multiprocessor hide more of it than one block of 8 warps of
+// 64 x 32 x 2 or 128 x 32 x 1 (tuned by bench_recon_gpu, RECON-3D's Q, against the mma.sync
+// ceiling of measure_hmma_throughput: q_frac_of_mma_ceiling).
 // Samples are staged 32 at a time through shared memory (cp.async, double-buffered): X's hi/lo
 // rows, Y rows and Z rows of the block's frequencies.
 #include <cuda_fp16.h>
@@ -72,8 +74,8 @@ constexpr int kFragments = kMt * kJy * kIz;     // 4 accumulators each
 
 // The normalised Dirichlet kernel D_n(t) / (2n - 1) = sin(pi (2n-1) t) / ((2n-1) sin(pi t)),
 // in double, on t reduced to [-1/2, 1/2] (both sines change sign together with t's integer
-// part). (Float sinpif on reduced arguments measured no faster end to end: the tables are a few
-// percent of the time, the tensor-core sum the rest.)
+// part). (Float sinpif on reduced arguments would not pay: the tables are a few percent of the
+// time, the tensor-core sum the rest.)
 __device__ double dirichlet(int n, double t) {
   const double d = t - rint(t);
   const double odd = 2.0 * n - 1.0;

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to cuda/: the Toeplitz spectrum of the exact Q computed directly, without Q, as a sum
-// of separable Dirichlet kernels on the tensor cores (cuda/dirichlet_spectrum.cu).
+// of separable Dirichlet kernels on the tensor cores (cuda/exact/dirichlet_spectrum.cu).
 #include <cuda_runtime.h>
 
 #include <cstddef>

@@ -8,10 +8,11 @@
 //   forward: (F x)_m = sum_{x in out} x_n exp(-i 2 pi sum_a k_ma x_a / period_a); with
 //            out == period it is mri::detail::forward_sum_f64. Two ways (ForwardPath): a simple
 //            accurate reference kernel (thread per sample) and the separable GEMM form
-//            (cuBLAS, cuda/fhd_separable_gemm.cu) in float or double.
+//            (cuBLAS, cuda/exact/fhd_separable_gemm.cu) in float or double.
 //
-// Each KernelPolicy is one of the seeds' optimisation stages (cuda/README.md maps files to
-// stages); no policy ever runs another kernel in its place. Every CUDA failure becomes mri::CudaError naming the call.
+// Each KernelPolicy is one of the F^H D stages (Stone et al. 2008; docs/architecture.md) or ours
+// (cuda/README.md maps files to stages); no policy ever runs another kernel in its place. Every
+// CUDA failure becomes mri::CudaError naming the call.
 #include <array>
 #include <complex>
 #include <cstddef>
@@ -36,7 +37,7 @@ KernelPolicy resolve_policy(KernelPolicy policy, Precision precision);
 
 // How FhdPlan::forward computes F x.
 enum class ForwardPath {
-  Reference,  // cuda/fhd_forward.cu: thread per sample, accurate sincospif (the tests' yardstick)
+  Reference,  // cuda/exact/fhd_forward.cu: thread per sample, accurate sincospif (the tests' yardstick)
   GemmFloat,  // separable GEMM form, cuBLAS CGEMM (float32 products and sums, phases in double)
   GemmDouble  // separable GEMM form, cuBLAS ZGEMM (float64 throughout)
 };
@@ -68,7 +69,7 @@ struct FhdPlanOptions {
   std::size_t memory_budget_bytes = 0;
   // The output grid as a window of a larger grid `whole` (same dims), from its voxel `first`:
   // the coordinates are whole's ({-L/2 .. L/2-1} of whole's extents), so a plan on a slab of
-  // planes computes exactly whole's values there, each voxel's sum the same (cuda/device_slabs.cuh).
+  // planes computes exactly whole's values there, each voxel's sum the same (cuda/devices/device_slabs.hpp).
   // Unset: out is the whole grid.
   struct Window {
     Grid whole;
@@ -161,7 +162,7 @@ public:
   // policies run one coil at a time. InvalidArgument when coils < 1.
   void adjoint_coils_device(KernelPolicy policy, const cfloat *c_dev, int coils, cfloat *result_dev);
   // The coils adjoint_coils_device evaluates together for `policy` on a grid of `voxels`:
-  // SeparableGemm 8 up to 2^16 voxels, 4 up to 2^18, else 1 (measured: cuda/fhd_separable_gemm.cu);
+  // SeparableGemm 8 up to 2^16 voxels, 4 up to 2^18, else 1 (tuned: cuda/exact/fhd_separable_gemm.cu);
   // the other policies 1 (why phase reuse gains them nothing: docs/sense.md).
   static int coils_per_pass(KernelPolicy policy, std::int64_t voxels);
   void forward_device(const cfloat *image_dev, cfloat *result_dev); // ForwardPath::Reference
@@ -198,7 +199,7 @@ public:
   void set_separable_config(const SeparableGemmConfig &config);
   SeparableGemmShape separable_shape(); // queries free memory on first use
 
-  // The Tuned policy's variants (cuda/fhd_tuned.cu; KernelPolicy::Tuned runs
+  // The Tuned policy's variants (cuda/exact/fhd_tuned.cu; KernelPolicy::Tuned runs
   // tuned_default_variant()), for the benchmark's ablation and the tests. Same semantics as
   // adjoint / adjoint_device / time_adjoint_ms; InvalidArgument for an unknown variant.
   // Resident plans only.
@@ -239,7 +240,7 @@ FfmaThroughput measure_ffma_throughput(int repeats = 5);
 
 // Tensor-core microbenchmark: sustained mma.sync m16n8k16 (float16 in, float accumulate)
 // multiply-adds per second of the current device, independent tiles, nothing else in the loop:
-// the bound of the Dirichlet spectrum's sum (cuda/dirichlet_spectrum.cu), 3 such products per term.
+// the bound of the Dirichlet spectrum's sum (cuda/exact/dirichlet_spectrum.cu), 3 such products per term.
 struct HmmaThroughput {
   double macs_per_second = 0;
   double median_seconds = 0; // of one launch

@@ -1,10 +1,10 @@
-// Stage 4 of the seeds, "constant-chunked": the register kernel with the k-space records in
-// __constant__ memory. Every thread of a warp reads the same sample at the same time, which
-// the constant cache serves as one broadcast; the records are AoS (PackedSample: 2 pi k/period
-// and the coefficient, 20 bytes) so a sample's fields share a constant-cache line. The 64 KB
-// bank holds two chunk slots; chunks stream in with cudaMemcpyToSymbolAsync overlapped with the
-// previous chunk's kernel (constant_chunks.cuh), one launch per chunk accumulating into the
-// output. Trig is still the accurate sincosf.
+// Stage 4 of the F^H D stages (Stone et al. 2008; docs/architecture.md), "constant-chunked": the
+// register kernel with the k-space records in __constant__ memory. Every thread of a warp reads the
+// same sample at the same time, which the constant cache serves as one broadcast; the records are
+// AoS (PackedSample: 2 pi k/period and the coefficient, 20 bytes) so a sample's fields share a
+// constant-cache line. The 64 KB bank holds two chunk slots; chunks stream in with
+// cudaMemcpyToSymbolAsync overlapped with the previous chunk's kernel (constant_chunks.cuh), one
+// launch per chunk accumulating into the output. Trig is still the accurate sincosf.
 #include "constant_chunks.cuh"
 
 namespace mri::cuda::detail {

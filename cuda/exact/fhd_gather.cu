@@ -1,10 +1,11 @@
-// Stage 2 of the seeds, "gather": loop fission and interchange.
-//  - fission: mu_m (here the coefficient c_m, the seeds' phi_m^* D_m) and the trajectory are
+// Stage 2 of the F^H D stages (Stone et al. 2008; docs/architecture.md), "gather": loop fission
+// and interchange.
+//  - fission: mu_m (here the coefficient c_m, the paper's phi_m^* D_m) and the trajectory are
 //    written to global arrays by their own pass (mu_pass_kernel), so the main loop no longer
 //    computes per-sample terms;
 //  - interchange: one thread per voxel loops over all samples, so no two threads write the
 //    same output and the atomics are gone.
-// Everything stays in global memory as in the seed: kx/ky/kz/rMu/iMu and the voxel coordinates
+// Everything stays in global memory as in the paper: kx/ky/kz/rMu/iMu and the voxel coordinates
 // x/y/z are arrays, the accumulators rFhD/iFhD are updated in global memory every iteration,
 // and 2 pi is multiplied inside the loop; sinf/cosf are the accurate library functions.
 // (The next stage, fhd_register.cu, moves coordinates and accumulators to registers.)
@@ -14,7 +15,7 @@ namespace mri::cuda::detail {
 namespace {
 
 struct GatherLaunch {
-  int threads = 256; // the seed's FHD_THREADS_PER_BLOCK
+  int threads = 256; // the paper's FHD_THREADS_PER_BLOCK
 };
 inline constexpr GatherLaunch kGather{};
 

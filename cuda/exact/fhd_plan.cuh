@@ -61,9 +61,10 @@ struct OutGrid {
 };
 
 // The sample record of the chunked policies (Register, ConstantChunked, SfuTrig): AoS, so one
-// sample's fields share a cache line / constant-cache line (the seeds' layout). `k` is the
-// per-voxel phase step of each axis: 2 pi k_a / period_a (radians) or k_a / period_a (turns),
-// depending on the pass that packed it; `c` the coefficient (the seeds' mu = phi^* D).
+// sample's fields share a cache line / constant-cache line (the layout of the F^H D stages, Stone
+// et al. 2008; docs/architecture.md). `k` is the per-voxel phase step of each axis:
+// 2 pi k_a / period_a (radians) or k_a / period_a (turns), depending on the pass that packed it;
+// `c` the coefficient (Stone et al.'s mu = phi^* D).
 struct PackedSample {
   float kx, ky, kz;
   float re, im;

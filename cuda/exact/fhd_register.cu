@@ -1,10 +1,10 @@
-// Stage 3 of the seeds, "register": the gather kernel with the voxel's coordinates and both
-// accumulators held in registers (one load and one store of the voxel per call instead of one
-// per sample), and 2 pi k / period precomputed by the fission pass (pack_samples, radians), so
-// the phase is three FMAs. Samples are still read from global memory (AoS records, every lane
-// of a warp reads the same one: a broadcast through L1).
+// Stage 3 of the F^H D stages (Stone et al. 2008; docs/architecture.md), "register": the gather
+// kernel with the voxel's coordinates and both accumulators held in registers (one load and one
+// store of the voxel per call instead of one per sample), and 2 pi k / period precomputed by the
+// fission pass (pack_samples, radians), so the phase is three FMAs. Samples are still read from
+// global memory (AoS records, every lane of a warp reads the same one: a broadcast through L1).
 //
-// Beyond the seed: the accumulators are summed in blocks of kRegister.block_sum samples (a
+// Beyond the paper: the accumulators are summed in blocks of kRegister.block_sum samples (a
 // float running sum over M = 2^20 terms alone costs ~2e-5 relative error; blocks keep the sum
 // near 1e-6 at the price of one add per block).
 #include "fhd_plan.cuh"

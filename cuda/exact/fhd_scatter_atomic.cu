@@ -1,11 +1,12 @@
-// Stage 1 of the seeds, "scatter + atomic": one thread per k-space sample, each adding its
-// contribution to every voxel with atomicAdd. The starting point: no loop fission (the
-// coefficient is read inside the kernel), accurate sincosf, O(N*M) global atomics.
+// Stage 1 of the F^H D stages (Stone et al. 2008; docs/architecture.md), "scatter + atomic":
+// one thread per k-space sample, each adding its contribution to every voxel with atomicAdd.
+// The starting point: no loop fission (the coefficient is read inside the kernel), accurate
+// sincosf, O(N*M) global atomics.
 //
 // One deviation from a literal transcription: thread m visits the voxels starting at voxel
 // m mod N (and wraps), so the 32 lanes of a warp add into 32 consecutive voxels instead of all
 // hammering the same address; the atomics are float2 vector atomics (sm_90). Every thread still
-// visits every voxel, so the work and the atomic count are the seed's.
+// visits every voxel, so the work and the atomic count are the paper's.
 #include "fhd_plan.cuh"
 
 namespace mri::cuda::detail {

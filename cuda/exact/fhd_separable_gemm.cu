@@ -1,6 +1,6 @@
-// SeparableGemm (ours, beyond the seeds): the exact F^H D sum as a complex matrix product in
-// double precision on the tensor cores (cuBLAS ZGEMM: FP64 DMMA), and the forward F x the same
-// way (ZGEMM, or CGEMM in float).
+// SeparableGemm (ours, beyond the F^H D stages of Stone et al. 2008; docs/architecture.md): the
+// exact F^H D sum as a complex matrix product in double precision on the tensor cores (cuBLAS
+// ZGEMM: FP64 DMMA), and the forward F x the same way (ZGEMM, or CGEMM in float).
 //
 // On a Cartesian grid the phase separates per axis. Split the voxel index n = x + Lx (y + Ly z)
 // at one axis s into a low and a high part: rows r = (the axes below s, the low digit of s),
@@ -9,7 +9,7 @@
 //     s(n) = sum_m [e(k_m . x_r / p)] [c_m e(k_m . x_q / p)] = sum_m A[m, r] B[m, q]
 // where the split axis' coordinate offset -L_s/2 and its low digit sit on the row side and its
 // high digit times the low extent on the column side. R = A^T B (rows x cols, column-major) is
-// the image in its own layout. Several coils (issue 11's phase reuse): A does not depend on the
+// the image in its own layout. Several coils (phase reuse, docs/sense.md): A does not depend on the
 // coefficients, so the coils' column operands side by side, B = [B_1 | ... | B_C], make one GEMM
 // with C x cols columns whose result is the C images one after another; A's phases are
 // evaluated once for all coils, and the column phase once per coil set (coils_per_gemm says how
@@ -19,8 +19,8 @@
 // 128 x 8 = 1024, cols = 16 x 128 = 2048: 3072 values per sample instead of 128 + 16384 for
 // x | (y, z).
 //
-// Per chunk of samples (sized from a memory budget: any M streams through fixed buffers, the
-// issue's "M larger than memory allows") one kernel per operand writes A and B in double:
+// Per chunk of samples (sized from a memory budget: any M streams through fixed buffers, even
+// one larger than device memory allows) one kernel per operand writes A and B in double:
 // phase in turns formed in double from the float trajectory, evaluated with sincospi (exact
 // argument reduction); then cublasZgemm accumulates R (beta = 1 after the first chunk). The
 // policy's API stays cfloat (c widened, R rounded at the end); adjoint_f64 keeps double.
@@ -381,9 +381,9 @@ template <class T, class Tr> void separable_forward(const PlanState &plan, const
 } // namespace
 
 // Coils per GEMM. More columns pay where the operand pass is a large share of the work and cost
-// where one coil's GEMM already fills the GPU (H200, bench_fhd_gpu's coils-8 rows, 2026-12-02,
-// per-coil rate against one coil at a time): 256^2: 8 coils 1.36x (4: 1.31x); 64^3: 4 coils
-// 1.06x, 2: 1.06x, 8: 0.95x; 128^3: 0.91x with 2, 4 or 8 (also with chunks as long as one coil's).
+// where one coil's GEMM already fills the GPU, so the count falls as the grid grows. Tuned by
+// bench_fhd_gpu's coils-8 rows (per-coil rate against one coil at a time; docs/sense.md, phase
+// reuse in the exact F^H D).
 int coils_per_gemm(std::int64_t voxels) { return voxels <= (1 << 16) ? 8 : (voxels <= (1 << 18) ? 4 : 1); }
 
 void run_adjoint_coils_gemm(const PlanState &plan, const float2 *c, int coils, float2 *out) {

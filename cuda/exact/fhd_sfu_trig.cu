@@ -1,6 +1,6 @@
-// Stage 5 of the seeds, "SFU trig": the constant-chunked kernel with the hardware sine and
-// cosine (__sincosf: MUFU.SIN + MUFU.COS on the special function units) instead of the
-// accurate library sincosf.
+// Stage 5 of the F^H D stages (Stone et al. 2008; docs/architecture.md), "SFU trig": the
+// constant-chunked kernel with the hardware sine and cosine (__sincosf: MUFU.SIN + MUFU.COS on
+// the special function units) instead of the accurate library sincosf.
 //
 // MUFU is accurate (abs. error ~2^-21.4) only for arguments in [-pi, pi]; our phases reach
 // hundreds of radians on a 128^3 grid, where a plain __sincosf(2 pi k.x) loses digits. So the

@@ -1,5 +1,5 @@
-// "Tuned" (ours, beyond the seeds): fewer instructions per (voxel, sample) pair than one
-// sincos each.
+// "Tuned" (ours, beyond the F^H D stages of Stone et al. 2008; docs/architecture.md): fewer
+// instructions per (voxel, sample) pair than one sincos each.
 //
 // Each thread owns a tile of kTuned.tile_x = 16 voxels along x by kTuned.tile_y = 4 rows along y
 // (at one z). Let xc be the tile's centre along x (a half-integer) and t = k/period in turns.
@@ -21,58 +21,24 @@
 // fixed order. A float running sum over 2^20 samples would cost ~2e-5 relative error by itself;
 // blocks of 4096 keep it near 1e-6.
 //
-// Variants (the benchmark's ablation, FhdPlan::time_tuned_variant_ms; kTunedDefault is what
-// KernelPolicy::Tuned runs). Measured on the H200 (bench_fhd_gpu, median of event-timed runs,
-// FHD-3D-L = 128^3 x 2^20 koosh; pairs/s; rel. L2 error on 32 sampled voxels vs float64).
-// First figure: the split rule of the first slice (2 waves' worth of blocks); second: with
-// choose_splits() (2026-11-30 11:07 UTC run):
-//   0 symmetric-16x4            __launch_bounds__(128, 2): 174 regs, 8 warps/SM, unroll 2
-//                               261.3 ms  8.42e12  ->  262.1 ms  8.39e12  2.5e-6
-//   1 symmetric-16x4-occ3       __launch_bounds__(128, 3): 168 regs (a few spills outside the
-//                               FMA block), 12 warps/SM
-//                               243.9 ms  9.02e12  ->  234.3 ms  9.38e12  2.5e-6
-//   2 symmetric-16x4-pipelined  the next sample's phase and sincos issued before the current
-//                               sample's FMAs, (128, 2)      257.8 ms  8.53e12  ->  258.7 ms
-//   3 ...-pipelined-occ3        as 2 with (128, 3): 166 regs, no spills
-//                               248.1 ms  8.86e12  ->  238.6 ms  9.22e12
-//   4 sincos-per-pair-8x1       one __sincosf per pair, 8 voxels along x per thread sharing each
-//                               staged sample  1267 ms  1.73e12 = 0.834 of the SFU bound (ncu:
-//                               MIO-throttle stalls 37%, 2.59 waves per launch: the last wave
-//                               59% full)  ->  1216 ms  1.81e12 = 0.869 (5 splits: 12.9 waves)
-//   5 symmetric-16x4-occ3-prefetch       as 1, samples staged by cp.async into two buffers (the
-//                               next tile in flight while this one is summed)
-//                               233.8 ms  9.41e12  2.5e-6
-//   6 ...-pipelined-occ3-prefetch  as 3 with that staging: 162 regs, no spills
-//                               231.6 ms  9.49e12  2.5e-6  (default until 2026-12-04: 2026-11-30
-//                               14:46 and 14:49 UTC runs, 231.6 / 231.7 ms against variant 1's 234.1 / 234.5)
-//   7 symmetric-16x3-occ4       3 rows, (128, 4): 180 B of spills   269.4 ms  8.16e12
-//   8 ...-16x3-pipelined-occ4-prefetch                              256.3 ms  8.58e12
-// The SASS of variant 0 has 162 instructions per sample per thread (64 pairs): 138 FFMA,
-// 11 FMUL, 3 FADD, 6 LDS.128, 2 MUFU, 2 other -> an issue bound of 1.32e13 pairs/s on 132 SMs
-// at 1.98 GHz (the clock the card holds under this load: nvidia-smi dmon, 490-550 W; an FFMA
-// microbenchmark reaches 3.13e13 FFMA/s = 94% of 132 x 128 lanes x 1.98 GHz). ncu on variant 1
-// (FHD-3D-L, one 15.5 ms launch): issue slots busy 75%, FMA pipe 67%; per issued instruction a
-// warp waits 1.50 cycles not selected, 0.57 on dispatch stalls (on FFMAs, spread over half of
-// them; register-bank conflicts of 3-register FFMAs are the likely cause, not confirmed), 0.45 on
-// fixed-latency dependencies,
-// 0.19 on LDS/MUFU, 0.13 on the 7 local-memory spill accesses per 2 samples; staging by
-// cp.async removes the waits but not the dispatch stalls (variant 6: 76% busy). Target of issue
-// 3 (1.1e13, 200 ms): not reached by these (86% of it): the FFMA issue rate bounds them.
-//
-// Variants 9-13 move the 2 multiply-adds per pair to the tensor cores (3xTF32 mma.sync, see
-// tensor_kernel): the FP32 pipes then only form B (one __sincosf per 16 voxels and sample, a
-// complex rotation per row) and split operands. 2026-12-04 04:53 UTC (H200, bench_fhd_gpu
-// --benchmark_filter='tuned-variant/tensor'; FHD-2D / FHD-3D-S / FHD-3D-L, pairs/s):
-//   9 tensor-3xtf32-128x4       warp tile 128 x 4: 8 segments x 4 rows, 112 regs, (128, 4)
-//                               1.21e13 / 6.28e12 / 1.21e13   (3D-S is 64 wide: half the columns idle)
-//  10 tensor-3xtf32-128x2       2 rows, (128, 5)   1.06e13 / 5.75e12 / 1.17e13
-//  11 tensor-3xtf32-64x8        4 segments x 2 row groups of 4 rows, 112 regs, (128, 4)
-//                               1.22e13 / 1.35e13 / 1.21e13 (181 ms, rel. error 2.2e-6)  <- default
-//  12 tensor-3xtf32-64x4        2 row groups of 2 rows, (128, 5)   1.06e13 / 1.14e13 / 1.18e13
-//  13 tensor-3xtf32-64x8-prefetch  as 11 with the next group's loads issued before the MMAs:
-//                               128 regs (the cap of 4 blocks an SM)  1.07e13 / 1.20e13 / 1.11e13
-// The first version split B with cvt.rna.tf32 (the conversion pipe): 128x4 9.79e12 on 3D-L.
-// Issue 3's 1.1e13 on FHD-3D-L is met by variant 11 (1.10x of it).
+// Variants: the benchmark's ablation (tuned_variant_name / FhdPlan::adjoint_device_tuned_variant;
+// kTunedDefault is what KernelPolicy::Tuned runs), all with the sums above:
+//   0-8   FP32 "symmetric" kernels: a 16 x 4 (or 16 x 3) voxel tile per thread, occupancy 2-4
+//         blocks an SM (__launch_bounds__; "occN"), "pipelined" issues the next sample's phase
+//         and sincos before the current sample's FMAs, "prefetch" stages samples by cp.async into
+//         two buffers; 4, one __sincosf per pair, is the SFU-bound reference.
+//   9-13  the same sums on the tensor cores (tensor_kernel, 3xTF32 mma.sync), warp tiles of
+//         128 or 64 voxels along x by 2-8 rows.
+// Why the tensor cores: the FP32 kernels are bound by the FFMA issue rate. Variant 0 issues 162
+// instructions per sample and 64-pair tile (138 FFMA, 11 FMUL, 3 FADD, 6 LDS.128, 2 MUFU), and
+// cp.async staging removes the shared-memory waits but not the dispatch stalls on the FFMAs. On
+// the tensor cores the FP32 pipes only form B (one __sincosf per 16 voxels and sample, a complex
+// rotation per row) and split operands, by FP32 arithmetic rather than cvt.rna.tf32 (the
+// conversion pipe is slower). A 128-wide warp tile leaves half its columns idle on 64-wide grids,
+// which is why the default is a 64 x 8 tile. Tuned by bench_fhd_gpu
+// --benchmark_filter='tuned-variant' on FHD-2D, FHD-3D-S and FHD-3D-L, the default the fastest on
+// all three at equal accuracy (docs/performance.md, the F^H D stages; the full sweep is in git
+// history).
 #include <algorithm>
 #include <cmath>
 

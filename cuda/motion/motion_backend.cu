@@ -1,6 +1,6 @@
-// The CUDA motion backend: the shared driver (lib/motion/motion_driver.hpp) over device-resident
-// volumes. Frames are uploaded once per call and every buffer is allocated once per plan; stage
-// times are CUDA events on the plan's stream, read after the call's last download.
+// The CUDA motion backend: the shared driver (lib/interface/mri_backend/motion_driver.hpp) over
+// device-resident volumes. Frames are uploaded once per call and every buffer is allocated once per
+// plan; stage times are CUDA events on the plan's stream, read after the call's last download.
 #include <chrono>
 
 #include "mri_backend/motion_driver.hpp" // and gaussian_taps: one definition of the truncated Gaussian

@@ -1,5 +1,6 @@
-// Separable 3D Gaussian (seed 4.2): one launch per axis, the taps in __constant__ memory (every
-// thread of a warp reads the same tap: a broadcast), clamp-to-edge borders as the CPU's.
+// Separable 3D Gaussian (the GPU motion paper's section 4.2; mri/motion.hpp): one launch per axis,
+// the taps in __constant__ memory (every thread of a warp reads the same tap: a broadcast),
+// clamp-to-edge borders as the CPU's.
 #include "motion_ops.cuh"
 
 namespace mri::cuda::detail::motion {

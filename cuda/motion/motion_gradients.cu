@@ -1,5 +1,6 @@
-// Spatial derivatives of the fixed frame (seed 4.1), zero at the border: the shared formula
-// mri::detail::motion::derivative, one thread per voxel, loads through L1/L2.
+// Spatial derivatives of the fixed frame (the GPU motion paper's section 4.1; mri/motion.hpp), zero
+// at the border: the shared formula mri::detail::motion::derivative, one thread per voxel, loads
+// through L1/L2.
 #include "motion_ops.cuh"
 
 namespace mri::cuda::detail::motion {

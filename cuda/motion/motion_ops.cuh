@@ -1,6 +1,8 @@
 #pragma once
-// The CUDA motion stages (seed 004, one file each; cuda/README.md maps them) as host launchers on
-// device-resident float volumes. Every launch is checked (MRI_CUDA_CHECK(cudaGetLastError())).
+// The CUDA motion stages (Bruhn et al.'s combined local-global optical flow with the
+// volume-conserving term of the GPU motion paper: mri/motion.hpp, docs/architecture.md; one file
+// each, cuda/README.md maps them) as host launchers on device-resident float volumes. Every launch
+// is checked (MRI_CUDA_CHECK(cudaGetLastError())).
 #include <cuda_runtime.h>
 
 #include <array>
@@ -37,12 +39,13 @@ struct Dims {
 };
 
 // motion_gaussian.cu: the three kernels' taps (anti-alias, sigma, rho) into __constant__ memory
-// (seed 4.2: the kernel in constant memory, broadcast to the warp), then the separable passes.
+// (the paper's section 4.2: the kernel in constant memory, broadcast to the warp), then the
+// separable passes.
 void set_gaussian_taps(const std::array<std::vector<double>, 3> &taps);
 void gaussian(DeviceVolume &f, DeviceVolume &tmp, int kernel, cudaStream_t s);
 // motion_gradients.cu
 void gradients(const DeviceVolume &f, DeviceField &g, bool central, cudaStream_t s);
-// motion_warp.cu: trilinear warping (seed 4.4) and the pyramid's resampling
+// motion_warp.cu: trilinear warping (the paper's section 4.4) and the pyramid's resampling
 void warp(const DeviceVolume &f, const DeviceField &w, DeviceVolume &out, cudaStream_t s);
 void resample(const DeviceVolume &f, DeviceVolume &out, float scale, cudaStream_t s);
 // motion_tensor.cu: the 10 products and the per-warp fold
@@ -50,7 +53,7 @@ void tensor(const DeviceField &g, const DeviceVolume &fixed, const DeviceVolume 
             DeviceTensor &j, cudaStream_t s);
 void fold(DeviceTensor &j, const DeviceField &w, cudaStream_t s);
 // motion_solver.cu: one Jacobi sweep (colour < 0, src -> dst) or SOR colour pass (in place,
-// src == dst), with the memory policy of the seed's section 4.3
+// src == dst), with the memory policy of the paper's section 4.3
 void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours,
            float alpha, float gamma, float omega, MotionMemory memory, cudaStream_t s);
 // Bytes a sweep moves at least: 9 tensor channels and 3 field components read, 3 written.

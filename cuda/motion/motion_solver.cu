@@ -1,7 +1,8 @@
-// The linear solver's sweep (seed 4.3) in the seed's two memory policies; both evaluate the shared
-// point-coupled update mri::detail::motion::clg_update and differ only in where neighbours come
-// from:
-//   Cached      one thread per voxel, neighbours loaded through L1/L2 (the seed's Fermi winner:
+// The linear solver's sweep (section 4.3 of the GPU motion paper: Bruhn et al.'s combined
+// local-global optical flow with a volume-conserving term; docs/architecture.md, Sources) in the
+// paper's two memory policies; both evaluate the shared point-coupled update
+// mri::detail::motion::clg_update and differ only in where neighbours come from:
+//   Cached      one thread per voxel, neighbours loaded through L1/L2 (the paper's choice on Fermi:
 //               the caches catch the 6 + 6 neighbour reuse without bookkeeping);
 //   SharedTiles a 32 x 8 block owns an x-y tile, keeps three z-slices of the field (tile + 1-voxel
 //               halo, corners included for the divergence's diagonal neighbours) in shared memory
@@ -32,15 +33,16 @@ constexpr int kTileX = 32, kTileY = 8, kChunk = 16;
 // registers without spills, so 6 blocks (75% occupancy) keep more loads in flight per SM.
 // Cached: each thread updates kCachedSlices consecutive z-slices, so the second slice's -z
 // neighbours and the first's +z ones are hits in L1, and the interior blocks (all but the
-// volume's faces) take the border-free update (clg_update<true>). Measured on the H200, 128^3,
-// random data (2026-12-01): 48.6 us one slice per thread, 41.0 us two slices with 4 blocks per
-// SM (62 registers); 5 or 6 blocks per SM (fewer registers per thread) and 4 slices per thread
-// were slower (43.9 - 47.1 us). SharedTiles keeps the general update: the interior variant's
-// registers made it spill at 6 blocks per SM (58.9 -> 68.5 us).
+// volume's faces) take the border-free update (clg_update<true>). Two slices with 4 blocks per SM
+// (62 registers) beat one slice per thread, 5 or 6 blocks per SM (fewer registers per thread) and
+// 4 slices per thread. SharedTiles keeps the general update: the interior variant's registers
+// make it spill at 6 blocks per SM, which costs more than the border tests save. Tuned by
+// bench_motion_gpu's sweep on 128^3 random data (docs/history.md, "Motion estimation,
+// performance").
 constexpr int kCachedSlices = 2;
 
 // Jacobi (colour < 0) and Interior are template parameters: the SOR-only terms and the border
-// tests fold away where they do not apply (H200, 128^3 Jacobi sweep: 44.5 -> 42.1 us).
+// tests fold away where they do not apply (a few percent of a 128^3 Jacobi sweep).
 template <bool Jacobi, bool Interior>
 __device__ inline void update_voxel(const SweepArgs &a, int v, int x, int y, int z,
                                     const auto &load) {

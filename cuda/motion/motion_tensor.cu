@@ -1,5 +1,6 @@
-// The motion tensor's 10 unique products (seed stage 2) and the per-warp fold of the field into its
-// time column, through the shared mri::detail::motion::tensor_products / fold_warp_offset.
+// The motion tensor's 10 unique products (sub-task 2 of the GPU motion paper, section 3.2;
+// mri/motion.hpp) and the per-warp fold of the field into its time column, through the shared
+// mri::detail::motion::tensor_products / fold_warp_offset.
 #include "motion_ops.cuh"
 
 namespace mri::cuda::detail::motion {

@@ -1,6 +1,7 @@
-// Trilinear warping of the moving frame (seed 4.4) and the pyramid's resampling, both
-// mri::detail::motion::trilinear (clamp-to-edge). The seed found texture fetches too coarse
-// (8-bit interpolation weights) for this: plain loads, one thread per voxel.
+// Trilinear warping of the moving frame (the GPU motion paper's section 4.4; mri/motion.hpp) and
+// the pyramid's resampling, both mri::detail::motion::trilinear (clamp-to-edge). The paper found
+// texture fetches too coarse (8-bit interpolation weights) for this: plain loads, one thread per
+// voxel.
 #include "motion_ops.cuh"
 
 namespace mri::cuda::detail::motion {

@@ -1,6 +1,8 @@
 #pragma once
-// Reverse gridding (RGA): the adjoint as a gather, a work item per run of grid points (coil-batched
-// too), no atomics, bitwise deterministic; dense items summed by a block each.
+// Reverse gridding (RGA; Yang, Feng and Zhao, "A CUDA-based reverse gridding algorithm for MR
+// reconstruction", Magn. Reson. Imaging 2013): the adjoint as a gather, a work item per run of
+// grid points (coil-batched too), no atomics, bitwise deterministic; dense items summed by a
+// block each.
 #include "nufft/gridding_common.cuh"
 
 namespace mri::cuda::detail {
@@ -11,21 +13,18 @@ namespace {
 // x0 + R - 1 (and j0 in (y - W, y], (z - W, z]): for each (dz, dy) one contiguous run of the
 // sorted samples per row of cells (two where it wraps around x = 0). The item reads each such
 // sample once and adds it into the points its window covers. 3D: R = 8 (a thread per point read
-// each sample W times and the run bounds 2 W^2 times per point: 2.1x SM's time at W 5 on 128^3
-// uniform; H200, docs/performance.md); 2D: R = 1 (the 512^2 grid of a 256^2 image has 32K items
-// of 8, too few to keep the GPU busy; the 1.8x slower measured for them came from a run whose
-// variant may not have been loaded: docs/performance.md, "A/B runs that measured nothing").
+// each sample W times and the run bounds 2 W^2 times per point, about twice SM's time); 2D: R = 1
+// (the 512^2 grid of a 256^2 image has 32K items of 8, too few to keep the GPU busy; the one
+// measurement against them is uncertain: docs/history.md, "A/B runs that measured nothing").
 // Every item's sums run in a fixed order: bitwise deterministic, no atomics.
 template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
-// An item whose runs hold more samples than kGatherDense<D, W> (a radial or koosh centre: 10^4
-// and more, summed by one thread while the rest of the GPU idled; koosh 128^3, M = 2^21, W 5:
-// 6.6 ms against SM's 1.1, H200 2026-12-04) goes to gather_dense_kernel, a block per item. The
-// thresholds are the fastest measured (H200 2026-12-04 15:07-15:20 UTC, variant builds of 128,
-// 256, 512, 1024, 2048 and 32 W^2): 3D koosh 128^3, M = 2^21: W 3 256 (0.80 ms; 512: 0.84), W 4-5
-// 512 (W 5 2.12; 256: 2.44, 1024: 2.30), W 6-8 1024 (W 7 5.77; 512: 6.83); 2D radial 256^2, M =
-// 2^20: W 3-6 256 (W 3 0.164 ms, 512: 0.227; W 5 0.220, 512: 0.261, 18:3x UTC), W 7-8 512 (W 7
-// 0.389; 256: 0.450, 1024: 0.466). The 3D ones held after the gather's predicated loads (18:3x
-// UTC: koosh W 7 3.63 ms, 512: 4.23). Uniform points have no item this dense.
+// An item whose runs hold more samples than kGatherDense<D, W> (a radial or koosh centre: 10^4 and
+// more, summed by one thread while the rest of the GPU idled: several times SM's time on koosh)
+// goes to gather_dense_kernel, a block per item. The thresholds are the fastest per kernel width of
+// 128, 256, 512, 1024, 2048 and 32 W^2 samples, on 3D koosh 128^3 (M = 2^21) and 2D radial
+// 256^2 (M = 2^20), tuned by bench_nufft_front_gpu (docs/history.md, "Dense-item thresholds per
+// width").
+// Uniform points have no item this dense.
 template <int D, int W>
 inline constexpr unsigned kGatherDense = D == 2 ? (W <= 6 ? 256 : 512) : (W <= 3 ? 256 : W <= 5 ? 512 : 1024);
 constexpr int kGatherDenseThreads = 128;
@@ -111,9 +110,10 @@ template <int R, int CB> struct GatherSums {
 // where 0 <= k < W (weight 0 elsewhere: fmaf(0, v, s) leaves s), the weight wx (wy wz). R = 1:
 // k = base always lies in the window, one load. R > 1: each point's weight is one load
 // predicated on k lying in the window; the W x weights loaded once and k chosen among them by R W
-// compare-and-selects had the integer pipe at 62% and took 1.4-1.8x longer (3D W 5 1.81 -> 1.31
-// ms, W 7 4.81 -> 2.66 on 128^3 uniform; H200 2026-12-04 18:2x UTC, docs/performance.md). Weights shifted per sample ahead of time (no selects, aligned vector
-// loads, 64 more bytes a sample) were slower still: bytes a sample cost more than the selects.
+// compare-and-selects keep the integer pipe busy and are slower (docs/history.md, "RGA with each
+// point's x weight one predicated load"). Weights shifted per sample ahead of time (no selects,
+// aligned vector loads, 64 more bytes a sample) are slower still: bytes a sample cost more than
+// the selects.
 template <int D, int W, int R, int CB>
 __device__ __forceinline__ void gather_sample(GatherSums<R, CB> &s, unsigned i, int base, int dy, int dz,
                                               const GatherInputs &in) {
@@ -154,9 +154,9 @@ __device__ __forceinline__ void gather_runs(GatherSums<R, CB> &s, const RowRuns 
 // One group's rows (gather_kernel's thread per item, 3D): the wrapped runs (items at x = 0 only),
 // then the W rows' runs walked as one sequence, the next row's bounds chosen by selects among the
 // loaded ones. A warp's lanes hold runs of different lengths (1.5 samples a row on average at
-// 128^3, M = 2^21, W 5), and a loop per row ran every row as long as its longest lane: 3D uniform
-// W 5 2.15 -> 1.85 ms, W 7 5.78 -> 5.03 (H200 2026-12-04, with 32 x 8 x 1 blocks). In 2D (one
-// point an item, W rows) it was slower: radial W 5 0.27 -> 0.34 ms.
+// 128^3, M = 2^21, W 5), and a loop per row runs every row as long as its longest lane. In 2D (one
+// point an item, W rows) the sequence is slower than a loop per row (docs/history.md, "RGA with
+// each group of rows walked as one sequence; the forward's fused pad").
 template <int D, int W, int R, int CB>
 __device__ __forceinline__ void gather_group(GatherSums<R, CB> &s, const RowRuns (&runs)[W], int x0, int gx, int dz,
                                              const GatherInputs &in) {
@@ -206,8 +206,8 @@ __device__ __forceinline__ void store_point(float2 *grid, const GatherItem &it, 
 
 // Thread per item, the dense ones skipped. Two blocks an SM: the single-coil kernels then spill
 // nothing at W 6 .. 8 (by default ptxas held them to 80 registers and spilled a few bytes). Four
-// (50% occupancy) measured 1-3% faster on 3D uniform points and 1-4% slower on koosh W 6-7 (H200
-// 2026-12-04 18:2x UTC, docs/performance.md): not taken.
+// (50% occupancy) win a few percent on 3D uniform points and lose as much on koosh W 6-7
+// (docs/history.md, "RGA with each point's x weight one predicated load"): not taken.
 template <int D, int W, int CB = 1>
 __global__ void __launch_bounds__(256, 2) gather_kernel(GatherInputs in, const unsigned *__restrict__ offsets,
                                                      const unsigned char *__restrict__ dense, Dev d,

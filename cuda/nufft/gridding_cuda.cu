@@ -1,5 +1,6 @@
-// The CUDA gridding NUFFT: scatter (GA, atomics) and reverse gridding (RGA, gather), cuFFT,
-// deapodization. See gridding_cuda.hpp for the algorithm; lib/nufft.cpp for the maths
+// The CUDA gridding NUFFT: scatter (GA, atomics) and reverse gridding (RGA, gather; Yang, Feng and
+// Zhao, Magn. Reson. Imaging 2013), cuFFT, deapodization. See gridding_cuda.hpp for the algorithm;
+// lib/nufft/nufft_plan.cpp for the maths
 // (kernel polynomial, window convention j0 = ceil(t - W/2), s = 2 (j0 - (t - W/2)) - 1).
 #include "gridding_cuda.hpp"
 
@@ -165,8 +166,7 @@ struct NufftDevicePlan::State {
     const GatherInputs in{jxs.get(), wts.get(), val, coils, static_cast<unsigned>(m)};
     const auto points_ = static_cast<std::size_t>(points);
     // 3D: 8 x 8 x 4 items (64 x 8 x 4 points), whose windows' samples a block shares, where 32 x 8 x
-    // 1 (256 x 8 x 1 points) spanned twice the cells: W 5 1.85 -> 1.81 ms uniform, 2.51 -> 2.16
-    // koosh (H200 2026-12-04).
+    // 1 (256 x 8 x 1 points) spanned twice the cells (faster on koosh most; bench_nufft_front_gpu).
     const dim3 block = setup.dims == 3 ? dim3(8, 8, 4) : dim3(32, 8, 1);
     const dim3 grid_dims(blocks(gather_items_x(), static_cast<int>(block.x)), blocks(dev.gy, static_cast<int>(block.y)),
                          blocks(dev.gz, static_cast<int>(block.z)));

@@ -45,7 +45,7 @@
 
 namespace mri::cuda::detail {
 
-// What the host side chose (lib/nufft.cpp): kernel, oversampled grid, deapodization.
+// What the host side chose (lib/nufft/nufft_setup.cpp): kernel, oversampled grid, deapodization.
 using GriddingSetup = mri::detail::NufftSetup;
 inline constexpr int kMaxDeviceWidth = mri::detail::kMaxDeviceNufftWidth;
 

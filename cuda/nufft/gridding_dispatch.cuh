@@ -63,12 +63,12 @@ template <int D, int W = 2> Kernels pick(int width) {
 
 unsigned blocks(std::int64_t n, int per) { return static_cast<unsigned>((n + per - 1) / per); }
 
-// Auto: SM in 3D; in 2D SM from one sample per oversampled grid cell up, GA below. H200,
-// 2026-12-03, bench_nufft_gpu and bench_nufft_front_gpu after SM's same-cell runs: 256^2 at
-// 2^20 samples (4 a cell) SM 0.124 ms against GA 0.207 (uniform, tol 1e-3) and 0.121 against
-// 0.256 (radial, tol 1e-2); PROPELLER 256^2 at 2^17 (half a sample a cell, GRID2D) SM 0.070
-// against GA 0.056. Between half a sample and four a cell the crossing was not measured: one is
-// the guess.
+// Auto: SM in 3D; in 2D SM from one sample per oversampled grid cell up, GA below: SM's
+// same-cell runs pay where cells hold several samples (256^2 at 2^20 samples, 4 a cell), GA's
+// plain atomics where they hold few (PROPELLER 256^2 at 2^17, half a sample a cell: GRID-2D).
+// Tuned by bench_nufft_gpu and bench_nufft_front_gpu (docs/history.md, "Measured again after
+// SM's same-cell runs"); between half a sample and four a cell the crossing is not measured: one
+// is a guess.
 ScatterMethod resolved_scatter(ScatterMethod method, int dims, std::int64_t samples, std::int64_t grid_points) {
   if (method != ScatterMethod::Auto) return method;
   return dims == 3 || samples >= grid_points ? ScatterMethod::Shared : ScatterMethod::Global;

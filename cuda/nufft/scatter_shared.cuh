@@ -10,8 +10,8 @@ namespace {
 
 // SM's work items (subproblems): a tile's samples cut into runs of at most kSubproblem. A
 // trajectory with a dense centre (koosh, radial: every spoke crosses the centre tiles) put 10^5
-// samples into one tile, one block summing them while the rest of the GPU idled: koosh 128^3,
-// M = 2^21, W 5 took 13.6 ms against 2.8 ms by global atomics (H200, 2026-12-02, bench_nufft_front_gpu).
+// samples into one tile, one block summing them while the rest of the GPU idled (several times
+// the time of global atomics on koosh 128^3; bench_nufft_front_gpu, docs/history.md).
 constexpr unsigned kSubproblem = 1024;
 // SM's consecutive samples per work item (sm_scatter_kernel).
 constexpr int kSmRun = 4;
@@ -81,8 +81,9 @@ template <int D, int W> struct SmTile {
 // native 32-bit integer adds: lo = q mod 2^20 (at most kSubproblem adds a point: their sum stays
 // below 2^30) and hi = floor(q / 2^20), summed mod 2^32: the true sum of the hi parts, (sum q -
 // sum lo) / 2^20, lies within +-2^31, so it is what the 32-bit sum holds. 64-bit shared atomics
-// are a compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN.64 in the SASS): 1.34-1.95x SM's time in
-// 3D (H200 2026-12-05, docs/performance-log.md); 32-bit integer adds are native (ATOMS.ADD).
+// are a compare-and-swap loop on sm_90 (ATOMS.CAST.SPIN.64 in the SASS), far slower than SM's
+// float adds (docs/history.md, "Deterministic gridding on the GPU"); 32-bit integer adds are
+// native (ATOMS.ADD).
 template <bool Fixed> using SmAcc = std::conditional_t<Fixed, unsigned, float>;
 struct FixedScale {
   float to_fixed;  // 2^e

@@ -22,15 +22,16 @@ std::size_t fhd_plan_bytes(const Grid &out, std::size_t m) {
                   detail::FhdPlan::chunked_bytes(out, detail::FhdPlan::kChunkQuantum));
 }
 
-// A device NUFFT plan of `image` (cuda/gridding_cuda.cu): the oversampled grid (about 2^d voxels
+// A device NUFFT plan of `image` (cuda/nufft/gridding_cuda.cu): the oversampled grid (about 2^d voxels
 // per image voxel at oversampling 2; the FFT sizes round up) with its cuFFT work area, per-cell
 // offsets and the gather's item flags and list (5 B an item: an item is 8 points in 3D, one in
 // 2D; 1 B a point counted, the 2D rest inside the 2.2^d margin), the image, and per sample: its
 // resident records (key, permutation, record, cell: 28 B; sorted and staged values: 16 B; the
 // kernel weights, d W floats, counted at the widest device kernel since the width follows the
 // tolerance), the setup's transients beside them (unsorted keys, indices and records: 24 B; the
-// radix sort's alternate keys and indices: 8 B) and the device points it is made from.
-// Counted at 64 B a sample until 2026-12-04, when a 3D W 5 plan held 104 resident. Gridding::
+// radix sort's alternate keys and indices: 8 B) and the device points it is made from: every
+// buffer the plan holds is counted, since a per-sample count that leaves some out underestimates
+// a 3D plan (the reliability tests compare the estimate with the ledger's peak). Gridding::
 // ScatterFixed adds the fixed-point grid, two 8-byte integers an oversampled point.
 std::size_t nufft_plan_bytes(const Grid &image, std::size_t m, bool fixed_point) {
   const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));

@@ -103,7 +103,7 @@ public:
         // rounded to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
         policy_(resolve_policy(options.policy, options.precision)),
         // Q: float32 passes the policy as asked (Auto: the tensor-core Dirichlet spectrum in 3D,
-        // cuda/toeplitz_cuda.cu), float64 the resolved one (SeparableGemm sums in double).
+        // cuda/toeplitz/toeplitz_cuda.cu), float64 the resolved one (SeparableGemm sums in double).
         q_policy_(options.precision == Precision::Float32 ? options.policy : policy_),
         nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
         gridding_(recon_gridding(options.nufft_gridding)),

@@ -1,5 +1,5 @@
 #pragma once
-// mri::reconstruct's GPU path (plain C++): lib/reconstruct.cpp calls it once the backend has
+// mri::reconstruct's GPU path (plain C++): lib/recon/reconstruct.cpp calls it once the backend has
 // resolved to Cuda and the options are validated.
 #include <chrono>
 

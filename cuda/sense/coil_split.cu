@@ -24,7 +24,7 @@ public:
   virtual void apply(const DeviceImage &x, DeviceImage &out) = 0;
 };
 
-// The operator one device would use for these coils (cuda/recon_cuda.cu's with_normal): the
+// The operator one device would use for these coils (cuda/recon/recon_cuda.cu's with_normal): the
 // coil-batched one where it applies, else the maps around the one-coil Toeplitz operator.
 std::unique_ptr<CoilSum> coil_sum(const DeviceCoils &coils, const QOperator &toeplitz, const DeviceImage &like) {
   if (const int batch = sense_coil_batch(coils.grid(), coils.count()); batch > 0) {

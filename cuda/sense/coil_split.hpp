@@ -1,6 +1,6 @@
 #pragma once
 // SENSE's CG normal operator with the coils split over several devices (ReconOptions::devices,
-// issue 16, docs/scaling.md):
+// docs/scaling.md):
 //   out = sum_d [ sum_{c in C_d} conj(S_c) .* N(S_c .* x) ] + lambda R^H R x
 // Entry d of the devices owns a contiguous block C_d of the coils (as even as can be; entries
 // beyond the coil count get none and take no part): their maps, its own Toeplitz operator N (the

@@ -1,5 +1,5 @@
 #pragma once
-// SENSE's Toeplitz normal operator with the coils batched (issue 11, item 3):
+// SENSE's Toeplitz normal operator with the coils batched (docs/sense.md):
 //   out = sum_c conj(S_c) .* crop(IFFT(K .* FFT(pad(S_c .* x)))) + lambda R^H R x
 // `batch` coils per pass: one kernel writes S_c x zero-padded for the pass's coils into
 // contiguous padded grids, one batched cuFFT forward, one multiply by the shared spectrum K, one

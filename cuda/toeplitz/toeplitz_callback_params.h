@@ -1,7 +1,7 @@
 #pragma once
-// What the Toeplitz cuFFT callbacks (cuda/lto/toeplitz_callbacks.cu, compiled to LTO-IR and
-// linked into cuFFT's kernels at plan time) read through their callerInfo pointer: one struct in
-// device memory per plan set, updated by QOperator::apply when its operands change.
+// What the Toeplitz cuFFT callbacks (cuda/toeplitz/lto/toeplitz_callbacks.cu, compiled to LTO-IR
+// and linked into cuFFT's kernels at plan time) read through their callerInfo pointer: one struct
+// in device memory per plan set, updated by QOperator::apply when its operands change.
 // Plain C layout, shared by nvcc's LTO compile and the host code.
 
 namespace mri::cuda::detail {

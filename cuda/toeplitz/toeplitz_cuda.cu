@@ -112,9 +112,9 @@ __global__ void crop_kernel(const float2 *__restrict__ w, const float2 *__restri
 }
 
 // Where Q's spectrum comes from, decided here only: the tensor-core Dirichlet sum for 3D grids
-// under KernelPolicy::Auto (RECON-3D on the H200: 0.326 s against 0.942 s for Q by the Tuned F^H D
-// kernel plus its FFT, docs/performance.md); a named policy sums Q with that F^H D kernel (the stage
-// benchmarks and tests), as do 1D/2D grids.
+// under KernelPolicy::Auto (about a third of the time of Q by the Tuned F^H D kernel plus its FFT
+// on RECON-3D: bench_recon_gpu, docs/performance.md); a named policy sums Q with that F^H D kernel
+// (the stage benchmarks and tests), as do 1D/2D grids.
 bool spectrum_by_dirichlet(const Grid &grid, KernelPolicy policy) {
   return policy == KernelPolicy::Auto && detail::dirichlet_spectrum_applies(grid);
 }

@@ -23,8 +23,8 @@ namespace detail {
 class NufftDevicePlan; // gridding_cuda.hpp
 }
 
-// How the Toeplitz application runs its zero-pad, spectrum multiply and crop (measured on the
-// H200 for RECON-3D, 128^3 -> 256^3: docs/performance.md).
+// How the Toeplitz application runs its zero-pad, spectrum multiply and crop (chosen by
+// bench_recon_gpu on RECON-3D, 128^3 -> 256^3: docs/history.md, "One CG iteration of RECON-3D").
 enum class ToeplitzFft {
   Auto,      // Pruned for 3D padded grids of >= 2^21 voxels, else Unfused
   Unfused,   // pad kernel (into a buffer whose zeros are never rewritten), out-of-place 3D FFT,
@@ -68,7 +68,7 @@ class QOperator : public SelfAdjointOnDevice<QOperator> {
 public:
   // The spectrum of Q(d) = sum_m w_m exp(+i 2 pi k_m . d / n) on grid.doubled(). 3D grids under
   // KernelPolicy::Auto: computed directly as a sum of separable Dirichlet kernels on the tensor
-  // cores (cuda/dirichlet_spectrum.cuh; float32-class accuracy). Otherwise Q by the F^H D kernel
+  // cores (cuda/exact/dirichlet_spectrum.cuh; float32-class accuracy). Otherwise Q by the F^H D kernel
   // `policy`:
   // offsets with d_h <= 0 along the last axis h of extent > 1 are summed directly (one FhdPlan on
   // an (n_h + 1)-plane grid, coefficients modulated to shift its origin), the rest by Q(-d) =
@@ -92,7 +92,7 @@ public:
   // The spectrum of `source` (an operator on any device) on the current device, with its FFT
   // path: copied device to device (peer copy from another device), no host round trip; plans of
   // its own on `stream` (a stream of the current device). What several devices each need
-  // (cuda/coil_split.hpp).
+  // (cuda/sense/coil_split.hpp).
   QOperator(const QOperator &source, StreamHandle stream);
   ~QOperator();
   QOperator(QOperator &&) noexcept;
@@ -132,7 +132,7 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// F^H (w .* (F x)) by FhdPlan's forward then adjoint (the seeds' loop fission of F^H F): two
+// F^H (w .* (F x)) by FhdPlan's forward then adjoint (F^H F as two sums, without Q): two
 // launches of O(N*M) each per application; or by the gridding NUFFT's forward and adjoint.
 class DirectNormalOperator : public SelfAdjointOnDevice<DirectNormalOperator> {
 public:

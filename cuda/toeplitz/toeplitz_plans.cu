@@ -234,8 +234,9 @@ std::shared_ptr<PlanSet> acquire_plans(const Grid &padded, ToeplitzFft requested
 
 ToeplitzFft resolve_fft(ToeplitzFft requested, const Grid &padded) {
   if (requested != ToeplitzFft::Auto) return requested;
-  // Measured (RECON-3D, H200): the callbacks made cuFFT's 256^3 kernels slower than the unfused
-  // passes they replace (0.91 vs 0.59 ms per apply), so they are not the default.
+  // The callbacks make cuFFT's 256^3 kernels slower than the unfused passes they replace, so they
+  // are not the default (bench_recon_gpu RECON-3D; docs/history.md, "One CG iteration of
+  // RECON-3D: how the pad / multiply / crop run").
   return padded.dims() == 3 && padded.voxels() >= (std::int64_t{1} << 21) ? ToeplitzFft::Pruned
                                                                          : ToeplitzFft::Unfused;
 }
