@@ -1,6 +1,6 @@
 // BART .cfl/.hdr files and the conversions between BART's arrays and ours.
 //
-// Conventions checked against BART 0.8 (tests/test_bart.cpp):
+// Conventions checked against BART 0.8 (tests/io/test_bart.cpp):
 //  - .hdr is text: a line "# Dimensions", then the extents on the next line (BART writes 16,
 //    first fastest); BART also writes "# Command", "# Files", "# Creator" sections, skipped.
 //  - .cfl is raw interleaved complex float32, little-endian, first dimension fastest.
@@ -152,7 +152,7 @@ CflArray read_cfl(const fs::path &base) {
 
   std::ifstream in(cfl, std::ios::binary);
   if (!in) io_error(cfl, "cannot open data file for reading (" + errno_text() + ")");
-  detail::resize_on_huge_pages(a.data, static_cast<std::size_t>(count)); // first touch: lib/huge_pages.hpp
+  detail::resize_on_huge_pages(a.data, static_cast<std::size_t>(count)); // first touch: lib/platform/huge_pages.hpp
   in.read(reinterpret_cast<char *>(a.data.data()), static_cast<std::streamsize>(expected));
   if (in.gcount() != static_cast<std::streamsize>(expected))
     io_error(cfl, "truncated: read " + std::to_string(in.gcount()) + " of " +
@@ -273,7 +273,7 @@ CflArray from_image(const Image &image) {
 }
 
 double nufft_scale(const Grid &grid) {
-  // Measured against BART 0.8 (tests/test_bart.cpp): its default (gridding) nufft equals
+  // Checked against BART 0.8 (tests/io/test_bart.cpp): its default (gridding) nufft equals
   // the unnormalised sums times 1/sqrt(voxels), up to its gridding error (a uniform bias
   // of about +0.14% with the default kernel). Its `-s` DFT is unnormalised (factor 1).
   return 1.0 / std::sqrt(static_cast<double>(grid.voxels()));

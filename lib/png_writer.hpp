@@ -1,5 +1,5 @@
 #pragma once
-// The one libpng writer (lib/png.cpp): 8-bit gray or RGB rows, row 0 at the top of the picture.
+// The one libpng writer (png.cpp): 8-bit gray or RGB rows, row 0 at the top of the picture.
 #include <cstdint>
 #include <filesystem>
 

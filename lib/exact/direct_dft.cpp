@@ -1,4 +1,5 @@
-// The float64 reference: the seeds' sums evaluated term by term in double precision.
+// The float64 reference: the exact sums (Stone et al. 2008's F^H D and Q; docs/architecture.md)
+// evaluated term by term in double precision.
 // O(N*M); used by tests, by Precision::Float64 and as the baseline the fast paths are
 // measured against.
 #include <cmath>

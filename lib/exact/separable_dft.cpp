@@ -19,19 +19,19 @@
 //
 // The GEMM is our own register-blocked micro-kernel, not Eigen: libmri is compiled for the
 // baseline ISA (SSE2; -march is left to the builder, see lib/CMakeLists.txt), where Eigen's
-// complex<float> GEMM peaks at ~4e9 pairs/s on the 2-core development machine, below the
-// issue's 5e9. The kernels are compiled per ISA with function target attributes and chosen
-// at run time (AVX-512F, AVX2+FMA, portable C++), so the library stays runnable on any
-// x86-64 (and non-x86) machine. MRI_SEPARABLE_KERNEL=generic|avx2|avx512 caps the choice
-// (used by the tests to cover every kernel; a request above the CPU's support is ignored).
+// complex<float> GEMM cannot use the wider vector units the machine has. The kernels are
+// compiled per ISA with function target attributes and chosen at run time (AVX-512F, AVX2+FMA,
+// portable C++), so the library stays runnable on any x86-64 (and non-x86) machine.
+// MRI_SEPARABLE_KERNEL=generic|avx2|avx512 caps the choice (used by the tests to cover every
+// kernel; a request above the CPU's support is ignored).
 //
 // Accumulation: each micro-kernel call sums at most kChunk = 256 samples (adjoint) or one
 // image row of nx voxels (forward) in float registers. Those partial sums are then added in
 // double (adjoint: a per-thread double accumulator for the thread's block of output columns;
 // forward: the NR columns of a tile are weighted and summed in float, then added into a
 // double accumulator per sample), so the float error stays ~eps * sqrt(256) instead of
-// growing like eps * sqrt(M) over the trajectory. Measured vs the float64 reference: rel L2
-// ~3e-7 (adjoint) and ~1e-7..3e-7 (forward), independent of M (tests/test_fourier.cpp).
+// growing like eps * sqrt(M) over the trajectory. Against the float64 reference: rel L2
+// ~3e-7 (adjoint) and ~1e-7..3e-7 (forward), independent of M (tests/exact/test_fourier.cpp).
 //
 // Threading (OpenMP, the library's): the adjoint splits the output columns (y,z) into about
 // one block per thread (each block streams all samples: no reduction, no atomics), the
@@ -39,9 +39,8 @@
 // thread's block, a ~1 MB double accumulator) independent of M; the forward adds one packed
 // copy of the image. 3D 128^3 (and Q's 256^3) needs no large buffers.
 //
-// Speed (2-core AVX-512 development machine, shared): FHD-2D (256^2, M = 2^16 spiral)
-// ~2.3e10 pairs/s adjoint and ~2.9e10 forward; the micro-kernel loop is ~90% of the time,
-// sincos ~3-4%; benchmarks/bench_fhd_cpu.cpp.
+// Speed: the micro-kernel loop is most of the time, the phase tables' sincos a few percent;
+// figures: docs/performance.md (the F^H D stages, CPU), benchmarks/bench_fhd_cpu.cpp.
 #include <exception>
 
 #ifdef _OPENMP

@@ -1,9 +1,9 @@
 #pragma once
-// The float32 separable DFT's building blocks (internal to lib/separable_dft*.cpp): the phase
-// tables, the adjoint and forward drivers as always-inline templates over a micro-kernel K, and
-// the per-ISA entry points (SeparableIsa) that each ISA's file compiles them into:
+// The float32 separable DFT's building blocks (internal to lib/exact/separable_dft*.cpp): the phase
+// tables, the adjoint and forward drivers as always-inline templates over a micro-kernel K, and the
+// per-ISA entry points (SeparableIsa) that each ISA's file compiles them into:
 // separable_dft_generic.cpp, separable_dft_avx2.cpp, separable_dft_avx512.cpp. How the sums are
-// organised, their accuracy and speed: lib/separable_dft.cpp.
+// organised, their accuracy and speed: lib/exact/separable_dft.cpp.
 #include <algorithm>
 #include <cmath>
 #include <complex>

@@ -4,10 +4,10 @@
 // transformed there by one FFTW plan of B contiguous transforms, and copied back.
 //
 // Why not FFTW's own multi-dimensional plan: planned with FFTW_ESTIMATE (deterministic, no
-// timing), its strided passes ran 20x slower than the contiguous ones on the 2-core CPU machine
-// (512^2 single precision: 10.6 ms for the column pass, 0.2 ms for the rows; FFTW_MEASURE finds a
-// buffered plan at 0.7 ms for the whole 2D transform, but measuring takes 0.3-0.7 s per size and
-// picks plans by timing, so results would change between runs). The same buffering here keeps
+// timing), its strided passes run an order of magnitude slower than the contiguous ones (each
+// column element a cache miss); FFTW_MEASURE finds a buffered plan, but measuring takes a large
+// part of a second per size and picks plans by timing, so results would change between runs
+// (bench_recon_cpu's CG iteration; docs/history.md). The same buffering here keeps
 // FFTW_ESTIMATE's determinism: every line is transformed by one plan, whatever the thread count,
 // so the result is bitwise the same for any number of threads and run to run.
 #include <array>

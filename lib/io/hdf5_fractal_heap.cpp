@@ -51,7 +51,7 @@ FractalHeap::FractalHeap(FileBytes &bytes, const Format &format, std::uint64_t a
   c.skip(l); // the next huge object's ID
   // Its B-tree of huge objects (link messages past the managed size, 4 KiB in a group's heap):
   // HDF5 1.10.8 loads what a defined address names as it opens the heap, and a damaged one made
-  // it crash when the file closed (a mutation of a seed's heap, checksum made right).
+  // it crash when the file closed (a mutation of a fuzz corpus file's heap, checksum made right).
   const std::uint64_t huge = c.take(o);
   c.skip(l + o + 8 * l); // free space, statistics: used by writes
   width_ = static_cast<unsigned>(c.take(2));

@@ -17,9 +17,9 @@
 // which HDF5's own reads must not overrun), keeping 16 bytes per value; the collections are
 // walked a range of elements at a time, so that a reader reading in blocks checks each block
 // just before HDF5 reads it, with nothing but pread (no HDF5 call: another thread may walk
-// ahead of the one reading). A collection is walked once, however many ranges name it. Cost for
-// issue 13's 64-slice file (611 MB, 16384 acquisitions, a collection each), on the development
-// VM: about 0.06 s when made, 0.06 s of walks (docs/reliability.md, finding 5).
+// ahead of the one reading). A collection is walked once, however many ranges name it, so the
+// cost is one pass over the collections' bytes, a small part of reading the file
+// (docs/reliability.md, finding 5).
 #include <cstdint>
 #include <filesystem>
 #include <memory>

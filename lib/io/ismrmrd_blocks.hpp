@@ -1,7 +1,7 @@
 #pragma once
 // The acquisitions of an ISMRMRD file read in blocks: one H5Dread per 256 acquisitions, where
 // libismrmrd's readAcquisition makes one per acquisition, and HDF5 1.10 allocates and zeroes a
-// 1 MiB buffer per H5Dread (0.3 ms an acquisition: 5 s for a 64-slice file of 16384 readouts).
+// 1 MiB buffer per H5Dread (most of the read time of a file of many short readouts).
 // Blocks no larger, so that a streaming reader hands a slice over soon after its last readout.
 // A thread of its own reads the next block while the caller works on the current one (HDF5's
 // copies and the caller's overlap: two cores), and another checks the blocks' global heap

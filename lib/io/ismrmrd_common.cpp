@@ -24,9 +24,9 @@ void keep_message(const char * /*file*/, int /*line*/, const char * /*function*/
 // HDF5 1.10 (Debian's) allocates a 1 MiB type-conversion buffer and a zeroed 1 MiB background
 // buffer for every H5Dread, and libismrmrd reads one acquisition per H5Dread. With glibc's
 // default thresholds those 2 MiB go back to the kernel after each read and are faulted in and
-// zeroed again: 70% of `mri recon`'s time on a 512-acquisition file (perf; 1.84 s -> 0.39 s end
-// to end with these settings, 2-core AMD EPYC, 2026-12-01). Blocks below 8 MiB now come from the
-// heap, which is trimmed only above 32 MiB free: the buffers stay resident.
+// zeroed again: most of `mri recon`'s time on a file of many acquisitions (perf). Blocks below
+// 8 MiB now come from the heap, which is trimmed only above 32 MiB free: the buffers stay
+// resident.
 void keep_hdf5_buffers_resident() {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 8 << 20);

@@ -20,8 +20,8 @@ std::unique_ptr<MotionBackend> make_cpu_motion_backend(const Grid &grid, const M
 namespace mri::detail::motion {
 
 // The stages fork threads only for volumes of at least this many voxels (32^3): below it a
-// parallel region's fork/join costs more than the loop, and on a shared 2-core machine far more
-// (the constant-sequence test at 24^3: 2.2 s with 2 threads, 0.14 s with 1, at load average 12).
+// parallel region's fork/join costs more than the loop, and on a loaded machine with few cores
+// far more (a 24^3 test runs an order of magnitude slower on 2 threads than on 1 there).
 inline constexpr std::int64_t kMinParallelVoxels = 32768;
 
 template <class T> struct Volume {
@@ -36,13 +36,13 @@ template <class T> using Tensor = std::array<Volume<T>, kChannels>;
 
 // Separable convolution along x, y, z with clamp-to-edge borders; tmp: scratch of f's grid.
 template <class T> void gaussian(Volume<T> &f, Volume<T> &tmp, const std::vector<double> &taps);
-// Spatial derivatives (seed 4.1), zero at the border.
+// Spatial derivatives (the GPU motion paper's section 4.1; mri/motion.hpp), zero at the border.
 template <class T> void gradients(const Volume<T> &f, Field<T> &g, MotionDerivative scheme);
-// out(x) = f(x + w(x)), trilinear, clamp-to-edge (seed 4.4).
+// out(x) = f(x + w(x)), trilinear, clamp-to-edge (the paper's section 4.4).
 template <class T> void warp(const Volume<T> &f, const Field<T> &w, Volume<T> &out);
 // out = f trilinearly resampled onto out.grid (same field of view), times `scale`.
 template <class T> void resample(const Volume<T> &f, Volume<T> &out, T scale);
-// The 10 products of (Ix, Iy, Iz, It = moved - fixed) (seed stage 2).
+// The 10 products of (Ix, Iy, Iz, It = moved - fixed) (the paper's section 3.2, sub-task 2).
 template <class T>
 void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, Tensor<T> &j);
 // j -= J3 w0 (fold_warp_offset) at every voxel.

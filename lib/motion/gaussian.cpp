@@ -1,4 +1,5 @@
-// Separable 3D Gaussian (seed 4.2): three 1D passes instead of one (2r+1)^3 convolution.
+// Separable 3D Gaussian (the GPU motion paper's section 4.2; mri/motion.hpp): three 1D passes
+// instead of one (2r+1)^3 convolution.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -1,5 +1,6 @@
-// Spatial derivatives of the fixed frame (seed 4.1), zero at the border; the formula is
-// detail::motion::derivative, shared with cuda/motion_gradients.cu.
+// Spatial derivatives of the fixed frame (the GPU motion paper's section 4.1; mri/motion.hpp),
+// zero at the border; the formula is detail::motion::derivative, shared with
+// cuda/motion/motion_gradients.cu.
 #include "cpu_stages.hpp"
 
 namespace mri::detail::motion {

@@ -1,7 +1,8 @@
-// The linear solver of the Euler-Lagrange equations (seed 4.3): point-coupled Jacobi sweeps (the
-// seed) or multicolour SOR passes (red-black; 4 colours with the divergence term), both through
-// detail::motion::clg_update (shared with cuda/motion_solver.cu). Both are deterministic: Jacobi
-// reads src and writes dst; a colour pass writes only voxels none of whose neighbours it reads.
+// The linear solver of the Euler-Lagrange equations (the GPU motion paper's section 4.3;
+// mri/motion.hpp): point-coupled Jacobi sweeps (as the paper does) or multicolour SOR passes
+// (red-black; 4 colours with the divergence term), both through detail::motion::clg_update (shared
+// with cuda/motion/motion_solver.cu). Both are deterministic: Jacobi reads src and writes dst; a
+// colour pass writes only voxels none of whose neighbours it reads.
 #include "cpu_stages.hpp"
 
 namespace mri::detail::motion {

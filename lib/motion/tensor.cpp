@@ -1,5 +1,6 @@
-// The motion tensor's 10 unique products (seed stage 2) and the per-warp fold of the field into
-// its time column (fold_warp_offset); the Gaussian K_rho is gaussian.cpp.
+// The motion tensor's 10 unique products (sub-task 2 of the GPU motion paper, section 3.2;
+// mri/motion.hpp) and the per-warp fold of the field into its time column (fold_warp_offset); the
+// Gaussian K_rho is gaussian.cpp.
 #include "cpu_stages.hpp"
 
 namespace mri::detail::motion {

@@ -1,5 +1,6 @@
-// Trilinear warping of the moving frame (seed 4.4) and the pyramid's resampling: both are
-// detail::motion::trilinear (clamp-to-edge), shared with cuda/motion_warp.cu.
+// Trilinear warping of the moving frame (the GPU motion paper's section 4.4; mri/motion.hpp) and
+// the pyramid's resampling: both are detail::motion::trilinear (clamp-to-edge), shared with
+// cuda/motion/motion_warp.cu.
 #include "cpu_stages.hpp"
 
 namespace mri::detail::motion {

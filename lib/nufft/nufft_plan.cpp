@@ -52,9 +52,9 @@ i64 tile_size(i64 g, i64 target) {
 constexpr std::size_t kMaxPrivateGridBytes = std::size_t{1} << 30;
 
 // adjoint_coils grids up to this many coils per pass, their oversampled grids within
-// kMaxCoilGridBytes. Measured on 256^2, 2^17 radial samples, 8 coils, one thread (docs/sense.md,
-// "Performance"): gather 35 ms for 8 one-coil passes, 28 / 26 / 25.6 ms with blocks of 2 / 4 / 8;
-// scatter 44 ms, 42 / 34.5 / 31-36 ms.
+// kMaxCoilGridBytes: each block reads a sample's cells and weights once for all its coils, so the
+// larger the block the less each coil pays, for gather and scatter alike (bench_nufft_cpu
+// NUFFT2D_coils; docs/sense.md, "Performance").
 constexpr int kCoilBlock = kMaxGriddingCoils;
 constexpr std::size_t kMaxCoilGridBytes = std::size_t{512} << 20;
 
@@ -281,7 +281,7 @@ NufftPlan::NufftPlan(const Trajectory &trajectory, const Grid &grid, const Nufft
   };
   // The tile of each sample's first window point, then the samples sorted by tile (counting
   // sort, stable: original order within a tile). The big arrays go on huge pages: their first
-  // touch is most of a plan's cost where page faults are slow (lib/huge_pages.hpp).
+  // touch is most of a plan's cost where page faults are slow (lib/platform/huge_pages.hpp).
   const i64 m_count = static_cast<i64>(trajectory.size());
   const auto m_size = static_cast<std::size_t>(m_count);
   std::vector<std::uint32_t> key;

@@ -16,9 +16,9 @@
 namespace mri {
 
 Gridding detail::deterministic_gridding(Backend backend, int dims, int width) {
-  // CUDA, measured (docs/performance.md, "Deterministic gridding on the GPU"): SM in fixed point
-  // is faster than the gather at every width in 2D and from W 5 in 3D; at W 4 in 3D on koosh
-  // points (0.76x the gather's time), not on uniform ones (1.12x); at W 3 in 3D the gather is.
+  // CUDA (bench_nufft_front_gpu; docs/performance.md, "Deterministic gridding on the GPU"): SM in
+  // fixed point is faster than the gather at every width in 2D and from W 5 in 3D; at W 4 in 3D
+  // on koosh points, not on uniform ones; at W 3 in 3D the gather is.
   if (backend != Backend::Cuda) return Gridding::Gather;
   return dims == 3 && width <= 3 ? Gridding::Gather : Gridding::ScatterFixed;
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Which vector extension a family of CPU kernels runs (lib/separable_dft.cpp,
-// lib/gridding_cpu.cpp): the best this CPU has, lowered (never raised) by the family's
+// Which vector extension a family of CPU kernels runs (lib/exact/separable_dft.cpp,
+// lib/nufft/gridding_cpu.cpp): the best this CPU has, lowered (never raised) by the family's
 // environment variable, so that the tests can run each path the machine supports.
 #include <cstdlib>
 #include <string_view>

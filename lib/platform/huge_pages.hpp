@@ -1,9 +1,10 @@
 #pragma once
 // Large buffers filled once (the ISMRMRD reader's items, the NUFFT's coil grids): the first touch
-// of each fresh 4 KiB page is a page fault (about 9 us each on the development VM: 1.4 s of the
-// 3 s it took to read the 584 MB 64-slice file, perf; 32 MiB of coil grids 95 ms). Asking for transparent huge pages (madvise, where the kernel's
-// setting is "madvise", as Debian's and Ubuntu's) makes one fault map 2 MiB, and populating the
-// pages with one madvise call (MADV_POPULATE_WRITE, Linux 5.14 on) spares the trap per fault.
+// of each fresh 4 KiB page is a page fault, slow on virtual machines (microseconds each: up to half
+// the time of reading a large ISMRMRD file; docs/sense.md, "Performance"). Asking for transparent
+// huge pages (madvise, where the kernel's setting is "madvise", as Debian's and Ubuntu's) makes one
+// fault map 2 MiB, and populating the pages with one madvise call (MADV_POPULATE_WRITE, Linux 5.14
+// on) spares the trap per fault.
 #include <cstddef>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // mri::reconstruct_batch (mri/batch.hpp): the feed on the calling thread, `jobs` workers taking
-// the items in the order of a BatchQueue (lib/batch_queue.hpp).
+// the items in the order of a BatchQueue (lib/recon/batch_queue.hpp).
 #include "mri/batch.hpp"
 
 #include <omp.h>

@@ -24,8 +24,8 @@ void BatchQueue::close(bool aborted) {
 
 // An item alone gets every thread but the feed's (the first one, computing Q while later ones
 // are read: an OpenMP team as large as the machine, spinning between its parallel regions,
-// starved the reader's threads and itself, H200 host 2026-12-01: the first slice of the 64-slice
-// batch 0.8-0.9 s instead of 0.2 s); items that run or wait to run share them, jobs at a time.
+// starves the reader's threads and itself, several times over for the first item of a batch);
+// items that run or wait to run share them, jobs at a time.
 int BatchQueue::team() const {
   const auto busy = static_cast<int>(std::min<std::size_t>(jobs_, running_ + fresh_.size() + keyed_.size()));
   const int free = threads_ - (closed_ ? 0 : feed_threads_);

@@ -82,8 +82,8 @@ private:
 
   // Coil images per NufftOperator::adjoint_coils call. 4, not its 8: the plan is fresh in every
   // reconstruct, and first touching 8 coils' grids, staged samples and images (28 MB at 256^2,
-  // 2^17 samples) cost more than the shared weights save on the 2-core VM (F^H D phase of
-  // RECON-2D-MC: 8 per call 85 ms, 4 per call 31-37 ms, one coil at a time 43 ms).
+  // 2^17 samples) costs more than the shared weights save where page faults are slow (the F^H D
+  // phase of RECON-2D-MC, bench_nufft_cpu RECON2DMC_fhd; docs/sense.md, "Performance").
   static constexpr int kRhsCoilBlock = 4;
 
   void rhs_by_nufft(const std::vector<cfloat> &weighted, Image &rhs) {

@@ -16,10 +16,9 @@ namespace mri::detail {
 namespace {
 
 // Pipe-Menon's weights of the calibration samples, kept for the last few (trajectory, grid)
-// pairs: the slices and repetitions of a batch share one trajectory, and the iteration is about
-// 40% of a 2D direct estimate (256^2, 8 coils, 13824 calibration samples: 38 ms in all per slice
-// on the H200's host). Entries are matched on the whole point list, not a hash, so a match is
-// never a collision.
+// pairs: the slices and repetitions of a batch share one trajectory, and the iteration is a large
+// share of a 2D direct estimate (docs/cli.md, the 64-slice batch's coil maps). Entries are matched
+// on the whole point list, not a hash, so a match is never a collision.
 std::vector<float> calibration_weights(const Trajectory &cal, const Grid &grid) {
   struct Entry {
     Grid grid;

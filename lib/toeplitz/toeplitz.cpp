@@ -78,7 +78,8 @@ QOperator::QOperator(const Trajectory &any_trajectory, std::span<const float> we
   std::copy(weights.begin(), weights.end(), w.begin());
   const Grid padded = grid.doubled();
   q_ = Image(padded);
-  // Q is the F^H D sum with D = w on the doubled grid but the original period (seeds' Q).
+  // Q is the F^H D sum with D = w on the doubled grid but the original period (Stone et al.
+  // 2008's Q; docs/architecture.md).
   if (backend == Backend::Cuda) {
     const detail::CudaBackend &cuda = *detail::cuda_plugin().backend; // resolve_backend checked it
     cuda.fourier(trajectory, padded, grid)->adjoint(cuda.resolve_policy(options.policy, options.precision), w.data(),

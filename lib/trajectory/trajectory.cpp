@@ -39,10 +39,9 @@ void check_dims(int dims, const Grid &grid) {
 // one branch-free pass in float (n/2 and 3n/2 are exact in float for any grid extent below
 // 2^22; the points are finite), over OpenMP's threads, shared by check_within and check_range,
 // whose loops in double per axis it replaced. Every NufftOperator runs it on all its points (the
-// wrap of samples at k_max): a GPU plan from 2^21 host points took 11.7 ms on the H200's host,
-// its device part 0.5 ms (bench_nufft_gpu NUFFT_plan, 2026-12-02). On the VM (2 cores, loaded):
-// 2^21 3D points 8.4 ms before, 8.0 ms now on one thread, 3.7 ms on two. The callers walk the
-// points again only to name the first offending one.
+// wrap of samples at k_max), so it is part of every plan's time from host points
+// (bench_nufft_gpu NUFFT_plan). The callers walk the points again only to name the first
+// offending one.
 constexpr std::ptrdiff_t kParallelPoints = 1 << 16; // below: one thread (a team costs more)
 
 template <int D> std::size_t count_outside(const std::vector<KPoint> &points, const Grid &grid, bool &beyond) {

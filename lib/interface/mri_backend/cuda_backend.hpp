@@ -56,8 +56,9 @@ public:
   virtual void adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding) = 0;
 };
 
-// What the host side chooses for a NUFFT (lib/nufft.cpp): kernel, oversampled grid, the kernel
-// polynomial the device evaluates, and the deapodization; the same numbers the CPU plan uses.
+// What the host side chooses for a NUFFT (lib/nufft/nufft_setup.cpp): kernel, oversampled grid, the
+// kernel polynomial the device evaluates, and the deapodization; the same numbers the CPU plan
+// uses.
 struct NufftSetup {
   KaiserBessel kernel;
   int dims = 2;
@@ -98,7 +99,7 @@ public:
   // MotionEstimator's device backend (float32); options validated.
   virtual std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const = 0;
   // mri::reconstruct on the device; data, grid and options already validated, the coils prepared
-  // (lib/coils/recon_coils.hpp): `data` is what to reconstruct (compressed when asked), `maps` its
+  // (lib/sense/recon_coils.hpp): `data` is what to reconstruct (compressed when asked), `maps` its
   // coils' sensitivities (null: single coil without maps, no SENSE; else maps->coils() ==
   // data.coils()). ReconOptions::sensitivities and virtual_coils are not read again. `report`
   // arrives with the coil fields filled; its total_seconds counts from t_start (when

@@ -1,7 +1,7 @@
 #pragma once
-// The raw exact sums behind FourierOperator, FhDOperator and QOperator on the CPU (lib/
-// direct_dft.cpp: float64; lib/separable_dft.cpp: float32), for the backends, tests and stage
-// benchmarks (not part of the public API).
+// The raw exact sums behind FourierOperator, FhDOperator and QOperator on the CPU
+// (lib/exact/direct_dft.cpp: float64; lib/exact/separable_dft.cpp: float32), for the backends,
+// tests and stage benchmarks (not part of the public API).
 #include <span>
 
 #include "mri/grid.hpp"

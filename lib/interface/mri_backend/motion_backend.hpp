@@ -1,7 +1,8 @@
 #pragma once
 // The narrow interface between mri::MotionEstimator and a backend (STYLE.md, plugins): the CPU's
-// (lib/motion/motion_cpu.cpp) and the CUDA one (cuda/motion_backend.cu, reached only through the
-// plugin's CudaBackend::motion). Part of the backend interface: lib/ includes nothing from cuda/.
+// (lib/motion/motion_cpu.cpp) and the CUDA one (cuda/motion/motion_backend.cu, reached only through
+// the plugin's CudaBackend::motion). Part of the backend interface: lib/ includes nothing from
+// cuda/.
 #include <memory>
 #include <span>
 #include <vector>

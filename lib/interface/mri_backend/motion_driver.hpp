@@ -1,8 +1,9 @@
 #pragma once
-// The estimator's control flow, written once for every backend (seed Algorithm 1): a
-// coarse-to-fine pyramid, `warps` linearisations per level, each one warp -> tensor -> K_rho ->
-// fold -> solver sweeps. `Ops` supplies the stages on its own buffers: CpuOps<T> (lib/motion,
-// float and double) and cuda's DeviceOps (device-resident volumes, CUDA events for timing).
+// The estimator's control flow, written once for every backend (Algorithm 1 of the GPU motion
+// paper; mri/motion.hpp, docs/architecture.md): a coarse-to-fine pyramid, `warps` linearisations
+// per level, each one warp -> tensor -> K_rho -> fold -> solver sweeps. `Ops` supplies the stages
+// on its own buffers: CpuOps<T> (lib/motion, float and double) and cuda's DeviceOps
+// (device-resident volumes, CUDA events for timing).
 //
 // Ops provides: Vol (a movable volume with .grid), make(grid), upload(RealVolume, Vol&),
 // download(Vol, RealVolume&), copy(src, dst), zero(Vol&), gaussian(Vol&, Vol& tmp, Kernel),

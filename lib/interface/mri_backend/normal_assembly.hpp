@@ -1,7 +1,7 @@
 #pragma once
 // The reconstruction's normal operator, assembled in one place from the operator core
-// (mri/linear_operator.hpp; issue 10), the same on both backends (lib/recon_cpu.cpp,
-// cuda/recon_cuda.cu):
+// (mri/linear_operator.hpp), the same on both backends (lib/recon/recon_cpu.cpp,
+// cuda/recon/recon_cuda.cu):
 //   data term   the Toeplitz form (QOperator, mri:: on the host and cuda:: on the device: F^H W F by its
 //               spectrum), or the direct normal F^H W F = chain(F^H, chain(W, F)) with F exact or by
 //               NUFFT (direct_normal; the GPU's DirectNormalOperator is that chain, fused)

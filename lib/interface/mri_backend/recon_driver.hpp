@@ -1,6 +1,6 @@
 #pragma once
-// The one flow of mri::reconstruct, the same on both backends (lib/recon_cpu.cpp,
-// cuda/recon_cuda.cu); only the operators' implementations differ:
+// The one flow of mri::reconstruct, the same on both backends (lib/recon/recon_cpu.cpp,
+// cuda/recon/recon_cuda.cu); only the operators' implementations differ:
 //   1. setup: the Q cache's key and whether its entry exists (Toeplitz with a cache directory),
 //      then Steps::prepare (the GPU: the memory check before anything is allocated, the maps up)
 //   2. F^H D: Steps::rhs, F^H (w .* D), or sum_c conj(S_c) .* F^H (w .* D_c) with maps (SENSE)

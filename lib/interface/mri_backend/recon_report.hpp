@@ -1,6 +1,6 @@
 #pragma once
-// What the CPU (lib/recon_cpu.cpp) and GPU (cuda/recon_cuda.cu) reconstructions write into
-// their ReconReport alike, so that the two report the same way: a Q spectrum stored in the
+// What the CPU (lib/recon/recon_cpu.cpp) and GPU (cuda/recon/recon_cuda.cu) reconstructions write
+// into their ReconReport alike, so that the two report the same way: a Q spectrum stored in the
 // cache, the phases announced to ReconOptions::on_phase, and the conjugate gradient's outcome at
 // the end.
 #include <chrono>

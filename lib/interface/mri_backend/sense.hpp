@@ -2,8 +2,8 @@
 // SENSE as a composition of the single-coil operators, written once for both backends:
 //   normal:  out = sum_c conj(S_c) .* N(S_c .* x) + lambda R^H R x   (N = F^H W F, one coil)
 //   rhs:     b   = sum_c conj(S_c) .* F^H (w .* D_c)
-// `Coils` is the backend's map storage (host maps in lib/reconstruct.cpp, device maps in
-// cuda/sense_cuda.cu) and provides, on its vectors Vec:
+// `Coils` is the backend's map storage (host maps in lib/sense/recon_coils.cpp, device maps in
+// cuda/sense/sense_cuda.cu) and provides, on its vectors Vec:
 //   int count() const;
 //   void expand(int c, const Vec &x, Vec &out) const;               out = S_c .* x
 //   void combine(int c, const Vec &y, Vec &out, bool first) const;  out (first: =, else +=) conj(S_c) .* y
