@@ -26,17 +26,17 @@
 // oversubscribed. BatchResult::threads says the team an item had. Run the process with
 // OMP_WAIT_POLICY=passive (docs/api.md): idle teams otherwise spin against each other. On the
 // GPU (backend Cuda, or Auto with one) each worker's reconstruct runs on a stream of its own, as
-// concurrent reconstruct calls do (tests/gpu/test_reliability_cuda.cpp; mri recon --jobs runs so;
-// tests/test_batch.cpp covers the CPU).
+// concurrent reconstruct calls do (tests/gpu/recon/test_reliability_cuda.cpp; mri recon --jobs runs
+// so; tests/recon/test_batch.cpp covers the CPU).
 //
 // Deterministic, whatever `jobs` and however the workers interleave: the images and reports'
 // q_cache are those of calling reconstruct on the items one after another, in that order, with
 // the batch's Q cache directory (share_q = false: with options as given), each at the team the
 // batch gave it (omp_set_num_threads(r[i].threads)): bitwise, where reconstruct is
 // bitwise run to run at that team (on the CPU up to 2 threads, docs/reliability.md). So with
-// omp_get_max_threads() == 1 every `jobs` gives the same images (tests/test_batch.cpp). An item
+// omp_get_max_threads() == 1 every `jobs` gives the same images (tests/recon/test_batch.cpp). An item
 // that loaded Q runs the very kernel bits the item that computed it ran (both backends keep the
-// spectrum's real part only; CPU tested bitwise, tests/test_toeplitz_cache.cpp). Not deterministic: which worker runs which item, the
+// spectrum's real part only; CPU tested bitwise, tests/toeplitz/test_toeplitz_cache.cpp). Not deterministic: which worker runs which item, the
 // teams when omp_get_max_threads() > 1 (how many items are running at that moment), the timings.
 //
 // Thread safety: reconstruct_batch may be called from several threads at once (each call its own

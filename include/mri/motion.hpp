@@ -91,7 +91,7 @@ struct MotionReport {
   Backend backend = Backend::Cpu;
 };
 
-class MotionBackend; // lib/motion/motion_backend.hpp
+class MotionBackend; // lib/interface/mri_backend/motion_backend.hpp
 
 // A plan for one volume size and one set of options (FINUFFT-style: made once, run many times).
 // Throws InvalidArgument for bad options (naming the option and value) or a grid too small for

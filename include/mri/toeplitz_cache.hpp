@@ -16,7 +16,7 @@
 // format version (version 1 included) or a truncated/corrupt one is rejected with an IoError
 // saying which field differs; the size is checked before anything is allocated.
 //
-// Faults (tested in tests/test_toeplitz_cache_faults.cpp, figures in docs/reliability.md): a
+// Faults (tested in tests/toeplitz/test_toeplitz_cache_faults.cpp, figures in docs/reliability.md): a
 // write goes to a unique temporary file in the same directory, is fsync-ed, then renamed into
 // place, so a reader sees the old entry, no entry or the whole new one, whatever happens to the
 // writer (SIGKILL, full disk, concurrent writers of the same entry in other threads or
