@@ -27,8 +27,9 @@ namespace mri::cli {
 namespace {
 
 // Between two polls of MPI when nothing happened. OpenMPI's blocking calls spin a core (its
-// shared-memory transport polls), which on the 2-core machine is the other rank's core: every
-// wait here is MPI_Test / MPI_Iprobe and a sleep instead. 2 ms is a 500th of a 1 s slice.
+// shared-memory transport polls), which on a machine with as many cores as ranks is the other
+// rank's core: every wait here is MPI_Test / MPI_Iprobe and a sleep instead. 2 ms is a 500th of a
+// 1 s slice.
 constexpr auto kPoll = std::chrono::milliseconds(2);
 
 void wait(MPI_Request &request) {
@@ -193,8 +194,8 @@ private:
 
 // Items a rank holds beyond its workers: the next one it runs, sent while its workers are busy, so
 // that a worker that ends starts again at once rather than after the round trip to rank 0 and the
-// transfer (64-slice batch, 2 ranks, loaded 2-core VM: rank 1's worker idle 55 ms between items,
-// 1.5 s in all; ~30 ms of it the transfer, ~10 ms rank 0's answer).
+// transfer, idle time that adds up over a batch (docs/history.md, Scaling (history): the 64-slice
+// batch over 2 ranks).
 constexpr int kAhead = 1;
 
 // Rank 0's hand-out: the items in the order read, each to a free slot of whichever rank (a rank
@@ -202,9 +203,9 @@ constexpr int kAhead = 1;
 // slowed down takes fewer items. A worker free now comes before a slot ahead of busy workers,
 // and the other ranks' before rank 0's: rank 0 also reads the file and feeds the others, and a
 // trajectory's first item (computing Q while the others of its key wait) then runs on a core the
-// reading does not share (docs/scaling.md, measured). Nothing is handed out before every rank
-// has said its slots are free (they do so first thing): else the first item, read before another
-// rank's word came, went to rank 0 (measured: the other rank's first item then waited 3.1 s for Q).
+// reading does not share (docs/scaling.md). Nothing is handed out before every rank has said its
+// slots are free (they do so first thing): else the first item, read before another rank's word
+// came, would go to rank 0, and the other rank's first item would wait for Q.
 class Dispatch {
 public:
   Dispatch(std::size_t items, int ranks, int workers)
@@ -323,10 +324,10 @@ std::pair<std::size_t, std::int64_t> receive_item(ReconInputs &in, std::vector<i
   int &owned = owner[static_cast<std::size_t>(h.item)];
   if (owned != kNobody) throw std::logic_error("item " + std::to_string(h.item) + " came twice from rank 0");
   owned = rank;
-  // An item's ~10 MB is fresh memory each time. Faulted in 4 KiB at a time (~9 us a fault on the
-  // 2-core VM) it took this rank's core from its reconstruction: on huge pages, populated in one
-  // call as the reader's arrays are on rank 0 (lib/huge_pages.hpp), the 64-slice batch's rank 1
-  // took 87k fewer page faults and 1.5 s less CPU for its 31 items (perf stat, 20.8 -> 19.3 s).
+  // An item's ~10 MB is fresh memory each time. Faulted in 4 KiB at a time (microseconds a fault
+  // on a virtual machine) it takes this rank's core from its reconstruction, so it goes on huge
+  // pages, populated in one call as the reader's arrays are on rank 0
+  // (lib/platform/huge_pages.hpp; docs/history.md, Scaling (history)).
   std::vector<KPoint> points;
   std::vector<cfloat> samples;
   std::vector<float> weights;
@@ -577,8 +578,9 @@ bool started_by_mpirun() {
 // Open MPI on one host: its point-to-point layer ob1 (shared memory, single-copy), named before
 // MPI_Init unless the user chose one (mpirun --mca pml X, OMPI_MCA_pml). ob1 is what Open MPI
 // ends up with on one host anyway, but left to choose, its MPI_Init first starts UCX and the
-// other network layers to see them decline: 0.33 s against 0.10 s (2-core VM, 2 ranks), paid
-// before the batch starts. Across hosts the choice stays Open MPI's (UCX over InfiniBand).
+// other network layers to see them decline, several times the time of MPI_Init with ob1
+// (docs/history.md, Scaling (history)), paid before the batch starts. Across hosts the choice
+// stays Open MPI's (UCX over InfiniBand).
 void point_to_point_for_one_host() {
   const char *size = std::getenv("OMPI_COMM_WORLD_SIZE"), *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
   if (size && local && std::string(size) == local) setenv("OMPI_MCA_pml", "ob1", 0);

@@ -1,5 +1,5 @@
 #pragma once
-// `mri recon` under mpirun (issue 16, item 2): a batch's items spread over the MPI ranks. Every
+// `mri recon` under mpirun (docs/scaling.md): a batch's items spread over the MPI ranks. Every
 // rank reads the file's headers (so each knows the items, labels and grids); rank 0 alone reads
 // the samples and hands each item out as it is read, in item order, to a free slot of
 // whichever rank (a rank asks for an item whenever one of its slots is free, one per worker and

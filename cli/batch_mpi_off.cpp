@@ -1,4 +1,4 @@
-// A build without MPI (MRI_ENABLE_MPI off, or no MPI found): one process, as before issue 16.
+// A build without MPI (MRI_ENABLE_MPI off, or no MPI found): one process, every item in it.
 #include "batch_mpi.hpp"
 
 namespace mri::cli {

@@ -112,7 +112,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
   // The report's "process": seconds since exec at each stage (the rest, to the exit, is what the
   // caller's wall clock adds: freeing, the CUDA driver's teardown).
   nlohmann::json process = {{"recon_started_s", seconds_since_process_start()}};
-  const Ranks ranks; // MPI ranks under mpirun (issue 16), else this process alone
+  const Ranks ranks; // MPI ranks under mpirun (docs/scaling.md), else this process alone
   if (ranks.size() > 1) process["ranks_started_s"] = seconds_since_process_start(); // MPI_Init's end
   const std::jthread warm_up = warm_up_cuda(a.options.backend);
   const bool quiet = a.quiet || ranks.rank() != 0; // notes and the progress line: rank 0's
