@@ -1,4 +1,4 @@
-// Cold start of the GPU reconstruction (issue 15, item 5). One process, each step timed on the
+// Cold start of the GPU reconstruction (docs/performance.md). One process, each step timed on the
 // host wall clock:
 //   plugin   mri::cuda_available(): the CUDA plugin's dlopen, the driver's initialisation, the
 //            device query

@@ -15,8 +15,9 @@
 // UseManualTime; one untimed warm-up per (problem, policy); median of the repetitions.
 // Counters (per repetition, from the event times):
 //   pairs/s    N * M / time (N voxels, M samples)
-//   GFLOPS     13 * N * M / time / 1e9. 13 FLOPs per pair is the seeds' count for the direct
-//              sum with 2 pi k precomputed: phase k.x = 3 mul + 2 add, accumulation
+//   GFLOPS     13 * N * M / time / 1e9. 13 FLOPs per pair is the count of Stone et al. (2008;
+//              the F^H D stages, docs/architecture.md) for the direct sum with 2 pi k
+//              precomputed: phase k.x = 3 mul + 2 add, accumulation
 //              re += c.re cos - c.im sin, im += c.im cos + c.re sin = 4 mul + 4 add; the sin
 //              and cos themselves are not counted. Policies that do fewer operations per pair
 //              (Tuned) are credited the same 13: "direct-sum-equivalent GFLOPS".
@@ -184,7 +185,7 @@ void bench_adjoint(benchmark::State &state, const std::string &name, KernelPolic
              });
 }
 
-// The Tuned policy's variants (cuda/fhd_tuned.cu): the ablation behind its default.
+// The Tuned policy's variants (cuda/exact/fhd_tuned.cu): the ablation behind its default.
 void bench_tuned_variant(benchmark::State &state, const std::string &name, int variant) {
   Problem &p = problem(name);
   timed_runs(state, p, std::string("tuned/") + mri::cuda::detail::tuned_variant_name(variant),
@@ -221,7 +222,7 @@ std::string coils_label(KernelPolicy policy, int block) {
 }
 
 // `block`: coils per call (kCoils / block calls; the plan groups each call's coils per GEMM by
-// the grid's size, coils_per_gemm in cuda/fhd_separable_gemm.cu).
+// the grid's size, coils_per_gemm in cuda/exact/fhd_separable_gemm.cu).
 void bench_coils(benchmark::State &state, const std::string &name, KernelPolicy policy, int block) {
   Problem &p = problem(name);
   const std::size_t m = p.traj.size(), n = p.plan->voxels();
@@ -345,7 +346,8 @@ int main(int argc, char **argv) {
   std::printf("device: %s, %d SMs, SM clock %.0f MHz; sincos throughput %.3e ops/s; Tuned runs variant %s\n",
               info.name, info.multiprocessors, info.sm_clock_khz / 1e3, sfu.ops_per_second,
               mri::cuda::detail::tuned_variant_name(mri::cuda::detail::tuned_default_variant()));
-  // ZGEMM bound: the reference shape and FHD-3D-L's chunk product (rows x cols x chunk).
+  // ZGEMM bound: a reference shape (128 x 16384 x 8192) and FHD-3D-L's chunk product (rows x cols
+  // x chunk).
   {
     const auto ref = mri::cuda::detail::measure_zgemm_throughput(128, 16384, 8192);
     const auto l = mri::cuda::detail::measure_zgemm_throughput(1024, 2048, 16384);
@@ -377,7 +379,7 @@ int main(int argc, char **argv) {
     int iterations;
     int repetitions;
   };
-  // Iterations per repetition sized so a repetition takes ~0.2-8 s on an H200; ScatterAtomic
+  // Iterations per repetition sized so a repetition takes ~0.2-8 s on sm_90; ScatterAtomic
   // (slow by design, time unknown before the first run) last, so a timeout cuts only it.
   const Entry entries[] = {
       {"FHD-2D", KernelPolicy::Gather, 5, 3},          {"FHD-2D", KernelPolicy::Register, 10, 3},

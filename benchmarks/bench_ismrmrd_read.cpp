@@ -1,6 +1,6 @@
 // The streaming ISMRMRD reader alone (IsmrmrdReader, items dropped as they come): how long a
 // file takes to open (the header, the acquisitions' headers), to hand over its first item, and to
-// read whole. The file is named by MRI_BENCH_ISMRMRD, e.g. issue 13's 64-slice case:
+// read whole. The file is named by MRI_BENCH_ISMRMRD, e.g. the 64-slice case of docs/cli.md:
 //   mri phantom --matrix 256,256 --traj radial --spokes 256 --readout 512 --coils 8 --snr 30 \
 //     --slices 64 --slice-spacing 3 --out ms.h5      (tools/dev/bench-multislice.sh)
 //   MRI_BENCH_ISMRMRD=ms.h5 bench_ismrmrd_read

@@ -1,4 +1,4 @@
-// Motion estimation on the CPU (issue 12): MOTION-3D (benchmarks/motion_problems.hpp) end to end
+// Motion estimation on the CPU: MOTION-3D (benchmarks/motion_problems.hpp) end to end
 // with the report's per-stage wall times, and the solvers' convergence per millisecond (energy gap
 // to the minimum after k iterations, and the time they took) on one 64^3 level: the measurement
 // the default solver is chosen from (docs/motion.md).

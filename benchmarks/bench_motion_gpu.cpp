@@ -1,4 +1,4 @@
-// Motion estimation on the GPU (issue 12), MISSION.md's problems (benchmarks/motion_problems.hpp):
+// Motion estimation on the GPU, MISSION.md's problems (benchmarks/motion_problems.hpp):
 //   MOTION-3D   end to end per solver and memory policy: host wall time of estimate() (upload of
 //               the two frames and download of the field included; one untimed warm-up call pays
 //               the context and module loading), the report's per-stage CUDA-event times, and

@@ -1,8 +1,8 @@
 // The gridding NUFFT on the CPU:
 //
 //   NUFFT2D_adjoint/<method>/<tol>   256^2 voxels, M = 2^20 uniform random points, float32:
-//                                    the CPU target (<= 17 ms at 1e-3 on 2 cores;
-//                                    FINUFFT 2.6 measured 16.9 ms = 6.2e7 points/s there)
+//                                    the problem FINUFFT was compared on (docs/history.md,
+//                                    "Gridding NUFFT", CPU)
 //   NUFFT2D_forward/<tol>            the same problem, forward (interpolation)
 //   NUFFT2D_plan/<method>            plan + set trajectory (sort, gather lists, FFTW_ESTIMATE plans)
 //   GRID2D/<method>                  MISSION.md's GRID-2D: PROPELLER 256^2 (traj::propeller,

@@ -1,4 +1,4 @@
-// The NUFFT time-accuracy front (issue 15, items 1 and 2): our CUDA NUFFT and cuFINUFFT 2.5.1
+// The NUFFT time-accuracy front (docs/performance.md): our CUDA NUFFT and cuFINUFFT 2.5.1
 // (float32, `cufinufftf_*`) in one process, on the same points and the same input values, each
 // error measured against the same float64 direct sums. Built only with -DMRI_CUFINUFFT_DIR=<dir>
 // (benchmarks/CMakeLists.txt); run on the GPU machine by tools/dev/nufft-front.sh, plotted by

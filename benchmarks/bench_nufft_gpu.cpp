@@ -1,14 +1,15 @@
-// The CUDA gridding NUFFT (targets, cuFINUFFT's H200 figures in brackets):
+// The CUDA gridding NUFFT (the same problems as cuFINUFFT's in bench_nufft_front_gpu; the
+// comparison: docs/performance.md, "Gridding NUFFT: time against accuracy"):
 //
-//   NUFFT_adjoint/dims:2/method/tol  256^2, M = 2^20 uniform random   (<= 0.16 ms at 1e-3)
-//   NUFFT_adjoint/dims:3/method/tol  128^3, M = 2^21 uniform random   (<= 1.1 ms at 1e-3, 1.9 ms at 1e-5)
+//   NUFFT_adjoint/dims:2/method/tol  256^2, M = 2^20 uniform random
+//   NUFFT_adjoint/dims:3/method/tol  128^3, M = 2^21 uniform random
 //   NUFFT_adjoint_width/dims/method/W  the same with the kernel width fixed (cuFINUFFT's 4 / 6)
 //   NUFFT_forward                    the same problems, interpolation (RGA plan)
 //   NUFFT_plan/dims                  NufftOperator construction until the plan is ready (its
 //                                    stream synchronised), host wall clock: kernel choice (kept
 //                                    per problem), trajectory upload, device range check, setup,
-//                                    sort, weights, offsets, cuFFT plan (kept per shape)
-//                                    (<= 2 ms). The trajectory is moved in: its copy (the by-value
+//                                    sort, weights, offsets, cuFFT plan (kept per shape). The
+//                                    trajectory is moved in: its copy (the by-value
 //                                    parameter, when a caller copies) is the counter copy_ms.
 //                                    cold_ms: one plan after release_gridding_cache() and with a
 //                                    kernel request not seen before (pool growth, cuFFT planning,

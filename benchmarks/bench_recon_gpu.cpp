@@ -13,7 +13,7 @@
 //   RECON-2D-MC  256^2 seen by 8 simulated coils, radial 256 spokes x 512 (one slice of the 64-slice
 //             batch of docs/cli.md), SNR 30, the true maps given, 20 CG iterations, method = Nufft
 //   */sense-apply  one SENSE normal application (Toeplitz), the one-coil operator composed per coil
-//             (mri_backend/sense.hpp) against the coil-batched operator (cuda/sense_toeplitz.hpp),
+//             (mri_backend/sense.hpp) against the coil-batched operator (cuda/sense/sense_toeplitz.hpp),
 //             on RECON-2D-MC and RECON-3D-MC
 //
 // Timing: end to end = host wall clock of mri::reconstruct (after one untimed warm-up call in the
