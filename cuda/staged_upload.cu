@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
 
-constexpr std::size_t kUploadThreads = 8;
-constexpr std::size_t kChunkBytes = std::size_t{384} << 10; // 16 slots = 6 MB pinned
-constexpr std::size_t kStagingMinBytes = std::size_t{1} << 20;
+constexpr std::size_t kUploadThreads = mri::detail::tuning::Gpu::upload_threads;
+constexpr std::size_t kChunkBytes = mri::detail::tuning::Gpu::upload_chunk_bytes;
+constexpr std::size_t kStagingMinBytes = mri::detail::tuning::Gpu::upload_staging_min_bytes;
 
 struct Staging {
   std::mutex mutex;

@@ -44,19 +44,12 @@
 #include "fhd_plan.cuh"
 #include "mma_sync.cuh"
 #include "mri/error.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
 
-struct TileShape {
-  int fx = 64, fy = 32, fz = 8; // frequencies per block along each axis
-  int threads = 256;             // 8 warps, each fx x fy x 1 fz
-  int stage = 32;              // samples per shared-memory stage
-  int flush_stages = 4;        // stages (128 samples) summed on the tensor cores between flushes
-  int chunk = 65536;           // samples whose tables are built at a time (and one block sums)
-  double scale = 32768.0;      // 2^15: values in float16's normal range
-};
-inline constexpr TileShape kTile{};
+inline constexpr auto kTile = mri::detail::tuning::Gpu::dirichlet; // tile shape: the tuning table
 
 // Shared-memory rows: 32 samples (16 words of float16 pairs, 16 float2) plus 4 words / float2
 // of padding, so that the 8 fragment rows a warp reads fall in distinct banks.

@@ -41,6 +41,7 @@
 #include "fhd_plan.cuh"
 #include "random_fill.cuh"
 #include "mri/error.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 
@@ -76,14 +77,7 @@ void GemmScratchDeleter::operator()(GemmScratch *g) const noexcept { delete g; }
 
 namespace {
 
-struct GemmLaunch {
-  int threads = 256;           // operand and conversion kernels
-  int per_thread = 16;         // operand columns per thread (amortises the sample's load)
-  int forward_threads = 256;   // forward row reduction: one warp per sample
-  std::size_t max_chunk = 16384;
-  std::size_t default_budget = std::size_t{2} << 30; // bytes, at most this by default
-};
-inline constexpr GemmLaunch kGemm{};
+inline constexpr auto kGemm = mri::detail::tuning::Gpu::separable_gemm; // launch shape: the tuning table
 
 SplitGeom choose_split(const PlanState &plan) {
   const int L[3] = {plan.out.nx, plan.out.ny, plan.out.nz};

@@ -47,21 +47,13 @@
 #include "fhd_plan.cuh"
 #include "mma_sync.cuh"
 #include "mri/error.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
 
-struct TunedLaunch {
-  int threads = 128;
-  int tile_x = 16; // voxels along x per thread (8 symmetric pairs)
-  int tile_y = 4;  // rows along y per thread
-  int smem_samples = 64;    // samples staged in shared memory at a time
-  int pass_samples = 4096;  // samples summed in registers before a partial is written
-  int record_float4 = 6;    // packed record: 6 float4 per sample
-  int max_waves = 16;       // choose_splits() searches split counts up to this many waves
-};
-inline constexpr TunedLaunch kTuned{};
-constexpr int kTunedDefault = 11; // the variant KernelPolicy::Tuned runs (measured fastest, above)
+inline constexpr auto kTuned = mri::detail::tuning::Gpu::fhd_tuned; // launch shape: the tuning table
+constexpr int kTunedDefault = kTuned.variant; // the variant KernelPolicy::Tuned runs
 constexpr int kPairs = kTuned.tile_x / 2;
 
 // Record of sample m (6 float4):

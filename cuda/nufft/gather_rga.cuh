@@ -4,6 +4,7 @@
 // grid points (coil-batched too), no atomics, bitwise deterministic; dense items summed by a
 // block each.
 #include "nufft/gridding_common.cuh"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 // (the 512^2 grid of a 256^2 image has 32K items of 8, too few to keep the GPU busy; the one
 // measurement against them is uncertain: docs/history.md, "A/B runs that measured nothing").
 // Every item's sums run in a fixed order: bitwise deterministic, no atomics.
-template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
+template <int D> inline constexpr int kGatherRun = mri::detail::tuning::Gpu::gather_run(D);
 // An item whose runs hold more samples than kGatherDense<D, W> (a radial or koosh centre: 10^4 and
 // more, summed by one thread while the rest of the GPU idled: several times SM's time on koosh)
 // goes to gather_dense_kernel, a block per item. The thresholds are the fastest per kernel width of
@@ -25,9 +26,8 @@ template <int D> inline constexpr int kGatherRun = D == 3 ? 8 : 1;
 // 256^2 (M = 2^20), tuned by bench_nufft_front_gpu (docs/history.md, "Dense-item thresholds per
 // width").
 // Uniform points have no item this dense.
-template <int D, int W>
-inline constexpr unsigned kGatherDense = D == 2 ? (W <= 6 ? 256 : 512) : (W <= 3 ? 256 : W <= 5 ? 512 : 1024);
-constexpr int kGatherDenseThreads = 128;
+template <int D, int W> inline constexpr unsigned kGatherDense = mri::detail::tuning::Gpu::gather_dense(D, W);
+constexpr int kGatherDenseThreads = mri::detail::tuning::Gpu::gather_dense_threads;
 
 template <int D> __host__ __device__ constexpr int gather_items_x(int gx) {
   return (gx + kGatherRun<D> - 1) / kGatherRun<D>;

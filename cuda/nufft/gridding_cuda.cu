@@ -174,7 +174,7 @@ struct NufftDevicePlan::State {
                                                                           out, points_);
     check_launch("gather_kernel");
     if (dense_items == 0) return;
-    constexpr unsigned kMaxDenseBlocks = 2048; // they stride over the list
+    constexpr unsigned kMaxDenseBlocks = mri::detail::tuning::Gpu::gather_dense_max_blocks;
     (batched ? k.gather_dense_coils : k.gather_dense)<<<std::min(dense_items, kMaxDenseBlocks), kGatherDenseThreads, 0,
                                                         stream>>>(in, offsets.get(), gather_list.get(), dense_items,
                                                                   dev, out, points_);

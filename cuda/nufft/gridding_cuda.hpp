@@ -42,6 +42,7 @@
 #include "mri/nufft.hpp"
 #include "mri/trajectory.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 
@@ -117,7 +118,7 @@ public:
   // per coil: bitwise equal); Scatter and ScatterFixed run adjoint_device per coil. Uses kCoilBlock oversampled
   // grids and kCoilBlock M sorted samples more during the call (from the plan's pool).
   void adjoint_coils_device(const cfloat *d_samples, int coils, cfloat *d_images, Gridding gridding);
-  static constexpr int kCoilBlock = 4;
+  static constexpr int kCoilBlock = mri::detail::tuning::Gpu::coil_block;
   void forward_device(const cfloat *d_image, cfloat *d_samples);
   void synchronize();
 

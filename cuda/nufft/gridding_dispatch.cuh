@@ -8,6 +8,7 @@
 #include "nufft/points_setup.cuh"
 #include "nufft/scatter_global.cuh"
 #include "nufft/scatter_shared.cuh"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
@@ -71,7 +72,9 @@ unsigned blocks(std::int64_t n, int per) { return static_cast<unsigned>((n + per
 // is a guess.
 ScatterMethod resolved_scatter(ScatterMethod method, int dims, std::int64_t samples, std::int64_t grid_points) {
   if (method != ScatterMethod::Auto) return method;
-  return dims == 3 || samples >= grid_points ? ScatterMethod::Shared : ScatterMethod::Global;
+  const double per_point = static_cast<double>(samples) / static_cast<double>(grid_points);
+  return dims == 3 || per_point >= mri::detail::tuning::Gpu::sm_min_samples_per_point_2d ? ScatterMethod::Shared
+                                                                                          : ScatterMethod::Global;
 }
 
 } // namespace

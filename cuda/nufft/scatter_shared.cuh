@@ -4,6 +4,7 @@
 #include <cub/cub.cuh>
 
 #include "nufft/gridding_common.cuh"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
@@ -12,9 +13,9 @@ namespace {
 // trajectory with a dense centre (koosh, radial: every spoke crosses the centre tiles) put 10^5
 // samples into one tile, one block summing them while the rest of the GPU idled (several times
 // the time of global atomics on koosh 128^3; bench_nufft_front_gpu, docs/history.md).
-constexpr unsigned kSubproblem = 1024;
+constexpr unsigned kSubproblem = mri::detail::tuning::Gpu::sm_subproblem;
 // SM's consecutive samples per work item (sm_scatter_kernel).
-constexpr int kSmRun = 4;
+constexpr int kSmRun = mri::detail::tuning::Gpu::sm_run;
 constexpr unsigned kNoTile = 0xffffffffu; // a table entry past the last subproblem
 
 // The samples of tile `tile` (runs of its rows in cell order; offsets per cell).

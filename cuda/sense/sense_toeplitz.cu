@@ -3,12 +3,13 @@
 #include "toeplitz/normal_common.cuh"
 #include "sense_toeplitz.hpp"
 #include "toeplitz/toeplitz_plans.cuh"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::cuda::detail {
 namespace {
 
 // What the padded grids of one pass may take (the cuFFT work area comes on top, about as much).
-constexpr std::size_t kBatchBytes = std::size_t{512} << 20;
+constexpr std::size_t kBatchBytes = mri::detail::tuning::Gpu::sense_batch_bytes;
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);

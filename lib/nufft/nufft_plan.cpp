@@ -24,6 +24,7 @@
 #include "platform/huge_pages.hpp"
 #include "mri/error.hpp"
 #include "nufft_plan.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri {
 namespace detail {
@@ -49,14 +50,15 @@ i64 tile_size(i64 g, i64 target) {
 }
 
 // Per-thread grids for scatter are used up to this many bytes in total, atomics beyond.
-constexpr std::size_t kMaxPrivateGridBytes = std::size_t{1} << 30;
+constexpr std::size_t kMaxPrivateGridBytes = tuning::Cpu::private_grid_bytes;
 
 // adjoint_coils grids up to this many coils per pass, their oversampled grids within
 // kMaxCoilGridBytes: each block reads a sample's cells and weights once for all its coils, so the
 // larger the block the less each coil pays, for gather and scatter alike (bench_nufft_cpu
 // NUFFT2D_coils; docs/sense.md, "Performance").
-constexpr int kCoilBlock = kMaxGriddingCoils;
-constexpr std::size_t kMaxCoilGridBytes = std::size_t{512} << 20;
+constexpr int kCoilBlock = tuning::Cpu::gridding_coils;
+static_assert(kCoilBlock <= kMaxGriddingCoils, "the gridding kernels' coil arrays hold kMaxGriddingCoils");
+constexpr std::size_t kMaxCoilGridBytes = tuning::Cpu::coil_grid_bytes;
 
 } // namespace
 

@@ -12,6 +12,7 @@
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "nufft_plan.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri {
 
@@ -20,7 +21,7 @@ Gridding detail::deterministic_gridding(Backend backend, int dims, int width) {
   // fixed point is faster than the gather at every width in 2D and from W 5 in 3D; at W 4 in 3D
   // on koosh points, not on uniform ones; at W 3 in 3D the gather is.
   if (backend != Backend::Cuda) return Gridding::Gather;
-  return dims == 3 && width <= 3 ? Gridding::Gather : Gridding::ScatterFixed;
+  return dims == 3 && width <= tuning::Gpu::gather_max_width_3d ? Gridding::Gather : Gridding::ScatterFixed;
 }
 
 NufftOptions detail::validated_nufft_options(NufftOptions o, int dims) {

@@ -17,6 +17,7 @@
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri::detail {
 namespace {
@@ -84,7 +85,7 @@ private:
   // reconstruct, and first touching 8 coils' grids, staged samples and images (28 MB at 256^2,
   // 2^17 samples) costs more than the shared weights save where page faults are slow (the F^H D
   // phase of RECON-2D-MC, bench_nufft_cpu RECON2DMC_fhd; docs/sense.md, "Performance").
-  static constexpr int kRhsCoilBlock = 4;
+  static constexpr int kRhsCoilBlock = tuning::Cpu::rhs_coil_block;
 
   void rhs_by_nufft(const std::vector<cfloat> &weighted, Image &rhs) {
     nufft_op_.emplace(data_.trajectory(), grid_, nufft_options_);
