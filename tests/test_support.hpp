@@ -23,7 +23,7 @@ namespace mri::test {
 
 // The Toeplitz spectrum of Q with the offsets |d_a| <= n_a - 1, at one frequency f of
 // grid.doubled(), as the sum of separable Dirichlet kernels, in double (what
-// cuda/dirichlet_spectrum.cu computes on the tensor cores):
+// cuda/exact/dirichlet_spectrum.cu computes on the tensor cores):
 //   K(f) = (1/L) sum_m w_m prod_a D_a(k_a / n_a - f_a / L_a), D_a(t) = sin(pi (2 n_a - 1) t) / sin(pi t).
 // w: empty (all ones) or one weight per sample.
 inline double dirichlet_spectrum_at(const Trajectory &t, const std::vector<float> &w, const Grid &grid,

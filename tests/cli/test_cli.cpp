@@ -390,7 +390,7 @@ TEST_CASE("cli: every example of docs/cli.md runs, in order, in one directory", 
 
 namespace {
 
-// The header fields tests/nifti_header.py prints (an independent reader: Python's struct on the
+// The header fields tests/io/nifti_header.py prints (an independent reader: Python's struct on the
 // 348 bytes): "name v1 v2 ..." per line.
 std::map<std::string, std::vector<double>> python_nifti_header(const test::TempDir &dir, const std::string &file) {
   const std::string cmd = "cd '" + dir.path().string() + "' && python3 '" MRI_TEST_NIFTI_HEADER_PY "' " + file + " > hdr.txt";

@@ -26,7 +26,7 @@ double norm2(std::span<const cfloat> v) {
   return std::sqrt(s);
 }
 
-// Why 1e-5 (the requirement) is the right bound for the float32 path: every phase
+// Why 1e-5 (the float32 operators' contract) is the right bound for the float32 path: every phase
 // table entry is within a few float ulps (~2e-7 relative) of the exact phasor, and the
 // GEMM sums at most 256 samples (adjoint) or nx voxels (forward) in float before adding into
 // double, so the float error is ~ eps * sqrt(256) ~ 1e-6 relative, not eps * sqrt(M). The

@@ -45,7 +45,7 @@ int nifti_reader(const std::uint8_t *data, std::size_t size);
 // cli::UsageError or mri::Error.
 int cli_options(const std::uint8_t *data, std::size_t size);
 
-// The entry the Q-cache harness expects (the seeds are this key's valid entries).
+// The entry the Q-cache harness expects (its corpus's seed inputs are this key's valid entries).
 Grid q_cache_grid();
 ToeplitzCacheKey q_cache_key();
 

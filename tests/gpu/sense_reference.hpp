@@ -1,6 +1,6 @@
 #pragma once
 // The SENSE normal operator summed directly in float64, the reference of the GPU's SENSE operators
-// (tests/gpu/test_sense_toeplitz_cuda.cpp, test_coil_split.cpp):
+// (tests/gpu/sense/test_sense_toeplitz_cuda.cpp, test_coil_split.cpp):
 //   sum_c conj(S_c) F^H W F (S_c x) + lambda R^H R x
 // F: the DFT at the samples, voxel index i at coordinate i - n/2 on every axis, exp(-i 2 pi k x / n)
 // forward. O(coils x voxels x samples): small problems only.

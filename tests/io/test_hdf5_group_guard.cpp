@@ -211,7 +211,7 @@ TEST_CASE("hdf5 group guard: symbol tables and new-style groups pass; damaged on
 
 // Each damage below is written with its structure's checksum right. What HDF5 1.10.8 does with
 // the same bytes without the check (H5Lexists of dataset/data, dataset/xml and an absent name,
-// H5Gget_info, H5Literate by name and by creation order; measured once, 2026-12-02): a root node
+// H5Gget_info, H5Literate by name and by creation order; tried once): a root node
 // said to hold 60000 records, and a huge object's heap ID, crash it (SIGSEGV), as did a damaged
 // huge-object B-tree address when the file closed (a mutation: the regression input
 // dense-heap-huge-btree-address.h5); a name index of

@@ -1,4 +1,5 @@
-// Motion estimation (issue 12, seed 004) on the CPU: the stages against float64 and analytic
+// Motion estimation (Bruhn et al.'s combined local-global optical flow with the volume-conserving
+// term of the GPU motion paper: mri/motion.hpp) on the CPU: the stages against float64 and analytic
 // references, the estimator on synthetic sequences with known motion, and bad input.
 #include <algorithm>
 #include <array>
@@ -213,8 +214,8 @@ struct Expect {
 
 TEST_CASE("motion: endpoint error per synthetic motion, far below the zero-flow error",
           "[motion]") {
-  // Bounds: the largest error over 200 random textures (seeds 17 + 1000003 i, these options; VM,
-  // 2026-12-02) plus ~30%: translation median 0.094, max 0.162; rotation 0.088, 0.228; swirl
+  // Bounds: the largest error over 200 random textures (seeds 17 + 1000003 i, these options)
+  // plus ~30%: translation median 0.094, max 0.162; rotation 0.088, 0.228; swirl
   // 0.142, 0.217; compressive 0.182, 0.308 voxels. (The bounds before, 0.15 / 0.15 / 0.22 / 0.28
   // from a few seeds, were below those maxima: a CI run met rotation at 0.172.) The phantom with
   // 100 noise seeds: 0.358-0.362 and 0.256-0.258.
@@ -279,7 +280,7 @@ TEST_CASE("motion: float32 fields match the float64 reference", "[motion]") {
   INFO("seed " << seed << ": epe float32 " << epe32 << ", float64 " << epe64);
   // Float rounding (~1e-7 relative) is damped by the contracting solver; warping feeds the field
   // back through |grad I| ~ 0.3. Measured mean difference 2e-7 voxels; 1e-4 leaves room for other
-  // compilers' contraction choices and is still 1000x inside the issue's 10% of the error.
+  // compilers' contraction choices and is still 1000x inside the 10% of the error checked below.
   CHECK(average_endpoint_error(a, b) < 1e-4);
   CHECK(std::abs(epe32 - epe64) < 0.1 * epe64);
 }

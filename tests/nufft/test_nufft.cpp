@@ -365,7 +365,7 @@ TEST_CASE("nufft: scatter (GA) and gather (RGA) agree to rounding; RGA is bitwis
   }
 }
 
-// What Gridding::Auto runs (lib/nufft_setup.cpp, from the GPU measurements in docs/performance.md)
+// What Gridding::Auto runs (lib/nufft/nufft_setup.cpp, from the GPU measurements in docs/performance.md)
 // and what options() reports on the CPU, where ScatterFixed (a GPU method) runs the gather.
 TEST_CASE("nufft: Gridding::Auto is the fastest deterministic method of the backend; the CPU runs ScatterFixed as "
           "the gather",

@@ -1,4 +1,4 @@
-// The operator core (mri/linear_operator.hpp, issue 10): every host operator and every
+// The operator core (mri/linear_operator.hpp): every host operator and every
 // composition is adjoint (<A x, y> = <x, A^H y> on fresh random vectors, sums in double), the
 // normals equal A^H A, and the reconstruction's assembled normal (normal_assembly.hpp) equals
 // its terms added by hand. Tolerances: float32 operators accumulate in float, so the two inner

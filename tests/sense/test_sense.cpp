@@ -357,7 +357,7 @@ TEST_CASE("sense: estimated maps are finite and zero where the coils see nothing
 TEST_CASE("sense: the direct estimate's kept calibration weights are reused for the same trajectory only",
           "[sense][coils]") {
   // Without data weights the estimate computes Pipe-Menon's weights of the calibration samples and
-  // keeps them per trajectory (lib/coils/calibration.cpp): A, B, A must give A's maps twice,
+  // keeps them per trajectory (lib/sense/calibration.cpp): A, B, A must give A's maps twice,
   // bitwise, and B's must differ (same sample count, other points: a match is never a collision).
   const Grid grid(48, 48);
   const Phantom phantom = Phantom::shepp_logan_2d();

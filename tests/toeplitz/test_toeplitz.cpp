@@ -57,7 +57,7 @@ TEST_CASE("toeplitz: Q is Hermitian symmetric and its centre is the weight sum",
 
 TEST_CASE("toeplitz: the spectrum is a sum of separable Dirichlet kernels (the GPU's tensor-core form)",
           "[toeplitz][dirichlet]") {
-  // cuda/dirichlet_spectrum.cu computes K(f) = (1/L) sum_m w_m prod_a D_a(k_a/n_a - f_a/L_a),
+  // cuda/exact/dirichlet_spectrum.cu computes K(f) = (1/L) sum_m w_m prod_a D_a(k_a/n_a - f_a/L_a),
   // D_a(t) = sin(pi (2 n_a - 1) t) / sin(pi t), instead of Re(FFT(Q)) / L. Here, in float64 on the
   // CPU: that identity against a DFT of Q over the offsets |d_a| <= n_a - 1, and the operator made
   // from that spectrum (d_a = -n_a dropped) against F^H(W F x).

@@ -208,10 +208,10 @@ TEST_CASE("q-cache faults: a writer killed at random points never leaves a reada
   // How long a child's write takes (create, write, fsync, rename, directory fsync), timed as the
   // trials time it: from the child's "go" to its exit, the longest of 5. The kills are spread
   // over 2.5 times that: wide enough that kills land both before and after the rename although
-  // fsync's latency varies from run to run (2 to 26 ms per write seen here). (Timed in this
-  // process instead, a write took 1.4 ms under ASan while the forked children, paying the
-  // copy-on-write faults of a process with a sanitizer's shadow memory, never finished within
-  // 2.5 times that: 100 kills, no entry whole, CI on 2026-12-02.)
+  // fsync's latency varies from run to run by an order of magnitude. (Timed in this process
+  // instead, the write is too short under ASan: the forked children, paying the copy-on-write
+  // faults of a process with a sanitizer's shadow memory, take far longer, and every kill landed
+  // before the rename.)
   double write_us = 0;
   for (int i = 0; i < 5; ++i) {
     const pid_t pid = start_writer(p, dir / "timing");

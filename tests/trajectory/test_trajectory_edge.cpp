@@ -1,4 +1,4 @@
-// Samples at and beyond the grid's edge |k| = n/2 (issue 11, item 7): on the integer voxel grid
+// Samples at and beyond the grid's edge |k| = n/2 (docs/conventions.md): on the integer voxel grid
 // k and k + n are the same DFT sample, so every operator must give, for a trajectory outside
 // [-n/2, n/2), the sums of the definition with the k as given; beyond 3n/2 is an error.
 #include <cmath>

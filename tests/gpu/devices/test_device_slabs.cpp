@@ -1,4 +1,4 @@
-// Several GPUs in one process for the exact sums (ReconOptions::devices, cuda/device_slabs.hpp),
+// Several GPUs in one process for the exact sums (ReconOptions::devices, cuda/devices/device_slabs.hpp),
 // tested on one GPU: a device listed twice is two slabs, two plans and streams on it.
 //  - each slab's share of F^H D (and Q's half grid) against the float64 sum, fresh random inputs;
 //  - the Dirichlet spectrum by fz slabs against one device's (atomic adds: float rounding);

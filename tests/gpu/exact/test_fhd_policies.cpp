@@ -52,7 +52,7 @@ std::string describe(const Grid &g) {
 }
 
 // Tolerance of every implemented policy: accurate trig and SfuTrig/Tuned with the phase
-// reduced in turns all meet the issue's 1e-5.
+// reduced in turns all meet 1e-5 (docs/architecture.md, the F^H D stages).
 constexpr double kTolerance = 1e-5;
 
 struct Case {
@@ -293,8 +293,8 @@ TEST_CASE("CUDA forward paths match forward_sum_f64; forward_f64 a long double s
 
 // Large M: the float32 running sum, not the trig, dominates the error unless the policy sums in
 // blocks. Checked on sampled voxels against a double sum computed here (the full float64
-// reference would take minutes). Gather accumulates in global memory every sample (the seed's
-// form): its figure is printed, not checked. ScatterAtomic is too slow at this size.
+// reference would take minutes). Gather accumulates in global memory every sample (Stone et al.'s
+// form; the F^H D stages, docs/architecture.md): its figure is printed, not checked. ScatterAtomic is too slow at this size.
 TEST_CASE("CUDA F^H D at M = 2^20 keeps rel L2 <= 1e-5 (blocked sums)", "[gpu][fhd][large]") {
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);

@@ -42,14 +42,14 @@ using cdouble = std::complex<double>;
 
 constexpr ForwardPath kPaths[] = {ForwardPath::Reference, ForwardPath::GemmFloat, ForwardPath::GemmDouble};
 
-// Against the float64 reference: the bar for every policy.
+// Against the float64 reference: the bar every policy meets.
 constexpr double kTolerance = 1e-5;
-// Chunked against resident: the same per-sample arithmetic, summed in a different grouping
-// (chunks are multiples of Register's 1024-sample blocks and the constant policies'
-// 1536-sample launches; Tuned's blocks are 64 samples at these grid sizes; partial images are
-// added in double). ScatterAtomic and Gather keep one float running sum over all M samples
-// (the seeds' form; ScatterAtomic's order is not even deterministic): their resident result
-// carries ~1.7e-8 sqrt(M) of rounding (Gather at M = 2^20: 1.8e-5 .. 2.3e-5), 2.4e-6 at
+// Chunked against resident: the same per-sample arithmetic, summed in a different grouping (chunks
+// are multiples of Register's 1024-sample blocks and the constant policies' 1536-sample launches;
+// Tuned's blocks are 64 samples at these grid sizes; partial images are added in double).
+// ScatterAtomic and Gather keep one float running sum over all M samples (the form of the F^H D
+// stages, Stone et al. 2008; ScatterAtomic's order is not even deterministic): their resident
+// result carries ~1.7e-8 sqrt(M) of rounding (Gather at M = 2^20: 1.8e-5 .. 2.3e-5), 2.4e-6 at
 // M = 20011, so they are held to max(1e-5, 1e-7 sqrt(M)).
 double chunk_tolerance(KernelPolicy p, std::size_t m) {
   if (p == KernelPolicy::ScatterAtomic || p == KernelPolicy::Gather)

@@ -1,4 +1,4 @@
-// The CUDA motion backend against the CPU (issue 12): the same driver and the same per-voxel
+// The CUDA motion backend against the CPU: the same driver and the same per-voxel
 // formulas (mri/detail/motion_stencil.hpp) run on both, so the fields differ only by float
 // rounding: nvcc contracts a*b+c into FMAs where GCC (no -ffp-contract=fast at -O3 for C++
 // without -march) rounds twice, and the Gaussian's taps sit in constant memory as float on both.

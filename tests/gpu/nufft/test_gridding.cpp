@@ -1,4 +1,4 @@
-// The CUDA gridding NUFFT (cuda/gridding_cuda.cu) through NufftOperator with backend = Cuda:
+// The CUDA gridding NUFFT (cuda/nufft/gridding_cuda.cu) through NufftOperator with backend = Cuda:
 // accuracy against the exact float64 sums per tolerance, scatter (GA, atomics) vs reverse
 // gridding (RGA, gather), RGA bitwise determinism, adjointness, periodic wrap on tiny grids,
 // agreement with the CPU NUFFT at M = 2^20, and Q by NUFFT.
@@ -332,7 +332,7 @@ TEST_CASE("cuda nufft: SM in fixed point is bitwise identical run to run, on a n
   }
 }
 
-// Gridding::Auto on CUDA (lib/nufft_setup.cpp, deterministic_gridding): SMF, but the gather in 3D
+// Gridding::Auto on CUDA (lib/nufft/nufft_setup.cpp, deterministic_gridding): SMF, but the gather in 3D
 // at W 3 (tolerance 3e-2 -> W 3, 1e-3 -> W 5: both branches). options() says which ran, and the
 // image is bitwise that method's, run to run.
 TEST_CASE("cuda nufft: Gridding::Auto runs SM in fixed point, the gather in 3D at width 3", "[gpu][gridding][small]") {

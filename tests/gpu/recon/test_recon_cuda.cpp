@@ -233,7 +233,7 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the pruned and callback paths equa
 
 TEST_CASE("gpu toeplitz: the tensor-core Dirichlet spectrum equals Q's spectrum and the float64 sum",
           "[gpu][recon][toeplitz][dirichlet][small]") {
-  // KernelPolicy::Auto in 3D computes the spectrum directly (cuda/dirichlet_spectrum.cu); a named
+  // KernelPolicy::Auto in 3D computes the spectrum directly (cuda/exact/dirichlet_spectrum.cu); a named
   // policy sums Q with that F^H D kernel and transforms it. Sizes: odd extents, doubled extents
   // that are not multiples of the 64 x 32 x 8 frequency blocks, M past one 65536-sample table
   // chunk (two streams); weighted, unweighted and all-zero weights.
@@ -284,7 +284,7 @@ TEST_CASE("gpu toeplitz: at the RECON-3D size the Dirichlet spectrum and Q's agr
           "[gpu][recon][toeplitz][dirichlet][large]") {
   // RECON-3D's koosh (2^20 samples, 4096 spokes through k = 0: a coherent centre) and a smaller one;
   // under a sanitizer a 16^3 koosh of 256 spokes (under_sanitizer.hpp: the same kernels; racecheck
-  // did not finish 64^3 in 420 s, H200 2026-12-02).
+  // does not finish 64^3 within the sanitizer script's time limit).
   const int n = gpu_test::under_sanitizer() ? 16 : GENERATE(64, 128);
   const Grid grid(n, n, n);
   const auto t = n == 128 ? traj::koosh(grid, 4096, 256) : traj::koosh(grid, n * 16, n * 2);
@@ -510,7 +510,7 @@ TEST_CASE("gpu reconstruct: method = Nufft agrees with the CPU NUFFT path and wi
           "[gpu][recon][reconstruct][nufft]") {
   // Same NUFFT (kernel, grid, tolerance) on both backends: the iterates agree to float32
   // accumulation order (1e-4 on the first ones), the final PSNR within 0.05 dB; and within 0.1 dB
-  // of the exact method (the issue's bar), for both normal operators, 2D and 3D.
+  // of the exact method, for both normal operators, 2D and 3D.
   const PhantomProblem p = spiral_problem(64, 8, 1024, true);
   for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
     INFO(to_string(normal));

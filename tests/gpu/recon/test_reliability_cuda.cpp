@@ -1,4 +1,4 @@
-// Reliability on the GPU (issue 14, parts 3 and 5): reconstructions from 16 host threads at once
+// Reliability on the GPU (docs/reliability.md): reconstructions from 16 host threads at once
 // against their serial runs (a deadlock fails after 120 s), the device memory in use over
 // 1000 reconstructions, a CUDA failure injected at every checked call of a reconstruction, and
 // device_memory_limit against the measured peak.
@@ -71,7 +71,7 @@ TEST_CASE("cuda reliability: 16 threads reconstruct at once, each equal to its s
     const double e = test::relative_error(concurrent[static_cast<std::size_t>(i)],
                                           serial[static_cast<std::size_t>(i) % problems.size()]);
     worst = std::max(worst, e);
-    // Not bitwise (H200, 2026-12-01: largest difference 5.0e-7): the device reductions' order
+    // Not bitwise (the largest difference seen: 5.0e-7, docs/reliability.md): the device reductions' order
     // (atomics, split partial sums) varies between runs. 1e-5 is float rounding with margin; a
     // race between threads (a shared buffer) gives differences of order one.
     CHECK(e < 1e-5);
@@ -178,9 +178,9 @@ TEST_CASE("cuda reliability: device_memory_limit holds: the measured peak stays 
   // libraries' own workspaces, but may miss a short peak). The limit is set to the estimate; the
   // cached gridding resources are released first, so plans and pools are counted as a first call
   // in a process would count them. The last problem has 52 samples a voxel, so that its NUFFT
-  // plans' per-sample records outweigh their grids: H200 2026-12-04, 107 MB measured (178 B a
-  // sample all told) under an estimate of 278 MB. The 64 B a sample counted before held there only
-  // by the estimate's 128 MiB of slack; past about 1.5 M samples it would not.
+  // plans' per-sample records outweigh their grids, which a per-sample count that leaves buffers
+  // out underestimates once the estimate's 128 MiB of slack no longer covers it (about 1.5 M
+  // samples at 64 B a sample; docs/history.md).
   const std::uint64_t seed = gpu_test::fresh_seed();
   INFO("seed " << seed);
   for (Problem p : {problem(Grid(64, 64, 48), Method::Nufft, seed), problem(Grid(128, 112), Method::Exact, seed + 1),

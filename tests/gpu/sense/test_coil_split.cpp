@@ -1,6 +1,7 @@
-// SENSE split by coils over several devices (cuda/coil_split.hpp, cuda/coil_exchange.hpp): the
-// split operator against the float64 SENSE normal and against one device's operator, on one GPU
-// listed several times (the peer-copy exchange; NCCL takes one rank per GPU), the NCCL exchange's
+// SENSE split by coils over several devices (cuda/sense/coil_split.hpp,
+// cuda/sense/coil_exchange.hpp): the split operator against the float64 SENSE normal and against
+// one device's operator, on one GPU listed several times (the peer-copy exchange; NCCL takes one
+// rank per GPU), the NCCL exchange's
 // plumbing on one rank, and reconstruct with the split.
 #include <cstdio>
 #include <cstring>

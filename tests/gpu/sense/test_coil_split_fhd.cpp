@@ -1,4 +1,4 @@
-// SENSE's F^H D by the NUFFT split by coils over several devices (cuda/coil_split_fhd.hpp), on
+// SENSE's F^H D by the NUFFT split by coils over several devices (cuda/sense/coil_split_fhd.hpp), on
 // one GPU listed several times (the peer-copy exchange; NCCL takes one rank per GPU): against one
 // device's F^H D, against the float64 sums, in reconstruct with method = Nufft, and bad input.
 //
@@ -224,7 +224,7 @@ TEST_CASE("coil split F^H D: scatter gridding (atomics) agrees with one device w
     const SplitRun one = split_fhd(p, first, o, {0}, Gridding::Scatter);
     const SplitRun split = split_fhd(p, first, o, {0, 0, 0}, Gridding::Scatter);
     // Atomic adds: each coil's image varies in the last bits run to run (2e-6 relative at most,
-    // tests/gpu/test_gridding.cpp); the regrouping adds ~1e-7.
+    // tests/gpu/nufft/test_gridding.cpp); the regrouping adds ~1e-7.
     const double err = test::relative_error(split.rhs, one.rhs);
     std::printf("  coil split F^H D scatter %s: vs one device %.2e\n", extents(grid).c_str(), err);
     CHECK(err <= 1e-5);

@@ -1,4 +1,4 @@
-// Multi-coil SENSE on the GPU against the CPU path (which tests/test_sense.cpp checks against the
+// Multi-coil SENSE on the GPU against the CPU path (which tests/sense/test_sense.cpp checks against the
 // normal equations summed in float64): every method and normal operator, 2D and 3D, given and
 // estimated maps, coil compression, the one-coil case, and the memory estimate's coils.
 // Tags: [gpu] all; [small] the quick subset compute-sanitizer runs.

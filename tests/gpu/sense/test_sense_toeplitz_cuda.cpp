@@ -1,4 +1,4 @@
-// The coil-batched SENSE Toeplitz operator (cuda/sense_toeplitz.hpp) against the SENSE normal
+// The coil-batched SENSE Toeplitz operator (cuda/sense/sense_toeplitz.hpp) against the SENSE normal
 // summed directly in float64, and against the one-coil Toeplitz operator composed per coil
 // (mri_backend/sense.hpp's SenseNormal) for every batch size: how the coils are split into passes
 // must not change the result beyond float rounding.

@@ -48,7 +48,7 @@ template <class Op> void check_normal(const Op &op, const Image &x, const Image 
   const Image ax_host = ax.to_host(), ay_host = ay.to_host();
   // float32 FFTs or sums over ~10^3 samples: the products' rounding is ~1e-6 of ||y|| ||A x||
   // (Cauchy-Schwarz's bound on both sides), not of |<y, A x>|, which random phases can make ~30x
-  // smaller (a fresh seed failed 1e-5 |<y, A x>| at 1.7e-5, H200 2026-12-02).
+  // smaller (a fresh seed failed 1e-5 |<y, A x>| at 1.7e-5).
   const std::complex<double> lhs = dot(y, ax_host), rhs = dot(ay_host, x);
   const double scale = std::sqrt(std::abs(dot(y, y)) * std::abs(dot(ax_host, ax_host)));
   CHECK(std::abs(lhs - rhs) <= 1e-5 * scale);

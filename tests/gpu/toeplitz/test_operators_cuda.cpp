@@ -38,7 +38,7 @@ TEST_CASE("cuda operators: F^H, F and Q match the float64 reference for every po
   const FourierOperator ref(t, grid, kReference);
   CHECK(gpu.options().backend == Backend::Cuda);
   // 1e-5: float32 accumulation over M = 3001 terms with accurate or turn-reduced trig
-  // (the issue's tolerance for every policy).
+  // (the tolerance every policy is held to).
   CHECK(test::relative_error(gpu.adjoint(y), ref.adjoint(y)) < 1e-5);
   const auto fx = gpu.apply(x), fx_ref = ref.apply(x);
   CHECK(test::relative_error(std::span<const cfloat>(fx), std::span<const cfloat>(fx_ref)) < 1e-5);
@@ -76,7 +76,8 @@ TEST_CASE("cuda operators: float64 on the GPU runs separable-gemm (ZGEMM in doub
 }
 
 TEST_CASE("cuda reconstruct: SFU trig and tuned lose at most 0.1 dB against float64", "[gpu][reconstruct]") {
-  // The seeds: double 27.6 dB, hardware trig 27.5 dB. Spiral phantom with analytic k-space.
+  // Stone et al. (2008): double 27.6 dB, hardware trig 27.5 dB. Spiral phantom with analytic
+  // k-space.
   const Grid grid(64, 64);
   const auto phantom = Phantom::shepp_logan_2d();
   auto t = traj::spiral(grid, 8, 1024);
