@@ -2,8 +2,8 @@
 // gzip on every core, pigz's way: the data cut in blocks deflated at once, each primed with the
 // 32 KiB before it (so the ratio is that of one stream) and ended on a byte boundary by a sync
 // flush, the last one finished; the pieces, one after the other, are one deflate stream, and the
-// CRC-32 of the whole is combined from the blocks'. gzip of a 16 MB NIfTI took 0.7-0.8 s on one
-// core, most of a 64-slice batch's time outside the reconstructions.
+// CRC-32 of the whole is combined from the blocks'. gzip on one core was most of a 64-slice
+// batch's time outside the reconstructions (docs/cli.md).
 #include <cstddef>
 #include <filesystem>
 #include <span>

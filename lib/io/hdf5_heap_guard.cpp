@@ -214,7 +214,8 @@ private:
 // says (a 32-bit length), not the chunk's size, which H5Dget_chunk_storage_size reports for an
 // unfiltered chunk: a damaged length overran a buffer of that size (found by fuzzing this guard).
 // 4 GiB of address space is reserved, untouched pages cost nothing; H5Dget_chunk_info_by_coord,
-// which gives the length, walks the whole chunk index per call (quadratic: 2 s for 16384 chunks).
+// which gives the length, walks the whole chunk index per call (quadratic: seconds for a file of
+// 16384 chunks).
 class ChunkBuffer {
 public:
   explicit ChunkBuffer(std::size_t bytes) : span_((std::size_t{1} << 32) + bytes) {

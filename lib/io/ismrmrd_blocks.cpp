@@ -135,7 +135,7 @@ void AcquisitionBlocks::close() {
 }
 
 // In blocks too: one H5Dread of every row makes HDF5 hold the selection of each (libismrmrd's
-// one-row chunks) at once, 16384 fresh allocations for the 64-slice file (0.1 s of faults here).
+// one-row chunks) at once, 16384 fresh allocations for a 64-slice file, each faulted in anew.
 std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> AcquisitionBlocks::headers() {
   std::vector<ISMRMRD::ISMRMRD_AcquisitionHeader> heads(size_, ISMRMRD::AcquisitionHeader());
   const hid_t type = header_record_type();
@@ -207,7 +207,7 @@ std::exception_ptr AcquisitionBlocks::load_locked(Slot &slot, std::size_t number
 }
 
 // Here, not when the file was opened, and in a thread of its own: the walk of every collection
-// (0.4 s for 64 slices of 256^2 when it was all done at open, serially) runs ahead of
+// (a large part of opening a 64-slice file when it was all done at open, serially) runs ahead of
 // read_blocks, with pread alone, while HDF5 reads the blocks before.
 void AcquisitionBlocks::check_blocks() {
   const std::size_t blocks = (size_ + kBlock - 1) / kBlock;
