@@ -1,5 +1,5 @@
 #pragma once
-// The tuning table of NVIDIA sm_90 (Hopper: H100, H200): every threshold and launch choice of the
+// The tuning table of NVIDIA sm_90 (Hopper): every threshold and launch choice of the
 // CUDA backend that a new GPU generation would tune again. Each entry names the benchmark that
 // measures it; the figures are in docs/performance.md (and, for choices since replaced, in
 // docs/history.md). Kernels read these values at compile time (cuda/), the host's choices for the
