@@ -9,7 +9,7 @@
 
 using namespace mri;
 
-TEST_CASE("metrics: PSNR and relative L2 as the seed defines them", "[metrics]") {
+TEST_CASE("metrics: PSNR = 20 log10(peak |I0| / RMS error) and relative L2 = ||I - I0|| / ||I0||", "[metrics]") {
   const Grid grid(4, 4);
   Image ref(grid), img(grid);
   ref[0] = 2.0f; // max |I0| = 2
