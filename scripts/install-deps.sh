@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mri builds and tests with. Idempotent: installs only what is
-# missing. The CUDA toolkit (nvcc 13) is not a Debian package: it is used when present.
+# missing. OpenMPI builds `mri recon` over MPI ranks and lets the `mpi` test entry run.
+# The CUDA toolkit (nvcc 13) is not a Debian package: it is used when present.
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config libeigen3-dev libfftw3-dev libpng-dev
           catch2 libbenchmark-dev libcli11-dev bart
-          libismrmrd-dev ismrmrd-tools libnifti2-dev zlib1g-dev nlohmann-json3-dev)
+          libismrmrd-dev ismrmrd-tools libnifti2-dev zlib1g-dev nlohmann-json3-dev
+          libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
