@@ -2,6 +2,7 @@
 // outputs by extension, --report FILE.json. Multi-coil data: SENSE, with --sens maps or maps
 // estimated per item (--coil-maps, --maps), optionally compressed (--virtual-coils).
 #include <cmath>
+#include <set>
 #include <thread>
 
 #include "commands.hpp"
@@ -32,13 +33,15 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--lambda", o.lambda, "regularisation weight; with BART inputs BART's (pics -r, unitary F), else ours")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   add_enum(cmd, "--regularizer", o.regularizer, kRegularizers, "none | tikhonov | finite-difference (tikhonov when --lambda > 0 and none given)");
-  add_enum(cmd, "--method", o.method, kMethods, "exact sums or the gridding NUFFT for F^H D and Q");
+  add_enum(cmd, "--method", o.method, kMethods,
+           "F^H D and Q by the exact sums or the gridding NUFFT; auto: the NUFFT on the CPU, the faster of the two "
+           "on the GPU (the report's method_note says why)");
   add_enum(cmd, "--normal", o.normal, kNormals, "F^H W F by Toeplitz embedding or two direct sums per iteration");
   add_enum(cmd, "--backend", o.backend, kBackends, "where it runs (auto: CUDA when a GPU is usable)");
   add_enum(cmd, "--policy", o.policy, kPolicies, "CUDA F^H D kernel policy (the seeds' stages)");
   add_enum(cmd, "--precision", o.precision, kPrecisions, "precision of F^H D and Q");
-  cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft: relative error bound (1e-6 .. 1e-1)")->capture_default_str();
-  add_enum(cmd, "--nufft-gridding", o.nufft_gridding, kGriddings, "--method nufft: how the adjoint grids");
+  cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft or auto: relative error bound (1e-6 .. 1e-1; auto below the NUFFT's reach: exact)")->capture_default_str();
+  add_enum(cmd, "--nufft-gridding", o.nufft_gridding, kGriddings, "the NUFFT: how the adjoint grids");
   cmd.add_option("--q-cache", o.q_cache_dir, "directory of the Toeplitz kernel cache (empty: none)");
   add_enum(cmd, "--coil-maps", o.coil_maps, {{"estimate", CoilMaps::Estimate}, {"require", CoilMaps::Require}},
            "multi-coil data without --sens: estimate the maps, or refuse");
@@ -101,6 +104,15 @@ void check_recon(const ReconArgs &a) {
   check_inputs(a.input);
 }
 
+// One line per distinct method_note of the items (method = auto: which method ran and why).
+void say_methods(const nlohmann::json &reports) {
+  std::set<std::string> said;
+  for (const nlohmann::json &r : reports) {
+    const std::string note = r.value("method_note", std::string());
+    if (!note.empty() && said.insert(note).second) say("recon", note);
+  }
+}
+
 // The CUDA plugin loaded (with cuFFT) and the driver started on a thread of their own while the
 // file is read, rather than when the first item needs them.
 std::jthread warm_up_cuda(Backend backend) {
@@ -150,6 +162,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
       reports.push_back({{"error", e.what()}, {"item", in.problems[i].label}});
     }
   }
+  if (!quiet) say_methods(reports);
   for (const std::string &path : a.out) write_images(path, images, out);
   process["outputs_written_s"] = seconds_since_process_start();
   if (!a.report.empty())

@@ -15,7 +15,7 @@ const std::map<std::string, KernelPolicy> kPolicies{
     {"gather", KernelPolicy::Gather},     {"register", KernelPolicy::Register},
     {"constant-chunked", KernelPolicy::ConstantChunked}, {"sfu-trig", KernelPolicy::SfuTrig},
     {"tuned", KernelPolicy::Tuned},       {"separable-gemm", KernelPolicy::SeparableGemm}};
-const std::map<std::string, Method> kMethods{{"exact", Method::Exact}, {"nufft", Method::Nufft}};
+const std::map<std::string, Method> kMethods{{"auto", Method::Auto}, {"exact", Method::Exact}, {"nufft", Method::Nufft}};
 const std::map<std::string, Normal> kNormals{{"toeplitz", Normal::Toeplitz}, {"direct", Normal::Direct}};
 const std::map<std::string, Regularizer> kRegularizers{
     {"none", Regularizer::None}, {"tikhonov", Regularizer::Tikhonov}, {"finite-difference", Regularizer::FiniteDifference}};

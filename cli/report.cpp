@@ -22,6 +22,7 @@ nlohmann::json to_json(const ReconReport &r) {
           {"wrapped_samples", r.wrapped_samples},
           {"normal", to_string(r.normal)},
           {"method", to_string(r.method)},
+          {"method_note", r.method_note},
           {"acquired_coils", r.acquired_coils},
           {"coils", r.coils},
           {"coil_energy_kept", r.coil_energy_kept},

@@ -9,7 +9,8 @@
 // method = Exact computes F^H D and Q by the exact sums (Stone et al. 2008's operators, O(N*M));
 // method = Nufft by the Kaiser-Bessel gridding NUFFT of mri/nufft.hpp (O(M W^d + G log G)) at
 // nufft_tolerance: F^H D by one adjoint NUFFT, Q by one adjoint NUFFT on the doubled grid, and
-// with normal = Direct the CG applies the NUFFT pair F^H W F itself.
+// with normal = Direct the CG applies the NUFFT pair F^H W F itself. method = Auto (the default)
+// picks one of the two per call (choose_method below); the report says which and why.
 //
 // On backend = Cuda (Auto picks it when a GPU is usable) every phase runs on the device: F^H D,
 // Q on the 2x grid (or its cached spectrum), the Toeplitz kernel's FFT, and the CG iterations
@@ -52,9 +53,32 @@ const char *to_string(Normal);
 // How F^H D, Q and the direct normal operator are computed.
 enum class Method {
   Exact, // the exact sums (KernelPolicy on the GPU)
-  Nufft  // the gridding NUFFT at ReconOptions::nufft_tolerance
+  Nufft, // the gridding NUFFT at ReconOptions::nufft_tolerance
+  Auto   // per call: on the CPU the NUFFT; on the GPU the faster of the two by a cost model;
+         // Exact where the NUFFT cannot reach nufft_tolerance at the precision asked for
 };
 const char *to_string(Method);
+
+// What Method::Auto resolves to for a problem, and why (ReconReport::method_note).
+struct MethodChoice {
+  Method method = Method::Exact;
+  std::string note;
+};
+// The size of a problem as the cost model sees it: grid dimensions and voxels, samples per coil,
+// coils (after compression), and the CG iterations that apply the normal operator directly
+// (normal = Direct; 0 for Toeplitz, whose iterations cost the same with either method).
+struct ReconSize {
+  int dims = 2;
+  double voxels = 0;
+  double samples = 0;
+  int coils = 1;
+  int direct_iterations = 0;
+};
+// Method::Auto's rule on `backend` (Cpu or Cuda) at `precision` and nufft_tolerance: the NUFFT
+// when it reaches the tolerance at that precision (on the GPU: float32 only) and, on the GPU,
+// when the cost model estimates it faster than the exact sums for this size; else Exact. Pure
+// host arithmetic (no device is asked); reconstruct() calls it with the resolved backend.
+MethodChoice choose_method(const ReconSize &size, Backend backend, Precision precision, double nufft_tolerance);
 
 // What the Toeplitz kernel cache did (ReconOptions::q_cache_dir).
 enum class QCacheStatus {
@@ -94,11 +118,12 @@ struct ReconOptions {
   Precision precision = Precision::Float32; // of F^H D and Q (the CG itself is float32 + double reductions)
   KernelPolicy policy = KernelPolicy::Auto;
   Normal normal = Normal::Toeplitz;
-  Method method = Method::Exact;
-  // method = Nufft: the target relative error of the NUFFT's F^H D, Q and F (NufftOptions::
-  // tolerance, [1e-6, 1e-1]; below 1e-5 needs precision = Float64, which runs on the CPU) and how
-  // its adjoint grids (Auto: the deterministic gather; ScatterFixed, deterministic too and faster
-  // for one coil from kernel width 5, needs 16 B more device memory an oversampled grid point).
+  Method method = Method::Auto;
+  // The NUFFT (method = Nufft, or Auto choosing it): the target relative error of its F^H D, Q
+  // and F (NufftOptions::tolerance, [1e-6, 1e-1]; below 1e-5 method = Nufft needs precision =
+  // Float64, which runs on the CPU, and Auto runs the exact sums) and how its adjoint grids
+  // (Auto: the deterministic gather; ScatterFixed, deterministic too and faster for one coil from
+  // kernel width 5, needs 16 B more device memory an oversampled grid point).
   double nufft_tolerance = 1e-3;
   Gridding nufft_gridding = Gridding::Auto;
   // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
@@ -158,7 +183,8 @@ struct ReconReport {
   std::size_t wrapped_samples = 0; // samples outside [-n/2, n/2) used as their periodic images
                                   // (k - n round(k/n): the same DFT samples; Trajectory::check_range)
   Normal normal = Normal::Toeplitz;
-  Method method = Method::Exact;
+  Method method = Method::Exact; // the method that ran (never Auto)
+  std::string method_note;       // with method = Auto, which and why: "auto: nufft (cpu: ...)"
   int acquired_coils = 1;        // the data's coils
   int coils = 1;                 // the coils the SENSE operator used (virtual coils when compressed)
   double coil_energy_kept = 1;   // with virtual_coils: the data's energy the virtual coils keep

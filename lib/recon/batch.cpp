@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "batch_queue.hpp"
+#include "method_choice.hpp"
 #include "mri/error.hpp"
 
 namespace mri {
@@ -95,12 +96,16 @@ void feed_items(Batch &b) {
 
 } // namespace
 
+// The key names the method that will run: Method::Auto resolved as reconstruct() resolves it.
 std::optional<ToeplitzCacheKey> reconstruct_q_key(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
   if (o.normal != Normal::Toeplitz) return std::nullopt;
   try {
+    const Method method = detail::resolve_method(data, grid, o, detail::recon_backend(o)).method;
     return toeplitz_cache_key(data.trajectory(), data.weights(), grid, o.precision,
-                              o.method == Method::Nufft ? o.nufft_tolerance : 0.0);
+                              method == Method::Nufft ? o.nufft_tolerance : 0.0);
   } catch (const InvalidArgument &) {
+    return std::nullopt;
+  } catch (const Unsupported &) { // reconstruct() refuses the item alike
     return std::nullopt;
   }
 }

@@ -130,10 +130,8 @@ private:
 ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
                             const CoilSensitivities *maps, ReconReport report, ReconClock::time_point t_start) {
   report.backend = Backend::Cpu;
-  if (options.backend == Backend::Auto)
-    report.backend_note = options.method == Method::Nufft && options.precision == Precision::Float64
-                              ? "auto: cpu (the CUDA NUFFT is float32)"
-                              : "auto: cpu (" + cuda_unavailable_reason() + ")";
+  if (options.backend == Backend::Auto && report.backend_note.empty()) // reconstruct() may have said why
+    report.backend_note = "auto: cpu (" + cuda_unavailable_reason() + ")";
   CpuSteps steps(data, grid, options, maps);
   return drive_reconstruction(steps, data, grid, options, report, t_start);
 }

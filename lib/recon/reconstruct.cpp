@@ -9,12 +9,20 @@
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/recon_report.hpp"
+#include "method_choice.hpp"
 #include "recon_cpu.hpp"
 
 namespace mri {
 
 const char *to_string(Normal n) { return n == Normal::Toeplitz ? "toeplitz" : "direct"; }
-const char *to_string(Method m) { return m == Method::Exact ? "exact" : "nufft"; }
+const char *to_string(Method m) {
+  switch (m) {
+  case Method::Exact: return "exact";
+  case Method::Nufft: return "nufft";
+  case Method::Auto: return "auto";
+  }
+  return "?";
+}
 
 const char *to_string(QCacheStatus s) {
   switch (s) {
@@ -40,6 +48,10 @@ void validate(const KSpaceData &data, const ReconOptions &o) {
   if (!o.devices.empty() && o.backend == Backend::Cpu)
     detail::invalid_argument("options.devices", o.devices.size(),
                              "entries need the CUDA backend, but backend = cpu (leave devices empty for the CPU)");
+  if (o.method == Method::Auto && !(o.nufft_tolerance > 0 && o.nufft_tolerance <= kNufftMaxTolerance))
+    detail::invalid_argument("options.nufft_tolerance", o.nufft_tolerance,
+                             "must be in (0, " + std::to_string(kNufftMaxTolerance) +
+                                 "] (method = auto: below the NUFFT's reach it runs the exact sums)");
   if (o.method == Method::Nufft) {
     const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
     if (!(o.nufft_tolerance >= floor && o.nufft_tolerance <= kNufftMaxTolerance))
@@ -49,8 +61,13 @@ void validate(const KSpaceData &data, const ReconOptions &o) {
   }
 }
 
+} // namespace
+
+namespace detail {
+
 // The GPU NUFFT is float32 only: method = Nufft with Float64 runs on the CPU (Auto) or is refused.
 // options.devices asks for GPUs: Auto then runs on them or says why it cannot, as backend = cuda.
+// method = Auto takes the backend as it resolves and then picks the method for it.
 Backend recon_backend(const ReconOptions &o) {
   const Backend requested = o.devices.empty() ? o.backend : Backend::Cuda;
   if (o.method == Method::Nufft && o.precision == Precision::Float64) {
@@ -62,7 +79,15 @@ Backend recon_backend(const ReconOptions &o) {
   return detail::resolve_backend(requested, "reconstruct");
 }
 
-} // namespace
+MethodChoice resolve_method(const KSpaceData &data, const Grid &grid, const ReconOptions &o, Backend backend) {
+  if (o.method != Method::Auto) return {o.method, {}};
+  const ReconSize size{grid.dims(), static_cast<double>(grid.voxels()), static_cast<double>(data.samples_per_coil()),
+                       o.virtual_coils > 0 ? o.virtual_coils : data.coils(),
+                       o.normal == Normal::Direct ? o.iterations : 0};
+  return choose_method(size, backend, o.precision, o.nufft_tolerance);
+}
+
+} // namespace detail
 
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
@@ -74,15 +99,22 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
   const KSpaceData &inside = wrapped ? *wrapped : data;
   ReconReport report;
-  const Backend backend = recon_backend(options);
-  const detail::ReconCoils coils = detail::announced_phase(options, "coil maps", NAN, [&] {
-    return detail::prepare_coils(inside, grid, options, backend, report);
+  const Backend backend = detail::recon_backend(options);
+  MethodChoice method = detail::resolve_method(inside, grid, options, backend);
+  ReconOptions resolved = options; // the backends see Exact or Nufft, never Auto
+  resolved.method = method.method;
+  report.method_note = std::move(method.note);
+  if (backend == Backend::Cpu && options.backend == Backend::Auto && options.method == Method::Nufft &&
+      options.precision == Precision::Float64)
+    report.backend_note = "auto: cpu (the CUDA NUFFT is float32)";
+  const detail::ReconCoils coils = detail::announced_phase(resolved, "coil maps", NAN, [&] {
+    return detail::prepare_coils(inside, grid, resolved, backend, report);
   });
   const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
   const CoilSensitivities *maps = coils.maps.get();
   ReconResult r = backend == Backend::Cuda
-                      ? detail::require_cuda("reconstruct").reconstruct(used, grid, options, maps, std::move(report), t_start)
-                      : detail::reconstruct_cpu(used, grid, options, maps, std::move(report), t_start);
+                      ? detail::require_cuda("reconstruct").reconstruct(used, grid, resolved, maps, std::move(report), t_start)
+                      : detail::reconstruct_cpu(used, grid, resolved, maps, std::move(report), t_start);
   r.report.wrapped_samples = outside;
   return r;
 }

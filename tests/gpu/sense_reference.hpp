@@ -63,6 +63,7 @@ inline SenseRecon sense_recon(const Grid &grid, int coils, std::uint64_t seed) {
   const Trajectory t = random_trajectory(grid, grid.dims() == 3 ? 3000 : 1500, seed);
   KSpaceData data(t, test::random_complex(coils * t.size(), seed + 1), test::random_weights(t.size(), seed + 2), coils);
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   o.iterations = 6;
   o.tolerance = 0;

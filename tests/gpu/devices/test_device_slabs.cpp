@@ -201,10 +201,12 @@ TEST_CASE("slabs: reconstruct on {0, 0} and {0, 0, 0} equals {0}, 2D and 3D, one
       const Problem pb = problem(grid, coils);
       for (const KernelPolicy p : {KernelPolicy::Gather, KernelPolicy::SfuTrig, KernelPolicy::Auto}) {
         ReconOptions o;
+        o.method = Method::Exact;
         o.policy = p;
         check_reconstruct(pb, o);
       }
       ReconOptions f64; // SeparableGemm, in double
+      f64.method = Method::Exact;
       f64.precision = Precision::Float64;
       check_reconstruct(pb, f64);
     }
@@ -213,6 +215,7 @@ TEST_CASE("slabs: reconstruct on {0, 0} and {0, 0, 0} equals {0}, 2D and 3D, one
 TEST_CASE("slabs: what does not split runs on the first device and the report says so", "[gpu][slabs][small]") {
   const Problem pb = problem(Grid(32, 32), 1);
   ReconOptions direct;
+  direct.method = Method::Exact;
   direct.normal = Normal::Direct;
   direct.policy = KernelPolicy::Register;
   check_reconstruct(pb, direct);
@@ -254,6 +257,7 @@ TEST_CASE("slabs: the Dirichlet spectrum by fz slabs matches one device's", "[gp
   // In reconstruct: 3D, policy Auto, on two "devices" (the images: check_reconstruct's tolerance)
   const Problem pb = problem(Grid(16, 16, 16), 1);
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   o.iterations = 2;
   o.devices = {0, 0};
@@ -268,6 +272,7 @@ TEST_CASE("slabs: the Dirichlet spectrum by fz slabs matches one device's", "[gp
 TEST_CASE("slabs: bad ordinals and windows are refused", "[gpu][slabs][small][bad-input]") {
   const Problem pb = problem(Grid(16, 16), 1);
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   o.iterations = 1;
   o.devices = {0, 1000};

@@ -406,6 +406,7 @@ TEST_CASE("gpu reconstruct: same iterates as the CPU CG, same PSNR within 0.05 d
   const bool weighted = GENERATE(false, true);
   const PhantomProblem p = spiral_problem(64, 8, 1024, weighted);
   ReconOptions o;
+  o.method = Method::Exact;
   o.iterations = 15;
   std::vector<std::string> phases; // the one driver announces the same phases on the GPU
   double q_expected = 0;
@@ -446,6 +447,7 @@ TEST_CASE("gpu reconstruct: 3D, regularisers and the direct normal operator agre
   for (Regularizer reg : {Regularizer::None, Regularizer::FiniteDifference}) {
     INFO(to_string(reg));
     ReconOptions o;
+    o.method = Method::Exact;
     o.iterations = 10;
     o.tolerance = 0;
     o.regularizer = reg;
@@ -534,6 +536,7 @@ TEST_CASE("gpu reconstruct: method = Nufft agrees with the CPU NUFFT path and wi
 
   const auto [grid, truth, data] = koosh_problem(24, 400, 48, 5);
   ReconOptions o;
+  o.method = Method::Exact;
   o.iterations = 10;
   o.tolerance = 0;
   o.backend = Backend::Cuda;
@@ -549,6 +552,7 @@ TEST_CASE("gpu reconstruct: precision = float64 (SeparableGemm sums) agrees with
           "[gpu][recon][reconstruct]") {
   const PhantomProblem p = spiral_problem(32, 8, 512, true);
   ReconOptions o;
+  o.method = Method::Exact;
   o.iterations = 6;
   o.tolerance = 0;
   o.precision = Precision::Float64;
@@ -568,6 +572,7 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
   const PhantomProblem p = spiral_problem(48, 8, 1024, true);
   test::TempDir dir("gpu_qcache");
   ReconOptions o;
+  o.method = Method::Exact;
   o.iterations = 8;
   o.backend = Backend::Cuda;
   o.q_cache_dir = dir.path();
@@ -611,6 +616,7 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
 TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][bad-input][small]") {
   const PhantomProblem p = spiral_problem(16, 4, 256, false);
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   o.iterations = 2;
   o.lambda = -1;
@@ -666,6 +672,7 @@ TEST_CASE("gpu reconstruct: large problems run or fail up front with the memory 
   const Grid huge(1024, 1024, 1024);
   const KSpaceData data(traj::uniform_random(huge, 100, 1), std::vector<cfloat>(100, cfloat(1, 0)));
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   try {
     reconstruct(data, huge, o);

@@ -144,6 +144,7 @@ TEST_CASE("gpu sense: maps estimated with device NUFFTs equal the CPU estimate",
     CHECK(e < 1e-4);
   }
   ReconOptions r;
+  r.method = Method::Exact;
   r.backend = Backend::Cuda;
   r.iterations = 2;
   CHECK(reconstruct(s.data, s.grid, r).report.maps.find("calibration images on cuda") != std::string::npos);
@@ -172,6 +173,7 @@ TEST_CASE("gpu sense: one coil with all-ones maps equals the single-coil GPU rec
 TEST_CASE("gpu sense: the memory estimate counts the coils and refuses up front", "[gpu][sense][bad-input][small]") {
   const Simulated s = simulated(Grid(32, 32), 8);
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   o.iterations = 2;
   o.sensitivities = s.maps;

@@ -72,6 +72,7 @@ TEST_CASE("gpu sense: a 2D SENSE reconstruction batches its coils and says so", 
   const Trajectory t = gpu_test::random_trajectory(grid, 900, seed);
   KSpaceData data(t, test::random_complex(coils * t.size(), seed + 1), {}, coils);
   ReconOptions o;
+  o.method = Method::Exact;
   o.backend = Backend::Cuda;
   o.iterations = 4;
   o.sensitivities = std::make_shared<const CoilSensitivities>(

@@ -86,6 +86,7 @@ TEST_CASE("cuda reconstruct: SFU trig and tuned lose at most 0.1 dB against floa
   const KSpaceData data(std::move(t), std::move(s));
   const Image truth = phantom.rasterize(grid);
   ReconOptions o;
+  o.method = Method::Exact;
   o.iterations = 15;
   o.backend = Backend::Cpu;
   o.precision = Precision::Float64;
@@ -131,6 +132,7 @@ TEST_CASE("cuda operators: samples on and beyond the grid's edge are their perio
     // reconstruct on the device: the same image as the CPU's within float rounding, and the count.
     const KSpaceData data(t, fx_ref);
     ReconOptions ro;
+    ro.method = Method::Exact;
     ro.iterations = 5;
     ro.backend = Backend::Cuda;
     const ReconResult gpu_r = reconstruct(data, grid, ro);
