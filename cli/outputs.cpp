@@ -48,14 +48,14 @@ void write_png_images(const std::string &path, const std::vector<Image> &images)
 
 enum class Format { Nifti, Png, Ismrmrd, Cfl };
 
+// Anything else is a BART base name, as BART's own tools take them: `recon_0.01` writes
+// recon_0.01.cfl and recon_0.01.hdr, `x.cfl` or `x.hdr` the pair of `x` (cfl_base).
 Format format_of(const std::string &path) {
   if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) return Format::Nifti;
   if (ends_with(path, ".png")) return Format::Png;
   if (ends_with(path, ".h5")) return Format::Ismrmrd;
-  const std::filesystem::path p(path);
-  if (p.has_extension() && p.extension() != ".cfl" && p.extension() != ".hdr")
-    throw UsageError(path + ": unknown output extension " + p.extension().string() +
-                     " (.nii, .nii.gz, .h5, .png, or no extension for BART .cfl/.hdr)");
+  if (path.empty() || path.back() == '/' || std::filesystem::path(path).filename() == ".")
+    throw UsageError("--out '" + path + "': names a folder, not a file");
   return Format::Cfl;
 }
 

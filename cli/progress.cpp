@@ -1,5 +1,7 @@
 #include "progress.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 
@@ -10,8 +12,9 @@ double seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 
 } // namespace
 
-Progress::Progress(std::string label, long total, bool quiet)
-    : label_(std::move(label)), total_(total), quiet_(quiet), start_(Clock::now()) {
+Progress::Progress(std::string label, long total, bool quiet, std::FILE *out, ProgressTiming timing)
+    : label_(std::move(label)), total_(total), quiet_(quiet), out_(out), terminal_(::isatty(::fileno(out)) == 1),
+      timing_(timing), start_(Clock::now()) {
   if (!quiet_) ticker_ = std::jthread([this](std::stop_token stop) { tick(stop); });
 }
 
@@ -20,7 +23,14 @@ Progress::~Progress() {
     ticker_.request_stop();
     ticker_.join();
   }
-  if (shown_) std::fputc('\n', stderr);
+  if (!shown_) return;
+  if (terminal_) {
+    std::fputc('\n', out_);
+    return;
+  }
+  const std::string last = status_line(); // where the work ended, unless that was the last line
+  if (last != last_written_) std::fprintf(out_, "%s\n", last.c_str());
+  std::fflush(out_);
 }
 
 void Progress::advance(long steps, const std::string &detail) {
@@ -67,22 +77,34 @@ std::string Progress::phase_text() const {
   return text;
 }
 
-void Progress::draw() {
-  if (quiet_ || total_ <= 0) return;
+std::string Progress::status_line() const {
   const double elapsed = seconds(Clock::now() - start_);
-  if (elapsed < 1.0) return;
   char counts[160];
   const int n = std::snprintf(counts, sizeof counts, "%s %ld/%ld, %.0f s elapsed", label_.c_str(), done_, total_, elapsed);
   if (done_ > first_done_) // the mean time per step since the first times the steps left: CG iterations cost alike
     std::snprintf(counts + n, sizeof counts - static_cast<std::size_t>(n), ", ~%.0f s left",
                   seconds(Clock::now() - first_step_) / static_cast<double>(done_ - first_done_) *
                       static_cast<double>(total_ - done_));
-  std::string line = counts + (detail_.empty() ? std::string() : ", " + detail_) + phase_text();
-  const std::size_t width = line.size();
-  if (width < width_) line.append(width_ - width, ' ');
-  width_ = width;
-  std::fprintf(stderr, "\r%s", line.c_str());
-  std::fflush(stderr);
+  return counts + (detail_.empty() ? std::string() : ", " + detail_) + phase_text();
+}
+
+void Progress::draw() {
+  if (quiet_ || total_ <= 0) return;
+  const Clock::time_point now = Clock::now();
+  if (seconds(now - start_) < timing_.show_after_s) return;
+  if (!terminal_ && shown_ && seconds(now - last_line_) < timing_.log_interval_s) return;
+  std::string line = status_line();
+  if (terminal_) {
+    const std::size_t width = line.size();
+    if (width < width_) line.append(width_ - width, ' ');
+    width_ = width;
+    std::fprintf(out_, "\r%s", line.c_str());
+  } else {
+    std::fprintf(out_, "%s\n", line.c_str());
+    last_written_ = std::move(line);
+  }
+  std::fflush(out_);
+  last_line_ = now;
   shown_ = true;
 }
 

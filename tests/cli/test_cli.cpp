@@ -262,7 +262,7 @@ TEST_CASE("cli: an unwritable or unknown output fails before any work and leaves
   const Run folder = mri_cli(dir, "recon --in raw.h5 --out no-dir/x.nii");
   CHECK(folder.code == 1);
   CHECK_THAT(folder.err, test::contains("no-dir"));
-  const Run ext = mri_cli(dir, "recon --in raw.h5 --out x.xyz --quiet");
+  const Run ext = mri_cli(dir, "recon --in raw.h5 --out sub/ --quiet"); // a folder, not a file
   CHECK(ext.code == 2);
   CHECK(lines(ext.err) == 1); // no progress or notes: it stopped before reading
   const Run sens = mri_cli(dir, "recon --in raw.h5 --sens s --out x.h5 --quiet");
