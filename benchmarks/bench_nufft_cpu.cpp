@@ -17,8 +17,9 @@
 //                                    batched 0 the same sum by 8 adjoint() calls and HostCoils'
 //                                    combination written out here, for the comparison in one run
 //
-// Times are execute only, through the unchecked pointer API (the checked API adds a finiteness
-// scan of the input, ~0.5 ms at M = 2^20). Counters:
+// Times are execute only, through the members forward/adjoint into vectors kept across runs
+// (values unchecked; mri::forward/adjoint add a finiteness scan of the input, ~0.5 ms at
+// M = 2^20). Counters:
 //   points/s   M / real time
 //   rel_err    ||nufft - exact|| / ||exact||: adjoint on the central 32x32 voxels against the
 //              float32 separable exact sum (itself ~1e-6 from the float64 reference), forward on
@@ -32,6 +33,7 @@
 #include <complex>
 #include <memory>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -42,6 +44,7 @@
 #include "mri/reconstruct.hpp"
 #include "mri/trajectory.hpp"
 #include "mri_backend/direct_sums.hpp"
+#include "mri_backend/nufft_access.hpp"
 
 namespace {
 
@@ -123,7 +126,7 @@ void NUFFT2D_adjoint(benchmark::State &state) {
   const NufftOperator op(p.traj, p.grid, o);
   Image out(p.grid);
   time_execute(state, p.traj.size(), [&] {
-    op.adjoint(p.data.data(), out.data());
+    op.adjoint(p.data, out);
     benchmark::DoNotOptimize(out.data());
   });
   state.counters["rel_err"] = adjoint_error(p, out);
@@ -146,7 +149,7 @@ void NUFFT2D_forward(benchmark::State &state) {
   const NufftOperator op(p.traj, p.grid, options(tol, Gridding::Gather));
   std::vector<cfloat> out(p.traj.size());
   time_execute(state, p.traj.size(), [&] {
-    op.apply(p.image.data(), out.data());
+    op.forward(p.image, out);
     benchmark::DoNotOptimize(out.data());
   });
   state.counters["rel_err"] = forward_error(p, out);
@@ -174,7 +177,7 @@ void GRID2D(benchmark::State &state) {
   const NufftOperator op(p.traj, p.grid, options(1e-3, state.range(0) ? Gridding::Gather : Gridding::Scatter));
   Image out(p.grid);
   time_execute(state, p.traj.size(), [&] {
-    op.adjoint(p.data.data(), out.data());
+    op.adjoint(p.data, out);
     benchmark::DoNotOptimize(out.data());
   });
 }
@@ -202,7 +205,8 @@ void NUFFT2D_coils(benchmark::State &state) {
     if (state.range(1)) {
       op.adjoint_coils(p.data.data(), kCoils, images.data());
     } else {
-      for (std::size_t c = 0; c < kCoils; ++c) op.adjoint(p.data.data() + c * m, images.data() + c * n);
+      for (std::size_t c = 0; c < kCoils; ++c)
+        detail::NufftAccess::adjoint(op, p.data.data() + c * m, images.data() + c * n); // into the coil's slot
     }
     benchmark::DoNotOptimize(images.data());
   });
@@ -234,8 +238,9 @@ double fhd_per_coil(const Recon2DMC &p, const NufftOptions &o) {
   const NufftOperator op(p.data.trajectory(), p.grid, o);
   const std::vector<cfloat> y = p.data.weighted_samples();
   Image one(p.grid), rhs(p.grid);
+  const std::size_t m = p.data.samples_per_coil();
   for (int c = 0; c < kCoils; ++c) {
-    op.adjoint(y.data() + static_cast<std::size_t>(c) * p.data.samples_per_coil(), one.data());
+    op.adjoint(std::span<const cfloat>(y).subspan(static_cast<std::size_t>(c) * m, m), one);
     const cfloat *s = p.maps->map(c).data();
     const auto n = static_cast<std::int64_t>(rhs.size());
 #pragma omp parallel for schedule(static)

@@ -52,7 +52,7 @@ void BM_Recon2D_CgIteration(benchmark::State &state) {
   using Ops = mri::VectorOps<mri::Image>;
   mri::Image x(p.grid), r = mri::FhDOperator(p.data.trajectory(), p.grid).apply(p.data), d = r, ad(p.grid);
   for (auto _ : state) {
-    q.apply(d.data(), ad.data());
+    q.forward(d, ad);
     const double alpha = Ops::norm2(r) / Ops::dot(d, ad).real();
     Ops::axpy(alpha * 1e-3, d, x);
     Ops::axpy(-alpha * 1e-3, ad, r);

@@ -28,8 +28,9 @@ struct Operator {
     if (a.exact) exact = std::make_unique<FourierOperator>(t, g, OperatorOptions{a.backend});
     else nufft = std::make_unique<NufftOperator>(t, g, NufftOptions{a.tolerance, Precision::Float32, Gridding::Auto, a.backend});
   }
-  std::vector<cfloat> apply(const Image &x) const { return exact ? exact->apply(x) : nufft->apply(x); }
-  Image adjoint(std::span<const cfloat> y) const { return exact ? exact->adjoint(y) : nufft->adjoint(y); }
+  // F x and F^H y, NaN/Inf refused (InvalidArgument naming the first).
+  std::vector<cfloat> forward(const Image &x) const { return exact ? mri::forward(*exact, x) : mri::forward(*nufft, x); }
+  Image adjoint(const std::vector<cfloat> &y) const { return exact ? mri::adjoint(*exact, y) : mri::adjoint(*nufft, y); }
   std::unique_ptr<FourierOperator> exact;
   std::unique_ptr<NufftOperator> nufft;
 };
@@ -56,7 +57,7 @@ void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
   std::optional<Operator> op; // the adjoint's plan, once for all coils (--inverse plans its own)
   if (!a.inverse) op.emplace(t, grid, a);
   for (std::int64_t c = 0; c < coils; ++c) {
-    const std::span<const cfloat> y(ksp.data.data() + c * t.size(), t.size());
+    std::vector<cfloat> y(ksp.data.begin() + c * t.size(), ksp.data.begin() + (c + 1) * t.size());
     Image x;
     if (a.inverse) {
       ReconOptions o;
@@ -64,7 +65,7 @@ void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
       o.nufft_tolerance = a.tolerance;
       o.lambda = a.lambda * static_cast<double>(grid.voxels()); // BART's unitary lambda -> ours
       o.regularizer = a.lambda > 0 ? Regularizer::Tikhonov : Regularizer::None;
-      x = scaled(reconstruct(KSpaceData(t, {y.begin(), y.end()}), grid, o).image, 1.0 / s);
+      x = scaled(reconstruct(KSpaceData(t, std::move(y)), grid, o).image, 1.0 / s);
     } else {
       x = scaled(op->adjoint(y), s);
     }
@@ -87,7 +88,7 @@ void to_kspace(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
   std::vector<cfloat> out;
   for (std::int64_t c = 0; c < coils; ++c) {
     const auto first = img.data.begin() + c * grid.voxels();
-    const std::vector<cfloat> y = op.apply(Image(grid, std::vector<cfloat>(first, first + grid.voxels())));
+    const std::vector<cfloat> y = op.forward(Image(grid, std::vector<cfloat>(first, first + grid.voxels())));
     for (const cfloat v : y) out.push_back(v * static_cast<float>(bart::nufft_scale(grid)));
   }
   dims.insert(dims.begin(), 1);

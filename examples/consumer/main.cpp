@@ -10,8 +10,8 @@ int main() {
   const mri::FourierOperator f(traj, grid, {mri::Backend::Cpu, mri::Precision::Float64});
   const mri::Image x = mri::Phantom::shepp_logan_2d().rasterize(grid);
   const auto y = mri::Phantom::shepp_logan_2d().kspace(traj, grid);
-  const auto fx = f.apply(x);
-  const mri::Image fhy = f.adjoint(y);
+  const auto fx = mri::forward(f, x);
+  const mri::Image fhy = mri::adjoint(f, y);
   std::complex<double> lhs = 0, rhs = 0;
   for (std::size_t m = 0; m < y.size(); ++m) lhs += std::conj(std::complex<double>(fx[m])) * std::complex<double>(y[m]);
   for (std::size_t n = 0; n < x.size(); ++n) rhs += std::conj(std::complex<double>(x[n])) * std::complex<double>(fhy[n]);

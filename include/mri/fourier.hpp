@@ -9,6 +9,7 @@
 
 #include "mri/image.hpp"
 #include "mri/kspace.hpp"
+#include "mri/linear_operator.hpp" // the value forms mri::forward / mri::adjoint
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"
 
@@ -19,9 +20,9 @@ class DeviceFourier; // the CUDA backend's plan, behind the plugin interface
 }
 
 // Copies share one device plan (operators are cheap values).
-// Thread safety: on the CPU backend apply/adjoint only read the operator: any number of threads
+// Thread safety: on the CPU backend forward/adjoint only read the operator: any number of threads
 // may call them at once on one operator or on copies of it (tests/concurrency, bitwise equal to
-// serial calls). On the CUDA backend copies share the device plan and its buffers: apply/adjoint
+// serial calls). On the CUDA backend copies share the device plan and its buffers: forward/adjoint
 // on one operator or its copies must not run concurrently; make one operator per thread.
 class FourierOperator {
 public:
@@ -37,22 +38,19 @@ public:
   const Grid &grid() const { return grid_; }
   const OperatorOptions &options() const { return options_; }
 
-  // F x. Throws InvalidArgument if the image grid differs from grid().
-  std::vector<cfloat> apply(const Image &image) const;
-  // F^H y. Throws InvalidArgument if y.size() != M or y holds NaN/Inf.
-  Image adjoint(std::span<const cfloat> samples) const;
-
-  // The operator core's form (mri/linear_operator.hpp), for solvers and compositions: into the
-  // caller's vectors, sizes checked (InvalidArgument), values not (the solver checks its own).
+  // The operator core's form (mri/linear_operator.hpp): F x and F^H y into the caller's vectors;
+  // the samples any M contiguous values (one coil's of a coil-major array, a std::vector). Throws
+  // InvalidArgument if the image's grid differs from grid() or the samples are not M; values are
+  // not checked (a solver checks its own). mri::forward(F, x) and mri::adjoint(F, y) return a
+  // new vector and refuse NaN/Inf.
   using Domain = Image;
   using Range = std::vector<cfloat>;
   Image domain_vector() const { return Image(grid_); }
   std::vector<cfloat> range_vector() const { return std::vector<cfloat>(trajectory_.size()); }
-  void forward(const Image &image, std::vector<cfloat> &samples) const;
-  void adjoint(const std::vector<cfloat> &samples, Image &image) const;
+  void forward(const Image &image, std::span<cfloat> samples) const;
+  void adjoint(std::span<const cfloat> samples, Image &image) const;
 
 private:
-  void run_adjoint(std::span<const cfloat> samples, Image &image) const; // sizes checked
   Trajectory trajectory_;
   Grid grid_;
   OperatorOptions options_;

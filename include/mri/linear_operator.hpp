@@ -9,23 +9,28 @@
 // F^H F, the stencil of a regulariser's W^H W),
 //   void normal(const Domain &x, Domain &out) const;  out = A^H A x
 // Vectors are host images (mri::Image) and sample vectors (std::vector<cfloat>), or the CUDA
-// backend's device images. The compositions below are operators too, so the reconstruction's
-// normal operator, (F^H W F or its Toeplitz form) + lambda R^H R, is assembled from them in one
-// place (mri_backend/normal_assembly.hpp), and ConjugateGradient runs on any of them
-// (normal_equations()).
+// backend's device images. These members are each operator's only forward and adjoint; the
+// value-returning forms forward(A, x) = A x and adjoint(A, y) = A^H y (end of this header) are
+// written once for every operator on host vectors. The compositions below are operators too,
+// so the reconstruction's normal operator, (F^H W F or its Toeplitz form) + lambda R^H R, is
+// assembled from them in one place (mri_backend/normal_assembly.hpp), and ConjugateGradient runs
+// on any of them (normal_equations()).
 //
 // Ownership: a composition holds its operands by value (FourierOperator and NufftOperator copies
 // share their plans: cheap) or, through ref(), by reference to an operator the caller keeps
 // alive (QOperator owns its buffers and does not copy). It owns the intermediate vectors it needs.
 // Thread safety: a composition writes its intermediate vectors: one call at a time on one
 // composition; its operands' contracts apply to them (see each operator's header).
+#include <cmath>
 #include <complex>
 #include <concepts>
 #include <optional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "mri/error.hpp"
 #include "mri/image.hpp"
 #include "mri/vector_ops.hpp"
 
@@ -200,6 +205,51 @@ template <LinearOperator A>
   requires std::same_as<typename A::Domain, typename A::Range>
 auto normal_equations(A a) {
   return [a = std::move(a)](const typename A::Domain &in, typename A::Domain &out) { a.forward(in, out); };
+}
+
+namespace detail {
+// A host vector's values, and the name a value check gives it in its message.
+inline std::span<const cfloat> host_values(const Image &v) { return v.values(); }
+inline std::span<const cfloat> host_values(const std::vector<cfloat> &v) { return v; }
+inline const char *vector_name(const Image &) { return "image"; }
+inline const char *vector_name(const std::vector<cfloat> &) { return "samples"; }
+
+// Throws InvalidArgument("<name>[i] = <value>: must be finite") at v's first NaN or Inf.
+template <class Vec> void check_finite(const Vec &v) {
+  const std::span<const cfloat> values = host_values(v);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i].real()) || !std::isfinite(values[i].imag()))
+      invalid_argument(std::string(vector_name(v)) + "[" + std::to_string(i) + "]", values[i], "must be finite");
+}
+} // namespace detail
+
+// A vector on the host (Image or std::vector<cfloat>), whose values the value forms can check.
+template <class Vec>
+concept HostVector = requires(const Vec &v) {
+  { detail::host_values(v) } -> std::same_as<std::span<const cfloat>>;
+};
+
+// The value forms of any operator on host vectors: A x and A^H y into a vector of their own,
+//   std::vector<cfloat> y = mri::forward(F, x);     Image x = mri::adjoint(F, y);
+// for a call or a test; a loop or a solver uses the members above, into vectors it keeps. The
+// input's values are checked first: InvalidArgument naming the first NaN or Inf ("image[3]",
+// "samples[7]"), as bad input should be refused at the API rather than spread through a sum;
+// its size is checked by the member (InvalidArgument as the operator's header says).
+template <LinearOperator A>
+  requires HostVector<typename A::Domain> && HostVector<typename A::Range>
+typename A::Range forward(const A &a, const typename A::Domain &x) {
+  detail::check_finite(x);
+  typename A::Range y = a.range_vector();
+  a.forward(x, y);
+  return y;
+}
+template <LinearOperator A>
+  requires HostVector<typename A::Domain> && HostVector<typename A::Range>
+typename A::Domain adjoint(const A &a, const typename A::Range &y) {
+  detail::check_finite(y);
+  typename A::Domain x = a.domain_vector();
+  a.adjoint(y, x);
+  return x;
 }
 
 } // namespace mri

@@ -23,6 +23,7 @@
 #include "mri/density.hpp"
 #include "mri/gridding.hpp"
 #include "mri/vector_ops.hpp"
+#include "mri/linear_operator.hpp"
 #include "mri/coil_simulation.hpp"
 #include "mri/coils.hpp"
 #include "mri/conjugate_gradient.hpp"

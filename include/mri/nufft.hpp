@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "mri/image.hpp"
+#include "mri/linear_operator.hpp" // the value forms mri::forward / mri::adjoint
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"
 
@@ -133,7 +134,7 @@ struct NufftAccess; // the backends' access to the plans (lib/interface/mri_back
 
 // Set the trajectory once, execute many times: the plan sorts the samples by grid tile,
 // builds the gather lists, plans the FFTs and owns every buffer. Copies share one plan.
-// Thread safety: apply/adjoint write the plan's buffers (grid, FFT). On the CPU the plan
+// Thread safety: forward/adjoint write the plan's buffers (grid, FFT). On the CPU the plan
 // serializes them with a mutex, so one operator or its copies may be called from several
 // threads, one call at a time; for parallel work make one NufftOperator per thread (different
 // operators, even for the same trajectory, run at once; both tested in tests/concurrency). On
@@ -154,13 +155,17 @@ public:
   const KaiserBessel &kernel() const { return kernel_; }
   const Grid &oversampled_grid() const { return oversampled_; }
 
-  // F x. Throws InvalidArgument if the image grid differs from grid() or holds NaN/Inf.
-  std::vector<cfloat> apply(const Image &image) const;
-  // F^H y. Throws InvalidArgument if y.size() != M or y holds NaN/Inf.
-  Image adjoint(std::span<const cfloat> samples) const;
-  // Unchecked forms for solvers: image has grid().voxels() elements, samples M.
-  void apply(const cfloat *image, cfloat *samples) const;
-  void adjoint(const cfloat *samples, cfloat *image) const;
+  // The operator core's form (mri/linear_operator.hpp): F x and F^H y into the caller's vectors;
+  // the samples any M contiguous values (one coil's of a coil-major array, a std::vector). Throws
+  // InvalidArgument if the image's grid differs from grid() or the samples are not M; values are
+  // not checked. mri::forward(F, x) and mri::adjoint(F, y) return a new vector and refuse NaN/Inf.
+  using Domain = Image;
+  using Range = std::vector<cfloat>;
+  Image domain_vector() const { return Image(grid_); }
+  std::vector<cfloat> range_vector() const { return std::vector<cfloat>(trajectory_.size()); }
+  void forward(const Image &image, std::span<cfloat> samples) const;
+  void adjoint(std::span<const cfloat> samples, Image &image) const;
+
   // F^H of `coils` coils at once (BART layout): coil c's M samples at samples + c M, its image
   // (grid().voxels() values) at images + c voxels. Each image equals adjoint() of its coil
   // bitwise. On the CPU the gridding spreads a block of coils per pass over the sorted samples
@@ -168,19 +173,9 @@ public:
   // where their oversampled grids pass 512 MiB), then FFTs and deapodizes each coil; on CUDA the
   // gather (Gridding::Gather) reads each sample's cells and weights once for 4 coils, Scatter and
   // ScatterFixed run per coil (so Auto's ScatterFixed too; for many coils Gather can be faster:
-  // docs/performance.md, bench_nufft_gpu NUFFT_adjoint_coils). Unchecked values, like adjoint's
-  // pointer form; throws InvalidArgument for coils <= 0 or a null pointer. Thread safety: as
-  // adjoint.
+  // docs/performance.md, bench_nufft_gpu NUFFT_adjoint_coils). Values unchecked, as adjoint's;
+  // throws InvalidArgument for coils <= 0 or a null pointer. Thread safety: as adjoint.
   void adjoint_coils(const cfloat *samples, int coils, cfloat *images) const;
-
-  // The operator core's form (mri/linear_operator.hpp): into the caller's vectors, sizes
-  // checked (InvalidArgument), values not.
-  using Domain = Image;
-  using Range = std::vector<cfloat>;
-  Image domain_vector() const { return Image(grid_); }
-  std::vector<cfloat> range_vector() const { return std::vector<cfloat>(trajectory_.size()); }
-  void forward(const Image &image, std::vector<cfloat> &samples) const;
-  void adjoint(const std::vector<cfloat> &samples, Image &image) const;
 
 private:
   friend struct detail::NufftAccess;

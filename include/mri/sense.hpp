@@ -25,22 +25,18 @@ public:
   const CoilSensitivities &maps() const { return *maps_; }
   int coils() const { return maps_->coils(); }
 
-  // E x: coils() * M samples. Throws InvalidArgument if the image's grid differs.
-  std::vector<cfloat> apply(const Image &image) const;
-  // E^H y. Throws InvalidArgument if y.size() != coils() * M.
-  Image adjoint(std::span<const cfloat> samples) const;
-
-  // The operator core's form (mri/linear_operator.hpp): into the caller's vectors (coil c's M
-  // samples at c * M), sizes checked as above.
+  // The operator core's form (mri/linear_operator.hpp): E x and E^H y into the caller's vectors,
+  // coils() * M samples (coil c's M at c * M). Throws InvalidArgument if the image's grid differs
+  // from the operator's or the samples are not coils() * M; values are not checked.
+  // mri::forward(E, x) and mri::adjoint(E, y) return a new vector and refuse NaN/Inf.
   using Domain = Image;
   using Range = std::vector<cfloat>;
   Image domain_vector() const { return Image(fourier_.grid()); }
   std::vector<cfloat> range_vector() const;
-  void forward(const Image &image, std::vector<cfloat> &samples) const;
-  void adjoint(const std::vector<cfloat> &samples, Image &image) const;
+  void forward(const Image &image, std::span<cfloat> samples) const;
+  void adjoint(std::span<const cfloat> samples, Image &image) const;
 
 private:
-  void adjoint_into(std::span<const cfloat> samples, Image &image) const;
   void check_coil_samples(std::size_t size, std::size_t m) const;
   FourierOperator fourier_;
   std::shared_ptr<const CoilSensitivities> maps_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mri/image.hpp"
+#include "mri/linear_operator.hpp" // the value forms mri::forward / mri::adjoint
 #include "mri/options.hpp"
 #include "mri/trajectory.hpp"
 
@@ -39,16 +40,13 @@ public:
   // The real Toeplitz spectrum of this operator, what the cache stores (toeplitz_cache.hpp).
   std::vector<float> spectrum() const;
 
-  // out = F^H W F in. The plan owns its padded buffer and FFTW plans: apply() is not
-  // re-entrant on one QOperator (use one per thread; different QOperators apply concurrently,
-  // tests/concurrency). grid(), q() and spectrum() only read and may run on any thread, also
-  // while another thread applies.
-  void apply(const cfloat *in, cfloat *out) const;
-  Image apply(const Image &in) const;
-
-  // The operator core's form (mri/linear_operator.hpp): F^H W F as a self-adjoint operator on
-  // images of grid() (InvalidArgument for another grid). It is the normal operator of F: compose
-  // it as it is, not through normal_of (which would square it).
+  // The operator core's form (mri/linear_operator.hpp): out = F^H W F in, a self-adjoint operator
+  // on images of grid() (InvalidArgument for another grid; values not checked: mri::forward(Q, x)
+  // returns a new image and refuses NaN/Inf). It is the normal operator of F: compose it as it
+  // is, not through normal_of (which would square it). The plan owns its padded buffer and FFTW
+  // plans: forward() is not re-entrant on one QOperator (use one per thread; different QOperators
+  // apply concurrently, tests/concurrency). grid(), q() and spectrum() only read and may run on
+  // any thread, also while another thread applies.
   using Domain = Image;
   using Range = Image;
   Image domain_vector() const { return Image(grid_); }

@@ -1,24 +1,15 @@
 #include "mri/fourier.hpp"
 
-#include <cmath>
 #include <string>
 
 #include "backend.hpp"
 #include "mri/error.hpp"
+#include "mri/linear_operator.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "operator_checks.hpp"
 #include "mri_backend/direct_sums.hpp"
 
 namespace mri {
-namespace {
-
-void check_finite(std::span<const cfloat> v, const char *name) {
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i].real()) || !std::isfinite(v[i].imag()))
-      detail::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]", v[i], "must be finite");
-}
-
-} // namespace
 
 FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptions options)
     : trajectory_(std::move(trajectory).wrapped(grid)), grid_(grid), options_(options) {
@@ -34,23 +25,7 @@ FourierOperator::FourierOperator(Trajectory trajectory, Grid grid, OperatorOptio
 using detail::check_image_grid;
 using detail::check_sample_count;
 
-std::vector<cfloat> FourierOperator::apply(const Image &image) const {
-  check_image_grid(image, grid_);
-  check_finite({image.data(), image.size()}, "image");
-  std::vector<cfloat> out(trajectory_.size());
-  forward(image, out);
-  return out;
-}
-
-Image FourierOperator::adjoint(std::span<const cfloat> samples) const {
-  check_sample_count(samples.size(), trajectory_.size());
-  check_finite(samples, "samples");
-  Image out(grid_);
-  run_adjoint(samples, out);
-  return out;
-}
-
-void FourierOperator::forward(const Image &image, std::vector<cfloat> &samples) const {
+void FourierOperator::forward(const Image &image, std::span<cfloat> samples) const {
   check_image_grid(image, grid_);
   check_sample_count(samples.size(), trajectory_.size());
   if (device_plan_)
@@ -61,13 +36,9 @@ void FourierOperator::forward(const Image &image, std::vector<cfloat> &samples) 
     detail::forward_sum_f32(trajectory_, image, samples.data());
 }
 
-void FourierOperator::adjoint(const std::vector<cfloat> &samples, Image &image) const {
+void FourierOperator::adjoint(std::span<const cfloat> samples, Image &image) const {
   check_image_grid(image, grid_);
   check_sample_count(samples.size(), trajectory_.size());
-  run_adjoint(samples, image);
-}
-
-void FourierOperator::run_adjoint(std::span<const cfloat> samples, Image &image) const {
   if (device_plan_)
     device_plan_->adjoint(options_.policy, samples.data(), image.data());
   else if (options_.precision == Precision::Float64)
@@ -85,7 +56,7 @@ Image FhDOperator::apply(const KSpaceData &data) const {
                              "must equal the operator's trajectory size " +
                                  std::to_string(fourier_.trajectory().size()));
   if (data.coils() != 1) detail::invalid_argument("data.coils()", data.coils(), "multi-coil F^H D is not implemented yet");
-  return fourier_.adjoint(data.weighted_samples());
+  return mri::adjoint(fourier_, data.weighted_samples()); // refuses NaN/Inf
 }
 
 } // namespace mri

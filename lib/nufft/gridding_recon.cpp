@@ -4,6 +4,7 @@
 #include "mri/coils.hpp"
 #include "mri/density.hpp"
 #include "mri/error.hpp"
+#include "mri/linear_operator.hpp"
 
 namespace mri {
 
@@ -25,7 +26,7 @@ Image gridding_reconstruction(const KSpaceData &data, const Grid &grid, const Gr
   for (int c = 0; c < data.coils(); ++c) {
     const cfloat *coil = data.samples().data() + static_cast<std::size_t>(c) * t.size();
     for (std::size_t m = 0; m < y.size(); ++m) y[m] = coil[m] * (w[m] * scale);
-    coil_images.push_back(op.adjoint(y));
+    coil_images.push_back(mri::adjoint(op, y));
   }
   return data.coils() == 1 ? std::move(coil_images[0]) : root_sum_of_squares(coil_images);
 }

@@ -3,29 +3,19 @@
 #include "mri/nufft.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
-#include <string>
 
 #include "mri/error.hpp"
 #include "mri/kspace.hpp"
+#include "mri/linear_operator.hpp"
 #include "mri_backend/cuda_backend.hpp"
+#include "mri_backend/nufft_access.hpp"
 #include "nufft_plan.hpp"
 #include "operator_checks.hpp"
 #include "trajectory/trajectory_range.hpp"
 #include "mri_backend/q_trajectory.hpp"
 
 namespace mri {
-
-namespace {
-
-void check_finite(std::span<const cfloat> v, const char *name) {
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (!std::isfinite(v[i].real()) || !std::isfinite(v[i].imag()))
-      detail::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]", v[i], "must be finite");
-}
-
-} // namespace
 
 NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions options)
     : grid_(grid), options_(detail::validated_nufft_options(options, grid.dims())) {
@@ -52,42 +42,27 @@ NufftOperator::NufftOperator(Trajectory trajectory, Grid grid, NufftOptions opti
   oversampled_ = plan_->oversampled();
 }
 
-std::vector<cfloat> NufftOperator::apply(const Image &image) const {
-  detail::check_image_grid(image, grid_);
-  check_finite({image.data(), image.size()}, "image");
-  std::vector<cfloat> out(trajectory_.size());
-  apply(image.data(), out.data());
-  return out;
-}
-
-Image NufftOperator::adjoint(std::span<const cfloat> samples) const {
-  detail::check_sample_count(samples.size(), trajectory_.size());
-  check_finite(samples, "samples");
-  Image out(grid_);
-  adjoint(samples.data(), out.data());
-  return out;
-}
-
-void NufftOperator::forward(const Image &image, std::vector<cfloat> &samples) const {
+void NufftOperator::forward(const Image &image, std::span<cfloat> samples) const {
   detail::check_image_grid(image, grid_);
   detail::check_sample_count(samples.size(), trajectory_.size());
-  apply(image.data(), samples.data());
+  detail::NufftAccess::forward(*this, image.data(), samples.data());
 }
 
-void NufftOperator::adjoint(const std::vector<cfloat> &samples, Image &image) const {
+void NufftOperator::adjoint(std::span<const cfloat> samples, Image &image) const {
   detail::check_image_grid(image, grid_);
   detail::check_sample_count(samples.size(), trajectory_.size());
-  adjoint(samples.data(), image.data());
+  detail::NufftAccess::adjoint(*this, samples.data(), image.data());
 }
 
-void NufftOperator::apply(const cfloat *image, cfloat *samples) const {
-  if (device_plan_) return device_plan_->forward(image, samples);
-  plan_->forward(image, samples);
+void detail::NufftAccess::forward(const NufftOperator &op, const cfloat *image, cfloat *samples) {
+  if (op.device_plan_) return op.device_plan_->forward(image, samples);
+  op.plan_->forward(image, samples);
 }
-void NufftOperator::adjoint(const cfloat *samples, cfloat *image) const {
-  if (device_plan_) return device_plan_->adjoint(samples, image, options_.gridding);
-  plan_->adjoint(samples, image, options_.gridding);
+void detail::NufftAccess::adjoint(const NufftOperator &op, const cfloat *samples, cfloat *image) {
+  if (op.device_plan_) return op.device_plan_->adjoint(samples, image, op.options_.gridding);
+  op.plan_->adjoint(samples, image, op.options_.gridding);
 }
+
 void NufftOperator::adjoint_coils(const cfloat *samples, int coils, cfloat *images) const {
   if (coils <= 0) detail::invalid_argument("coils", coils, "must be at least 1");
   if (!samples) detail::invalid_argument("samples", "null", "needs coils * trajectory.size() values");
@@ -105,7 +80,7 @@ Image nufft_q(const Trajectory &any_trajectory, std::span<const float> weights, 
   std::vector<cfloat> w(trajectory.size(), cfloat(1.0f));
   std::copy(weights.begin(), weights.end(), w.begin());
   const NufftOperator op(detail::q_trajectory(trajectory, grid), grid.doubled(), options);
-  return op.adjoint(w);
+  return mri::adjoint(op, w);
 }
 
 Trajectory detail::q_trajectory(const Trajectory &trajectory, const Grid &grid) {

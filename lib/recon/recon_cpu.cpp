@@ -89,7 +89,7 @@ private:
 
   void rhs_by_nufft(const std::vector<cfloat> &weighted, Image &rhs) {
     nufft_op_.emplace(data_.trajectory(), grid_, nufft_options_);
-    if (!coils_) return nufft_op_->adjoint(weighted.data(), rhs.data());
+    if (!coils_) return nufft_op_->adjoint(weighted, rhs);
     const std::size_t m = data_.samples_per_coil(), n = static_cast<std::size_t>(grid_.voxels());
     const int block = std::min(kRhsCoilBlock, coils_->count());
     std::vector<cfloat> images(static_cast<std::size_t>(block) * n);
@@ -104,11 +104,11 @@ private:
     const std::size_t m = data_.samples_per_coil();
     const auto coil = [&](int c) { return std::span<const cfloat>(weighted.data() + static_cast<std::size_t>(c) * m, m); };
     if (!coils_) {
-      rhs = exact.fourier().adjoint(coil(0));
+      exact.fourier().adjoint(coil(0), rhs);
       return;
     }
     Image scratch(grid_);
-    sense_rhs(*coils_, 1, [&](int c, int) { scratch = exact.fourier().adjoint(coil(c)); },
+    sense_rhs(*coils_, 1, [&](int c, int) { exact.fourier().adjoint(coil(c), scratch); },
               [&](int) -> const Image & { return scratch; }, rhs);
   }
 

@@ -11,6 +11,7 @@
 #include "mri/density.hpp"
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
+#include "mri_backend/nufft_access.hpp"
 
 namespace mri::detail {
 namespace {
@@ -81,13 +82,13 @@ std::vector<cfloat> low_resolution_images(const KSpaceData &data, const Grid &gr
   NufftOptions o;
   o.tolerance = tolerance;
   o.backend = backend;
-  const NufftOperator adjoint(std::move(cal), grid, o);
+  const NufftOperator op(std::move(cal), grid, o);
   const std::size_t m = data.samples_per_coil(), n = static_cast<std::size_t>(grid.voxels());
   std::vector<cfloat> images(n * static_cast<std::size_t>(data.coils())), y(index.size());
   for (int c = 0; c < data.coils(); ++c) {
     const cfloat *coil = data.samples().data() + static_cast<std::size_t>(c) * m;
     for (std::size_t i = 0; i < y.size(); ++i) y[i] = coil[index[i]] * factor[i];
-    adjoint.adjoint(y.data(), images.data() + static_cast<std::size_t>(c) * n);
+    NufftAccess::adjoint(op, y.data(), images.data() + static_cast<std::size_t>(c) * n); // into the coil's slot
   }
   return images;
 }

@@ -31,6 +31,7 @@
 #include "mri/coils.hpp"
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
+#include "mri_backend/nufft_access.hpp"
 
 namespace mri {
 
@@ -55,10 +56,11 @@ std::vector<cfloat> calibration_kspace(const std::vector<cfloat> &low_res, int c
   NufftOptions o;
   o.tolerance = kCalibrationTolerance;
   const std::size_t points = cart.size(), n = static_cast<std::size_t>(grid.voxels());
-  const NufftOperator forward(Trajectory(grid.dims(), std::move(cart)), grid, o);
+  const NufftOperator op(Trajectory(grid.dims(), std::move(cart)), grid, o);
   std::vector<cfloat> out(points * static_cast<std::size_t>(coils));
   for (int c = 0; c < coils; ++c)
-    forward.apply(low_res.data() + static_cast<std::size_t>(c) * n, out.data() + static_cast<std::size_t>(c) * points);
+    detail::NufftAccess::forward(op, low_res.data() + static_cast<std::size_t>(c) * n,
+                                 out.data() + static_cast<std::size_t>(c) * points);
   return out;
 }
 

@@ -18,48 +18,30 @@ SenseOperator::SenseOperator(Trajectory trajectory, Grid grid, std::shared_ptr<c
                              "must be the operator's grid (" + std::to_string(grid.voxels()) + " voxels)");
 }
 
-std::vector<cfloat> SenseOperator::apply(const Image &image) const {
-  std::vector<cfloat> out = range_vector();
-  forward(image, out);
-  return out;
-}
-
-Image SenseOperator::adjoint(std::span<const cfloat> samples) const {
-  Image out(fourier_.grid());
-  adjoint_into(samples, out);
-  return out;
-}
-
 std::vector<cfloat> SenseOperator::range_vector() const {
   return std::vector<cfloat>(fourier_.trajectory().size() * static_cast<std::size_t>(coils()));
 }
 
-void SenseOperator::forward(const Image &image, std::vector<cfloat> &samples) const {
+void SenseOperator::forward(const Image &image, std::span<cfloat> samples) const {
   detail::check_image_grid(image, fourier_.grid());
   const std::size_t m = fourier_.trajectory().size();
   check_coil_samples(samples.size(), m);
   Image coil_image(image.grid());
-  std::vector<cfloat> y = fourier_.range_vector();
   for (int c = 0; c < coils(); ++c) {
     const std::span<const cfloat> s = maps_->map(c);
     for (std::size_t i = 0; i < image.size(); ++i) coil_image[i] = s[i] * image[i];
-    fourier_.forward(coil_image, y);
-    std::copy(y.begin(), y.end(), samples.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * m));
+    fourier_.forward(coil_image, samples.subspan(static_cast<std::size_t>(c) * m, m));
   }
 }
 
-void SenseOperator::adjoint(const std::vector<cfloat> &samples, Image &image) const { adjoint_into(samples, image); }
-
-void SenseOperator::adjoint_into(std::span<const cfloat> samples, Image &out) const {
+void SenseOperator::adjoint(std::span<const cfloat> samples, Image &out) const {
   detail::check_image_grid(out, fourier_.grid());
   const std::size_t m = fourier_.trajectory().size();
   check_coil_samples(samples.size(), m);
   std::fill(out.data(), out.data() + out.size(), cfloat(0));
-  std::vector<cfloat> y(m);
   Image coil_image(fourier_.grid());
   for (int c = 0; c < coils(); ++c) {
-    std::copy_n(samples.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * m), m, y.begin());
-    fourier_.adjoint(y, coil_image);
+    fourier_.adjoint(samples.subspan(static_cast<std::size_t>(c) * m, m), coil_image);
     const std::span<const cfloat> s = maps_->map(c);
     for (std::size_t i = 0; i < out.size(); ++i) out[i] += std::conj(s[i]) * coil_image[i];
   }

@@ -143,7 +143,9 @@ QOperator::~QOperator() = default;
 QOperator::QOperator(QOperator &&) noexcept = default;
 QOperator &QOperator::operator=(QOperator &&) noexcept = default;
 
-void QOperator::apply(const cfloat *in, cfloat *out) const {
+void QOperator::forward(const Image &in, Image &out) const {
+  detail::check_image_grid(in, grid_);
+  detail::check_image_grid(out, grid_);
   const Grid &p = plan_->padded;
   cfloat *pad = plan_->buffer;
   const cfloat *kernel = plan_->kernel;
@@ -152,7 +154,7 @@ void QOperator::apply(const cfloat *in, cfloat *out) const {
   // Zero-pad: voxel (x, y, z) of the image sits at (x, y, z) of the padded grid.
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
-      std::copy_n(in + grid_.index(0, y, z), row, pad + p.index(0, y, z));
+      std::copy_n(in.data() + grid_.index(0, y, z), row, pad + p.index(0, y, z));
   using Fft = detail::GridFft<float>;
   plan_->forward.execute_pruned(pad, Fft::corner(grid_.extents()), Fft::Pruning::ZeroOutside);
   const std::int64_t n = p.voxels();
@@ -161,19 +163,7 @@ void QOperator::apply(const cfloat *in, cfloat *out) const {
   plan_->inverse.execute_pruned(pad, Fft::corner(grid_.extents()), Fft::Pruning::OnlyImageRead);
   for (std::int64_t z = 0; z < grid_.nz(); ++z)
     for (std::int64_t y = 0; y < grid_.ny(); ++y)
-      std::copy_n(pad + p.index(0, y, z), row, out + grid_.index(0, y, z));
-}
-
-Image QOperator::apply(const Image &in) const {
-  Image out(grid_);
-  forward(in, out);
-  return out;
-}
-
-void QOperator::forward(const Image &in, Image &out) const {
-  detail::check_image_grid(in, grid_);
-  detail::check_image_grid(out, grid_);
-  apply(in.data(), out.data());
+      std::copy_n(pad + p.index(0, y, z), row, out.data() + grid_.index(0, y, z));
 }
 
 } // namespace mri

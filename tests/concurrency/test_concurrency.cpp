@@ -131,7 +131,7 @@ TEST_CASE("concurrency: one shared CPU FourierOperator and FhDOperator per probl
     return test::random_image(problem_of(t).grid, 100 + static_cast<unsigned>(t % kProblems));
   };
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
-    return ops[static_cast<std::size_t>(t % kProblems)].fourier().apply(image_of(t));
+    return mri::forward(ops[static_cast<std::size_t>(t % kProblems)].fourier(), image_of(t));
   }));
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
     return ops[static_cast<std::size_t>(t % kProblems)].apply(problem_of(t).data).values();
@@ -146,8 +146,8 @@ TEST_CASE("concurrency: a NufftOperator and a QOperator per thread, 16 threads",
     const auto nufft = [&](int t) {
       const Problem &p = problem_of(t);
       const NufftOperator op(p.data.trajectory(), p.grid, options);
-      std::vector<cfloat> out = op.adjoint(p.data.weighted_samples()).values();
-      const auto forward = op.apply(test::random_image(p.grid, 7));
+      std::vector<cfloat> out = mri::adjoint(op, p.data.weighted_samples()).values();
+      const auto forward = mri::forward(op, test::random_image(p.grid, 7));
       out.insert(out.end(), forward.begin(), forward.end());
       return out;
     };
@@ -156,7 +156,7 @@ TEST_CASE("concurrency: a NufftOperator and a QOperator per thread, 16 threads",
   const auto q = [](int t) {
     const Problem &p = problem_of(t);
     const QOperator op(p.data.trajectory(), p.data.weights(), p.grid);
-    return op.apply(test::random_image(p.grid, 8)).values();
+    return mri::forward(op, test::random_image(p.grid, 8)).values();
   };
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>(q));
 }
@@ -281,7 +281,7 @@ TEST_CASE("concurrency: two batches of 8 items at once, 4 workers each, against 
 }
 
 // Copies of a NufftOperator share its plan and so its buffers (the staging, grid and FFT buffers
-// that apply/adjoint write): the plan serializes its calls with a mutex. Without it, 13 of 16
+// that forward/adjoint write): the plan serializes its calls with a mutex. Without it, 13 of 16
 // threads returned wrong images and ThreadSanitizer reported the race on the staging buffer.
 TEST_CASE("concurrency: copies of one NufftOperator used at once are serialized, not racing",
           "[concurrency]") {
@@ -290,8 +290,8 @@ TEST_CASE("concurrency: copies of one NufftOperator used at once are serialized,
   const Image x = test::random_image(p.grid, 9);
   check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int) {
     const NufftOperator copy = op;
-    std::vector<cfloat> out = copy.adjoint(p.data.weighted_samples()).values();
-    const auto forward = copy.apply(x);
+    std::vector<cfloat> out = mri::adjoint(copy, p.data.weighted_samples()).values();
+    const auto forward = mri::forward(copy, x);
     out.insert(out.end(), forward.begin(), forward.end());
     return out;
   }));

@@ -51,8 +51,8 @@ Errors measure(const Grid &g, std::size_t m, const NufftOptions &o, std::uint64_
   const Image x = test::random_image(g, seed + 2);
   const NufftOperator op(t, g, o);
   Errors e;
-  e.adjoint = test::relative_error(op.adjoint(y), exact_adjoint(t, y, g));
-  e.forward = test::relative_error(op.apply(x), exact_forward(t, x));
+  e.adjoint = test::relative_error(mri::adjoint(op, y), exact_adjoint(t, y, g));
+  e.forward = test::relative_error(mri::forward(op, x), exact_forward(t, x));
   return e;
 }
 
@@ -76,8 +76,8 @@ double worst_error(const Trajectory &t, const Grid &g, const NufftOptions &o, st
   const auto y = test::random_complex(t.size(), seed);
   const Image x = test::random_image(g, seed + 1);
   const NufftOperator op(t, g, o);
-  return std::max(test::relative_error(op.adjoint(y), exact_adjoint(t, y, g)),
-                  test::relative_error(op.apply(x), exact_forward(t, x)));
+  return std::max(test::relative_error(mri::adjoint(op, y), exact_adjoint(t, y, g)),
+                  test::relative_error(mri::forward(op, x), exact_forward(t, x)));
 }
 
 // The worst case the estimate describes: every sample at the same fractional offset z of the
@@ -98,7 +98,7 @@ double aligned_error(const Grid &g, const NufftOptions &o, double z, int c) {
   const Trajectory t(g.dims(), p);
   Image x(g);
   x[static_cast<std::size_t>(g.index(c, c, g.dims() == 3 ? c : 0))] = cfloat(1.0f);
-  return test::relative_error(NufftOperator(t, g, o).apply(x), exact_forward(t, x));
+  return test::relative_error(mri::forward(NufftOperator(t, g, o), x), exact_forward(t, x));
 }
 
 // max of aligned_error over 16 offsets and the two voxels nearest the corner.
@@ -295,8 +295,8 @@ TEST_CASE("nufft: relative error vs the exact float64 F and F^H is within the to
           o.precision = precision;
           o.gridding = gridding;
           const NufftOperator op(t, c.grid, o);
-          const double ea = test::relative_error(op.adjoint(y), adjoint_ref);
-          const double ef = test::relative_error(op.apply(x), forward_ref);
+          const double ea = test::relative_error(mri::adjoint(op, y), adjoint_ref);
+          const double ef = test::relative_error(mri::forward(op, x), forward_ref);
           INFO("kernel '" << kernel << "', tol " << tol << ", " << to_string(precision) << ", " << to_string(gridding) << ", grid "
                       << c.grid.nx() << "x" << c.grid.ny() << "x" << c.grid.nz() << ": adjoint " << ea
                       << ", forward " << ef);
@@ -325,8 +325,8 @@ TEST_CASE("nufft: samples on the k-space edge and grids smaller than a tile wrap
         o.precision = tol < kNufftFloat32MinTolerance ? Precision::Float64 : Precision::Float32;
         o.gridding = gridding;
         const NufftOperator op(t, g, o);
-        const double ea = test::relative_error(op.adjoint(y), exact_adjoint(t, y, g));
-        const double ef = test::relative_error(op.apply(x), exact_forward(t, x));
+        const double ea = test::relative_error(mri::adjoint(op, y), exact_adjoint(t, y, g));
+        const double ef = test::relative_error(mri::forward(op, x), exact_forward(t, x));
         INFO("grid " << g.nx() << "x" << g.ny() << "x" << g.nz() << ", tol " << tol << ", " << to_string(gridding)
                      << ": adjoint " << ea << ", forward " << ef << ", oversampled " << op.oversampled_grid().nx());
         CHECK(ea <= tol);
@@ -347,19 +347,19 @@ TEST_CASE("nufft: scatter (GA) and gather (RGA) agree to rounding; RGA is bitwis
       o.tolerance = precision == Precision::Float32 ? 1e-3 : 1e-6;
       o.precision = precision;
       o.gridding = Gridding::Scatter;
-      const Image ga = NufftOperator(t, g, o).adjoint(y);
+      const Image ga = mri::adjoint(NufftOperator(t, g, o), y);
       o.gridding = Gridding::Gather;
       const NufftOperator rga_op(t, g, o);
-      const Image rga = rga_op.adjoint(y);
+      const Image rga = mri::adjoint(rga_op, y);
       const double diff = test::relative_error(ga, rga);
       INFO(to_string(precision) << ", " << g.dims() << "D: |GA - RGA| / |RGA| = " << diff);
       // Different summation orders only: float ~1e-7, double ~1e-16, then rounded to float.
       CHECK(diff <= (precision == Precision::Float32 ? 2e-6 : 2e-7));
       // Run to run, and with another thread count: the same bits.
-      CHECK(bitwise_equal(rga, rga_op.adjoint(y)));
+      CHECK(bitwise_equal(rga, mri::adjoint(rga_op, y)));
       for (const int threads : {1, 3}) {
         o.threads = threads;
-        CHECK(bitwise_equal(rga, NufftOperator(t, g, o).adjoint(y)));
+        CHECK(bitwise_equal(rga, mri::adjoint(NufftOperator(t, g, o), y)));
       }
     }
   }
@@ -382,13 +382,13 @@ TEST_CASE("nufft: Gridding::Auto is the fastest deterministic method of the back
   const auto y = test::random_complex(t.size(), 92);
   NufftOptions o;
   o.gridding = Gridding::Gather;
-  const Image gather = NufftOperator(t, g, o).adjoint(y);
+  const Image gather = mri::adjoint(NufftOperator(t, g, o), y);
   for (const Gridding asked : {Gridding::Auto, Gridding::ScatterFixed}) {
     o.gridding = asked;
     const NufftOperator op(t, g, o);
     INFO(to_string(asked));
     CHECK(op.options().gridding == Gridding::Gather);
-    CHECK(bitwise_equal(op.adjoint(y), gather));
+    CHECK(bitwise_equal(mri::adjoint(op, y), gather));
   }
 }
 
@@ -407,8 +407,8 @@ TEST_CASE("nufft: the NUFFT pair is adjoint, <F x, y> = <x, F^H y>", "[nufft]") 
         o.precision = precision;
         o.gridding = gridding;
         const NufftOperator op(t, g, o);
-        const auto fx = op.apply(x);
-        const Image fhy = op.adjoint(y);
+        const auto fx = mri::forward(op, x);
+        const Image fhy = mri::adjoint(op, y);
         const cdouble lhs = test::inner(fx, y), rhs = test::inner(x.values(), fhy.values());
         auto norm = [](std::span<const cfloat> v) { return std::sqrt(test::inner(v, v).real()); };
         const double scale = norm(fx) * norm(y) + norm(x.values()) * norm(fhy.values());
@@ -495,14 +495,14 @@ TEST_CASE("nufft: bad input raises SDK exceptions naming the argument and value"
   }
   SECTION("data of the wrong size or not finite") {
     const NufftOperator op(t, g);
-    CHECK_THROWS_WITH(op.adjoint(std::vector<cfloat>(t.size() + 1)), test::contains("samples.size() = 41"));
+    CHECK_THROWS_WITH(mri::adjoint(op, std::vector<cfloat>(t.size() + 1)), test::contains("samples.size() = 41"));
     auto y = test::random_complex(t.size(), 4);
     y[7] = cfloat(std::numeric_limits<float>::infinity(), 0);
-    CHECK_THROWS_WITH(op.adjoint(y), test::contains("samples[7]"));
-    CHECK_THROWS_AS(op.apply(Image(Grid(8, 9))), InvalidArgument);
+    CHECK_THROWS_WITH(mri::adjoint(op, y), test::contains("samples[7]"));
+    CHECK_THROWS_AS(mri::forward(op, Image(Grid(8, 9))), InvalidArgument);
     Image x(g);
     x[3] = cfloat(0, std::numeric_limits<float>::quiet_NaN());
-    CHECK_THROWS_WITH(op.apply(x), test::contains("image[3]"));
+    CHECK_THROWS_WITH(mri::forward(op, x), test::contains("image[3]"));
   }
   SECTION("Q weights of the wrong length or negative") {
     CHECK_THROWS_WITH(nufft_q(t, std::vector<float>(t.size() - 1, 1.0f), g), test::contains("weights.size() = 39"));
@@ -538,7 +538,7 @@ TEST_CASE("bart: our NUFFT adjoint on BART's radial trajectory and phantom data 
   REQUIRE(theirs.grid() == g);
   NufftOptions o;
   o.tolerance = 1e-4;
-  const Image ours = NufftOperator(t, g, o).adjoint(ksp.data);
+  const Image ours = mri::adjoint(NufftOperator(t, g, o), ksp.data);
   Image scaled(g);
   for (std::size_t i = 0; i < scaled.size(); ++i) scaled[i] = ours[i] * static_cast<float>(bart::nufft_scale(g));
   const double e = test::relative_error(theirs, scaled);

@@ -30,7 +30,7 @@ std::vector<cfloat> grid_adjoint(const KSpaceData &data, const Grid &grid, Gridd
   NufftOptions o;
   o.gridding = gridding;
   o.threads = threads;
-  return NufftOperator(data.trajectory(), grid, o).adjoint(data.weighted_samples()).values();
+  return mri::adjoint(NufftOperator(data.trajectory(), grid, o), data.weighted_samples()).values();
 }
 
 std::vector<cfloat> recon(const KSpaceData &data, const Grid &grid, Method method, int threads) {

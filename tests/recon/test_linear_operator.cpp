@@ -8,6 +8,8 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
@@ -53,12 +55,6 @@ template <LinearOperator A> double adjoint_mismatch(const A &a, std::uint64_t se
   return std::abs(lhs - rhs) / std::sqrt(inner(values(ax), values(ax)).real() * inner(values(y), values(y)).real());
 }
 
-template <LinearOperator A> typename A::Range forward_of(const A &a, const typename A::Domain &x) {
-  typename A::Range y = a.range_vector();
-  a.forward(x, y);
-  return y;
-}
-
 } // namespace
 
 TEST_CASE("operator core: every host operator and composition is adjoint", "[operators]") {
@@ -81,7 +77,7 @@ TEST_CASE("operator core: every host operator and composition is adjoint", "[ope
       const Image x = test::random_image(grid, seed + 3);
       Image stencil(grid), composed(grid);
       reg.normal(x, stencil);
-      const std::vector<cfloat> wx = forward_of(reg, x);
+      const std::vector<cfloat> wx = mri::forward(reg, x);
       reg.adjoint(wx, composed);
       if (r == Regularizer::None)
         CHECK(VectorOps<Image>::norm2(stencil) + VectorOps<Image>::norm2(composed) == 0.0);
@@ -111,29 +107,29 @@ TEST_CASE("operator core: the assembled normal equals its terms added by hand", 
   const Image x = test::random_image(grid, seed + 2);
 
   // direct_normal: F^H (w .* F x).
-  std::vector<cfloat> fx = forward_of(f, x);
+  std::vector<cfloat> fx = mri::forward(f, x);
   for (std::size_t m = 0; m < fx.size(); ++m) fx[m] *= w[m];
   Image by_hand(grid);
   f.adjoint(fx, by_hand);
-  CHECK(test::relative_error(forward_of(detail::direct_normal(f, w), x), by_hand) < 1e-6);
+  CHECK(test::relative_error(mri::forward(detail::direct_normal(f, w), x), by_hand) < 1e-6);
   // Without weights: normal_of(F) = F^H F.
   Image plain(grid);
-  f.adjoint(forward_of(f, x), plain);
-  CHECK(test::relative_error(forward_of(detail::direct_normal(f, {}), x), plain) < 1e-6);
-  CHECK(test::relative_error(forward_of(normal_of(f), x), plain) < 1e-6);
+  f.adjoint(mri::forward(f, x), plain);
+  CHECK(test::relative_error(mri::forward(detail::direct_normal(f, {}), x), plain) < 1e-6);
+  CHECK(test::relative_error(mri::forward(normal_of(f), x), plain) < 1e-6);
 
   // regularized: Q x + lambda W^H W x, and the Toeplitz form agrees with the direct one.
   const QOperator q(t, w, grid, {Backend::Cpu, Precision::Float64});
   const double lambda = 2.5;
-  Image expected = forward_of(ref(q), x);
+  Image expected = mri::forward(ref(q), x);
   add_regularizer_normal(Regularizer::FiniteDifference, lambda, grid, x.data(), expected.data());
   const Image assembled =
-      forward_of(detail::regularized(ref(q), Regularizer::FiniteDifference, lambda, grid), x);
+      mri::forward(detail::regularized(ref(q), Regularizer::FiniteDifference, lambda, grid), x);
   CHECK(test::relative_error(assembled, expected) < 1e-6);
-  CHECK(test::relative_error(forward_of(ref(q), x), by_hand) < 1e-4); // Toeplitz = direct (float FFTs)
+  CHECK(test::relative_error(mri::forward(ref(q), x), by_hand) < 1e-4); // Toeplitz = direct (float FFTs)
   // lambda = 0 adds nothing: bitwise the data term.
-  const Image bare = forward_of(detail::regularized(ref(q), Regularizer::FiniteDifference, 0.0, grid), x);
-  CHECK(test::relative_error(bare, forward_of(ref(q), x)) == 0.0);
+  const Image bare = mri::forward(detail::regularized(ref(q), Regularizer::FiniteDifference, 0.0, grid), x);
+  CHECK(test::relative_error(bare, mri::forward(ref(q), x)) == 0.0);
 }
 
 TEST_CASE("operator core: vectors of the wrong space are refused", "[operators][bad-input]") {
@@ -153,6 +149,34 @@ TEST_CASE("operator core: vectors of the wrong space are refused", "[operators][
   const QOperator q(t, {}, grid);
   Image out(grid);
   CHECK_THROWS_AS(q.forward(other, out), InvalidArgument);
+}
+
+TEST_CASE("operator core: the value forms refuse NaN and Inf, naming the element", "[operators][bad-input]") {
+  // mri::forward(A, x) and mri::adjoint(A, y) check the input's values for every host operator
+  // (the members leave that to the caller); the sizes are the members' checks.
+  const Grid grid(8, 8);
+  const Trajectory t = test::random_trajectory(grid, 50, 1);
+  const FourierOperator f(t, grid);
+  const NufftOperator nufft(t, grid);
+  const QOperator q(t, {}, grid);
+  const SenseOperator e(t, grid, std::make_shared<const CoilSensitivities>(grid, 2, random_complex(128, 2)));
+  Image x(grid);
+  x[5] = cfloat(std::numeric_limits<float>::quiet_NaN(), 0.0f);
+  std::vector<cfloat> y(50), y2(100);
+  y[7] = y2[7] = cfloat(0.0f, std::numeric_limits<float>::infinity());
+  CHECK_THROWS_WITH(mri::forward(f, x), test::contains("image[5]"));
+  CHECK_THROWS_WITH(mri::adjoint(f, y), test::contains("samples[7]"));
+  CHECK_THROWS_WITH(mri::forward(nufft, x), test::contains("image[5]"));
+  CHECK_THROWS_WITH(mri::adjoint(nufft, y), test::contains("samples[7]"));
+  CHECK_THROWS_WITH(mri::forward(q, x), test::contains("image[5]"));
+  CHECK_THROWS_WITH(mri::forward(e, x), test::contains("image[5]"));
+  CHECK_THROWS_WITH(mri::adjoint(e, y2), test::contains("samples[7]"));
+  CHECK_THROWS_WITH(mri::forward(normal_of(f), x), test::contains("must be finite"));
+  x[5] = 0.0f;
+  y[7] = 0.0f;
+  CHECK_THROWS_WITH(mri::adjoint(e, y), test::contains("samples.size() = 50")); // the member's check
+  CHECK(mri::forward(f, x).size() == 50);
+  CHECK(mri::adjoint(nufft, y).grid() == grid);
 }
 
 // docs/api.md's composition, as written there, solves what reconstruct solves (exact F, direct

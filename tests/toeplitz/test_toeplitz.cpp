@@ -17,9 +17,9 @@ namespace {
 // F^H (w .* F x) with the float64 reference sums.
 Image explicit_normal(const Trajectory &t, const std::vector<float> &w, const Image &x) {
   const FourierOperator f(t, x.grid(), {Backend::Cpu, Precision::Float64});
-  auto y = f.apply(x);
+  auto y = mri::forward(f, x);
   for (std::size_t m = 0; m < y.size(); ++m) y[m] *= w.empty() ? 1.0f : w[m];
-  return f.adjoint(y);
+  return mri::adjoint(f, y);
 }
 
 } // namespace
@@ -35,7 +35,7 @@ TEST_CASE("toeplitz: Q-embedded F^H W F equals F^H(W F x)", "[toeplitz]") {
   const Image x = test::random_image(grid, 5);
   const QOperator q(t, w, grid, {Backend::Cpu, Precision::Float64});
   CHECK(q.q().grid() == grid.doubled());
-  CHECK(test::relative_error(q.apply(x), explicit_normal(t, w, x)) < 1e-5);
+  CHECK(test::relative_error(mri::forward(q, x), explicit_normal(t, w, x)) < 1e-5);
 }
 
 TEST_CASE("toeplitz: Q is Hermitian symmetric and its centre is the weight sum", "[toeplitz]") {
@@ -90,7 +90,7 @@ TEST_CASE("toeplitz: the spectrum is a sum of separable Dirichlet kernels (the G
   // Q is held in float (Image): ~1e-7.
   CHECK(std::sqrt(num / den) < 1e-6);
   const Image x = test::random_image(grid, 23);
-  CHECK(test::relative_error(QOperator::from_spectrum(grid, dirichlet).apply(x), explicit_normal(t, w, x)) < 1e-5);
+  CHECK(test::relative_error(mri::forward(QOperator::from_spectrum(grid, dirichlet), x), explicit_normal(t, w, x)) < 1e-5);
 }
 
 TEST_CASE("toeplitz: float32 Q matches float64 Q", "[toeplitz]") {
@@ -114,9 +114,9 @@ TEST_CASE("toeplitz: QOperator::from_q with Q by NUFFT equals F^H(W F x) to the 
   NufftOptions o;
   o.tolerance = 1e-4;
   const QOperator by_nufft = QOperator::from_q(grid, nufft_q(t, w, grid, o));
-  CHECK(test::relative_error(by_nufft.apply(x), reference) < 1e-4);
+  CHECK(test::relative_error(mri::forward(by_nufft, x), reference) < 1e-4);
   const QOperator exact(t, w, grid, {Backend::Cpu, Precision::Float64});
-  CHECK(test::relative_error(QOperator::from_q(grid, exact.q()).apply(x), exact.apply(x)) < 1e-6);
+  CHECK(test::relative_error(mri::forward(QOperator::from_q(grid, exact.q()), x), mri::forward(exact, x)) < 1e-6);
 }
 
 TEST_CASE("toeplitz: bad input", "[toeplitz][bad-input]") {
@@ -129,7 +129,7 @@ TEST_CASE("toeplitz: bad input", "[toeplitz][bad-input]") {
   CHECK_THROWS_AS(QOperator(Trajectory(2, {}), {}, grid), InvalidArgument);
   CHECK_THROWS_AS(QOperator(Trajectory(2, {{6.5f, 0, 0}}), {}, Grid(4, 4)), InvalidArgument); // beyond 3n/2 = 6
   const QOperator q(t, {}, grid);
-  CHECK_THROWS_AS(q.apply(Image(Grid(8, 9))), InvalidArgument);
+  CHECK_THROWS_AS(mri::forward(q, Image(Grid(8, 9))), InvalidArgument);
   CHECK_THROWS_WITH(QOperator::from_q(grid, Image(grid)), test::contains("q.grid()")); // not doubled
   Image bad(grid.doubled());
   bad.data()[5] = cfloat(std::numeric_limits<float>::infinity(), 0);

@@ -46,9 +46,9 @@ using gpu_test::fresh_seed; // MRI_GPU_TEST_SEED replays a failure (the seed is 
 Image explicit_normal(const Trajectory &t, const std::vector<float> &w, const Image &x,
                       Regularizer r = Regularizer::None, double lambda = 0) {
   const FourierOperator f(t, x.grid(), {Backend::Cpu, Precision::Float64});
-  auto y = f.apply(x);
+  auto y = mri::forward(f, x);
   for (std::size_t m = 0; m < w.size(); ++m) y[m] *= w[m];
-  Image out = f.adjoint(y);
+  Image out = mri::adjoint(f, y);
   add_regularizer_normal(r, lambda, x.grid(), x.data(), out.data());
   return out;
 }
@@ -190,7 +190,7 @@ void check_toeplitz(const Grid &grid, ToeplitzFft fft, bool weighted) {
   from.apply(dx, out2);
   const Image gpu_out = out.to_host();
   CHECK(test::relative_error(out2.to_host(), gpu_out) < 1e-6);
-  CHECK(test::relative_error(QOperator::from_spectrum(grid, spectrum).apply(x), gpu_out) < 1e-5);
+  CHECK(test::relative_error(mri::forward(QOperator::from_spectrum(grid, spectrum), x), gpu_out) < 1e-5);
 }
 
 } // namespace
@@ -357,7 +357,7 @@ TEST_CASE("gpu cg: the CPU ConjugateGradient template on device images, same ite
   const QOperator q_cpu(t, w, grid, {Backend::Cpu, Precision::Float64});
   cuda::QOperator q_gpu(t, w, grid);
   auto cpu_op = [&](const Image &in, Image &out) {
-    q_cpu.apply(in.data(), out.data());
+    q_cpu.forward(in, out);
     add_regularizer_normal(Regularizer::Tikhonov, 0.1, grid, in.data(), out.data());
   };
   auto gpu_op = [&](const DeviceImage &in, DeviceImage &out) {
@@ -496,7 +496,7 @@ TEST_CASE("gpu toeplitz and direct normal by NUFFT: equal the explicit float64 s
   toeplitz.apply(dx, out);
   CHECK(test::relative_error(out.to_host(), reference) < 1e-4);
   // The same Q on the CPU (nufft_q + QOperator::from_q) gives the same operator.
-  CHECK(test::relative_error(QOperator::from_q(grid, nufft_q(t, w, grid, o)).apply(x), out.to_host()) < 1e-5);
+  CHECK(test::relative_error(mri::forward(QOperator::from_q(grid, nufft_q(t, w, grid, o)), x), out.to_host()) < 1e-5);
 
   const NufftOperator pair(t, grid, o);
   for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {

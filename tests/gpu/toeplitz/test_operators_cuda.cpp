@@ -39,8 +39,8 @@ TEST_CASE("cuda operators: F^H, F and Q match the float64 reference for every po
   CHECK(gpu.options().backend == Backend::Cuda);
   // 1e-5: float32 accumulation over M = 3001 terms with accurate or turn-reduced trig
   // (the tolerance every policy is held to).
-  CHECK(test::relative_error(gpu.adjoint(y), ref.adjoint(y)) < 1e-5);
-  const auto fx = gpu.apply(x), fx_ref = ref.apply(x);
+  CHECK(test::relative_error(mri::adjoint(gpu, y), mri::adjoint(ref, y)) < 1e-5);
+  const auto fx = mri::forward(gpu, x), fx_ref = mri::forward(ref, x);
   CHECK(test::relative_error(std::span<const cfloat>(fx), std::span<const cfloat>(fx_ref)) < 1e-5);
 
   const std::vector<float> w = test::random_weights(t.size(), seed + 3);
@@ -62,8 +62,8 @@ TEST_CASE("cuda operators: float64 on the GPU runs separable-gemm (ZGEMM in doub
   CHECK(gpu.options().backend == Backend::Cuda);
   CHECK(gpu.options().policy == KernelPolicy::SeparableGemm);
   // Both compute in double and round to float at the end: only that rounding differs.
-  CHECK(test::relative_error(gpu.adjoint(y), ref.adjoint(y)) < 1e-6);
-  const auto fx = gpu.apply(x), fx_ref = ref.apply(x);
+  CHECK(test::relative_error(mri::adjoint(gpu, y), mri::adjoint(ref, y)) < 1e-6);
+  const auto fx = mri::forward(gpu, x), fx_ref = mri::forward(ref, x);
   CHECK(test::relative_error(std::span<const cfloat>(fx), std::span<const cfloat>(fx_ref)) < 1e-6);
   const QOperator q_gpu(t, {}, grid, gpu64);
   const QOperator q_ref(t, {}, grid, kReference);
@@ -114,18 +114,18 @@ TEST_CASE("cuda operators: samples on and beyond the grid's edge are their perio
     const auto y = test::random_complex(t.size(), seed + 1);
     const Image x = test::random_image(grid, seed + 2);
     const FourierOperator ref(t, grid, kReference);
-    const Image ref_adjoint = ref.adjoint(y);
+    const Image ref_adjoint = mri::adjoint(ref, y);
     for (const KernelPolicy policy : {KernelPolicy::Auto, KernelPolicy::Gather, KernelPolicy::SeparableGemm}) {
       INFO("policy " << to_string(policy));
       const FourierOperator gpu(t, grid, {Backend::Cuda, Precision::Float32, policy});
-      CHECK(test::relative_error(gpu.adjoint(y), ref_adjoint) < 1e-5);
+      CHECK(test::relative_error(mri::adjoint(gpu, y), ref_adjoint) < 1e-5);
     }
-    const auto fx = FourierOperator(t, grid, {Backend::Cuda}).apply(x), fx_ref = ref.apply(x);
+    const auto fx = mri::forward(FourierOperator(t, grid, {Backend::Cuda}), x), fx_ref = mri::forward(ref, x);
     CHECK(test::relative_error(std::span<const cfloat>(fx), std::span<const cfloat>(fx_ref)) < 1e-5);
     NufftOptions o;
     o.backend = Backend::Cuda;
     o.tolerance = 1e-4;
-    const auto nx = NufftOperator(t, grid, o).apply(x);
+    const auto nx = mri::forward(NufftOperator(t, grid, o), x);
     CHECK(test::relative_error(std::span<const cfloat>(nx), std::span<const cfloat>(fx_ref)) < 1e-4);
     CHECK(test::relative_error(QOperator(t, {}, grid, {Backend::Cuda}).q(), QOperator(t, {}, grid, kReference).q()) <
           1e-5);
