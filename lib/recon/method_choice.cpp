@@ -18,29 +18,10 @@
 #include "mri/error.hpp"
 #include "mri/nufft.hpp"
 #include "mri/reconstruct.hpp"
+#include "mri_backend/tuning.hpp"
 
 namespace mri {
 namespace {
-
-// The GPU's rates (sm_90), measured by the benchmarks named; the figures they come from are the
-// current tables of docs/performance.md. A new GPU generation tunes them by rerunning those.
-struct GpuCostModel {
-  // bench_fhd_gpu (FHD-3D-L, FHD-2D; KernelPolicy::Tuned on the tensor cores): voxel-sample pairs
-  // a second of the exact F^H D (and of F in the direct normal).
-  static constexpr double exact_pairs_per_second = 1.2e13;
-  // bench_recon_gpu (RECON-3D's Q phase): pairs (doubled-grid voxels x samples) a second of Q's
-  // spectrum as Dirichlet kernels on the tensor cores, used in 3D; 2D sums Q by the F^H D kernel.
-  static constexpr double exact_q_3d_pairs_per_second = 5.4e13;
-  // bench_recon_gpu (RECON-3D, method = Nufft: its F^H D and Q phases, which spread the same
-  // M W^d onto grids 8x apart, give the two rates below; bench_nufft_front_gpu times the adjoint
-  // alone and refines the first): kernel weights spread a second ...
-  static constexpr double nufft_spread_per_second = 4.5e10;
-  // ... and G log2 G a second of the oversampled grid's FFT.
-  static constexpr double nufft_fft_per_second = 5.1e11;
-  // RECON-2D, method = Nufft: Q's phase beyond what its spreading and FFT account for (plans,
-  // launches, the spectrum's set-up), once per reconstruction.
-  static constexpr double nufft_fixed_seconds = 2.5e-4;
-};
 
 double fft_work(double points) { return points * std::log2(std::max(points, 2.0)); }
 
@@ -49,18 +30,18 @@ struct GpuEstimate {
 };
 
 GpuEstimate gpu_estimate(const ReconSize &s, double nufft_tolerance) {
-  using M = GpuCostModel;
+  constexpr detail::tuning::MethodCostRates M = detail::tuning::Gpu::method_cost; // the tuning table's rates
   const double n = s.voxels, m = s.samples, coils = s.coils, doubled = std::pow(2.0, s.dims);
   const double direct = 2.0 * s.direct_iterations; // F and F^H each direct iteration
   GpuEstimate e;
   const double fhd_pairs = coils * n * m;
-  const double q_rate = s.dims == 3 ? M::exact_q_3d_pairs_per_second : M::exact_pairs_per_second;
-  e.exact_seconds = (1.0 + direct) * fhd_pairs / M::exact_pairs_per_second + doubled * n * m / q_rate;
+  const double q_rate = s.dims == 3 ? M.exact_q_3d_pairs_per_second : M.exact_pairs_per_second;
+  e.exact_seconds = (1.0 + direct) * fhd_pairs / M.exact_pairs_per_second + doubled * n * m / q_rate;
   const int width = KaiserBessel::for_tolerance(nufft_tolerance, s.dims).width;
-  const double spread = m * std::pow(width, s.dims) / M::nufft_spread_per_second;
-  const double one_coil = spread + fft_work(doubled * n) / M::nufft_fft_per_second;
-  const double q = spread + fft_work(doubled * doubled * n) / M::nufft_fft_per_second;
-  e.nufft_seconds = (1.0 + direct) * coils * one_coil + q + M::nufft_fixed_seconds;
+  const double spread = m * std::pow(width, s.dims) / M.nufft_spread_per_second;
+  const double one_coil = spread + fft_work(doubled * n) / M.nufft_fft_per_second;
+  const double q = spread + fft_work(doubled * doubled * n) / M.nufft_fft_per_second;
+  e.nufft_seconds = (1.0 + direct) * coils * one_coil + q + M.nufft_fixed_seconds;
   return e;
 }
 

@@ -36,4 +36,14 @@ struct DirichletTileShape {
   double scale;     // a power of two that puts the values in float16's normal range
 };
 
+// Method::Auto's cost model of F^H D and Q on a GPU (lib/recon/method_choice.cpp): the rates the
+// estimate divides by.
+struct MethodCostRates {
+  double exact_pairs_per_second;      // voxel-sample pairs of the exact F^H D (and of F)
+  double exact_q_3d_pairs_per_second; // doubled-grid pairs of Q's spectrum (3D, tensor cores)
+  double nufft_spread_per_second;     // kernel weights spread (M W^d a adjoint)
+  double nufft_fft_per_second;        // G log2 G of the oversampled grid's FFT
+  double nufft_fixed_seconds;         // plans, launches and the spectrum's set-up, once per call
+};
+
 } // namespace mri::detail::tuning

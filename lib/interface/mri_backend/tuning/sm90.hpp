@@ -73,6 +73,17 @@ struct Sm90 {
   // ---- SENSE's batched Toeplitz pass (cuda/sense/sense_toeplitz.cu); bench_recon_gpu
   // (RECON-3D-MC): what the padded grids of one pass may take (cuFFT's work area on top).
   static constexpr std::size_t sense_batch_bytes = std::size_t{512} << 20;
+
+  // ---- Method::Auto's cost model (lib/recon/method_choice.cpp): exact pairs/s from bench_fhd_gpu
+  // (FHD-3D-L, Tuned on the tensor cores) and bench_recon_gpu (RECON-3D's Q phase, Dirichlet
+  // spectrum); the NUFFT's spread and FFT rates from bench_recon_gpu's RECON-3D/nufft phases (its
+  // F^H D and Q spread the same M W^d onto grids 8x apart); its fixed cost from RECON-2D/nufft's
+  // Q phase beyond spread and FFT.
+  static constexpr MethodCostRates method_cost{.exact_pairs_per_second = 1.2e13,
+                                               .exact_q_3d_pairs_per_second = 5.4e13,
+                                               .nufft_spread_per_second = 4.5e10,
+                                               .nufft_fft_per_second = 5.1e11,
+                                               .nufft_fixed_seconds = 2.5e-4};
 };
 
 } // namespace mri::detail::tuning
