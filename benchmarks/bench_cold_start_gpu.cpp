@@ -53,9 +53,10 @@ struct Call {
 
 Call timed_reconstruct(const mri::KSpaceData &data, const mri::Grid &grid) {
   mri::ReconOptions o;
-  o.iterations = 20;
-  o.tolerance = 0;
+  o.solver.iterations = 20;
+  o.solver.tolerance = 0;
   o.backend = mri::Backend::Cuda;
+  o.method = mri::Method::Exact; // RECON-2D by the exact sums, as docs/performance.md's table
   const auto t0 = Clock::now();
   mri::ReconResult r = mri::reconstruct(data, grid, o);
   return {ms_since(t0), std::move(r.report)};

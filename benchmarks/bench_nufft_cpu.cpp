@@ -255,14 +255,14 @@ void RECON2DMC_fhd(benchmark::State &state) {
   ReconOptions o;
   o.method = Method::Nufft;
   o.backend = Backend::Cpu;
-  o.iterations = 1;
-  o.sensitivities = p.maps;
+  o.solver.iterations = 1;
+  o.coils.sensitivities = p.maps;
   for (auto _ : state) {
     if (state.range(0)) {
       state.SetIterationTime(reconstruct(p.data, p.grid, o).report.fhd_seconds);
     } else {
       NufftOptions n;
-      n.tolerance = o.nufft_tolerance;
+      n.tolerance = o.nufft.tolerance;
       state.SetIterationTime(fhd_per_coil(p, n));
     }
   }

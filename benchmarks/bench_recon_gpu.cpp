@@ -27,7 +27,7 @@
 //   MRI_BENCH_256=1 adds a 256^3 reconstruction (koosh 4096 x 256 = 2^20 samples, 2 CG
 //   iterations, no warm-up): the large problem runs, or fails up front naming the memory it needs.
 //   MRI_BENCH_DEVICES=0,1 adds RECON-3D with the exact sums split by voxel slabs over those CUDA
-//   devices (ReconOptions::devices; "0,0" on one GPU), and RECON-3D-MC by the NUFFT with SENSE's
+//   devices (ReconOptions::gpu.devices; "0,0" on one GPU), and RECON-3D-MC by the NUFFT with SENSE's
 //   CG split by coils over them, each device's seconds as counters.
 #include <benchmark/benchmark.h>
 
@@ -115,11 +115,14 @@ Problem &problem(const std::string &name) {
   return *slot;
 }
 
+// The exact sums unless a case names the NUFFT: the figures of docs/performance.md's exact rows
+// (Method::Auto, the default, would pick per problem).
 mri::ReconOptions recon_options() {
   mri::ReconOptions o;
-  o.iterations = 20;
-  o.tolerance = 0; // always 20 iterations
+  o.solver.iterations = 20;
+  o.solver.tolerance = 0; // always 20 iterations
   o.backend = mri::Backend::Cuda;
+  o.method = mri::Method::Exact;
   return o;
 }
 
@@ -149,7 +152,7 @@ void end_to_end(benchmark::State &state, const std::string &problem_name, const 
   Problem &p = problem(problem_name);
   static std::map<std::string, bool> warmed;
   mri::ReconResult r;
-  o.sensitivities = p.maps;
+  o.coils.sensitivities = p.maps;
   try {
     if (warm_up && !warmed[label]) mri::reconstruct(*p.data, p.grid, o); // context, modules, plans, cache entry
     warmed[label] = true;
@@ -195,7 +198,7 @@ void BM_Recon3D_EndToEnd(benchmark::State &state) { end_to_end(state, "RECON-3D"
 // transformed (the path before the tensor-core Dirichlet spectrum, which Auto takes in 3D).
 void BM_Recon3D_EndToEnd_TunedQ(benchmark::State &state) {
   auto o = recon_options();
-  o.policy = mri::KernelPolicy::Tuned;
+  o.gpu.policy = mri::KernelPolicy::Tuned;
   end_to_end(state, "RECON-3D", "RECON-3D (Q by tuned)", o);
 }
 void BM_Recon3D_EndToEnd_CachedQ(benchmark::State &state) {
@@ -227,8 +230,8 @@ void device_counters(benchmark::State &state, const mri::ReconReport &r, const s
 }
 void BM_Recon3D_Devices(benchmark::State &state, mri::KernelPolicy policy) {
   auto o = recon_options();
-  o.policy = policy;
-  o.devices = bench_devices();
+  o.gpu.policy = policy;
+  o.gpu.devices = bench_devices();
   const std::string label = std::string("RECON-3D (devices ") + std::getenv("MRI_BENCH_DEVICES") + ", policy " +
                             mri::to_string(policy) + ")";
   end_to_end(state, "RECON-3D", label, o);
@@ -241,7 +244,7 @@ void BM_Recon3D_Devices(benchmark::State &state, mri::KernelPolicy policy) {
 void BM_Recon3DMC_Devices(benchmark::State &state) {
   auto o = recon_options();
   o.method = mri::Method::Nufft;
-  o.devices = bench_devices();
+  o.gpu.devices = bench_devices();
   const std::string label = std::string("RECON-3D-MC (nufft, devices ") + std::getenv("MRI_BENCH_DEVICES") + ")";
   end_to_end(state, "RECON-3D-MC", label, o);
   if (!g_reports.count(label)) return;
@@ -260,18 +263,18 @@ void BM_Recon2D_EndToEnd_CachedQ(benchmark::State &state) {
 }
 void BM_Recon2D_Direct(benchmark::State &state) {
   auto o = recon_options();
-  o.normal = mri::Normal::Direct;
+  o.solver.normal = mri::Normal::Direct;
   end_to_end(state, "RECON-2D", "RECON-2D (normal = direct)", o);
 }
 // method = Nufft: F^H D and Q by the gridding NUFFT at tolerance 1e-3 (target: RECON-3D within
 // 0.1 dB of the exact method, end to end at most 50 ms); normal = Direct: the NUFFT pair per iteration.
 void recon_nufft(benchmark::State &state, const std::string &problem_name, mri::Normal normal,
-                 double tolerance = mri::ReconOptions{}.nufft_tolerance, mri::Gridding gridding = mri::Gridding::Auto) {
+                 double tolerance = mri::NufftSettings{}.tolerance, mri::Gridding gridding = mri::Gridding::Auto) {
   auto o = recon_options();
   o.method = mri::Method::Nufft;
-  o.normal = normal;
-  o.nufft_tolerance = tolerance;
-  o.nufft_gridding = gridding;
+  o.solver.normal = normal;
+  o.nufft.tolerance = tolerance;
+  o.nufft.gridding = gridding;
   char label[160];
   std::snprintf(label, sizeof label, "%s (nufft %.0e %s, %s)", problem_name.c_str(), tolerance,
                 mri::to_string(gridding), mri::to_string(normal));
@@ -291,7 +294,7 @@ void BM_Recon3DMC_Exact(benchmark::State &state) {
 }
 void BM_Recon3D_256(benchmark::State &state) {
   auto o = recon_options();
-  o.iterations = 2;
+  o.solver.iterations = 2;
   end_to_end(state, "RECON-3D-256", "256^3 koosh M=2^20 (2 CG iterations)", o, false);
 }
 void BM_Recon3D_256_Nufft(benchmark::State &state) {

@@ -89,7 +89,7 @@ std::vector<ItemOutcome> reconstruct_batch(ReconInputs &in, const ReconOptions &
     };
   feed.feed_threads = kReaderThreads;
   feed.finished = [&](std::size_t i, BatchResult &r) {
-    item_over(progress, options.iterations);
+    item_over(progress, options.solver.iterations);
     in.problems[i].data = KSpaceData();
     out[i] = outcome(r, in);
     r = {}; // the image on the reconstruction grid is not kept twice

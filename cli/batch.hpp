@@ -34,7 +34,7 @@ struct ItemFeed {
 };
 
 // Every item of `inputs` in item order; multi-coil items: SENSE, with the maps of
-// options.sensitivities or estimated per item. Throws the reading's error (after the items
+// options.coils.sensitivities or estimated per item. Throws the reading's error (after the items
 // already running have finished; the others are dropped). inputs.source["read_seconds"]: from
 // the start of the batch to the end of the file (the default feed).
 std::vector<ItemOutcome> reconstruct_batch(ReconInputs &inputs, const ReconOptions &options, const BatchOptions &batch,

@@ -381,7 +381,7 @@ void feed_from_rank0(Run &run, const BatchArrive &arrive) {
   };
   const auto item_done = [&](Finished f, int rank) {
     dispatch.done(f.item, rank);
-    if (rank != 0) run.progress.advance(run.options.iterations);
+    if (rank != 0) run.progress.advance(run.options.solver.iterations);
     for (const int r : leaders.finish(f.item, f.failed))
       r == 0 ? here.release(f.item, !f.failed) : send_pair({static_cast<std::int64_t>(f.item), !f.failed}, r, kRelease);
   };
@@ -555,7 +555,7 @@ std::vector<ItemOutcome> distribute(ReconInputs &in, const ReconOptions &options
   MPI_Comm host;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
   ReconOptions o = options;
-  const bool share_q = batch.share_q && o.normal == Normal::Toeplitz && in.problems.size() > 1;
+  const bool share_q = batch.share_q && o.solver.normal == Normal::Toeplitz && in.problems.size() > 1;
   const std::unique_ptr<TemporaryQCache> cache = share_q && o.q_cache_dir.empty() ? host_q_cache(o, host) : nullptr;
   const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch.jobs), in.problems.size()));
   Run run{in, o, share_q, rank, size, workers, hosts(host, size), progress, std::vector<int>(in.problems.size(), kNobody), {}};

@@ -147,11 +147,11 @@ void add_estimator_options(CLI::App &cmd, MotionOptions &o) {
   cmd.add_option("--levels", o.levels, "pyramid levels, each halving the grid (1: none)")->capture_default_str();
   cmd.add_option("--omega", o.omega, "SOR over-relaxation in (0, 2) (Jacobi ignores it)")->capture_default_str();
   add_enum(cmd, "--solver", o.solver, {{"jacobi", MotionSolver::Jacobi}, {"sor", MotionSolver::RedBlackSor}},
-           "Jacobi (the seed's) or multicolour SOR");
+           "Jacobi (the GPU motion paper's) or multicolour SOR");
   add_enum(cmd, "--memory", o.memory, {{"cached", MotionMemory::Cached}, {"shared-tiles", MotionMemory::SharedTiles}},
            "CUDA stencil kernels: plain cached loads or shared-memory tiles (the CPU ignores it)");
   add_enum(cmd, "--derivative", o.derivative, {{"central", MotionDerivative::Central}, {"forward", MotionDerivative::Forward}},
-           "spatial derivatives: central (second order) or forward (the seed's)");
+           "spatial derivatives: central (second order) or forward (the GPU motion paper's)");
   add_enum(cmd, "--backend", o.backend, kBackends, "where it runs (auto: CUDA when a GPU is usable)");
   add_enum(cmd, "--precision", o.precision, kPrecisions, "float64: the CPU reference");
 }

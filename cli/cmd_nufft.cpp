@@ -61,10 +61,10 @@ void to_images(const NufftArgs &a, const bart::CflArray &traj, const bart::CflAr
     Image x;
     if (a.inverse) {
       ReconOptions o;
-      o.iterations = a.iterations, o.backend = a.backend, o.method = a.exact ? Method::Exact : Method::Nufft;
-      o.nufft_tolerance = a.tolerance;
-      o.lambda = a.lambda * static_cast<double>(grid.voxels()); // BART's unitary lambda -> ours
-      o.regularizer = a.lambda > 0 ? Regularizer::Tikhonov : Regularizer::None;
+      o.solver.iterations = a.iterations, o.backend = a.backend, o.method = a.exact ? Method::Exact : Method::Nufft;
+      o.nufft.tolerance = a.tolerance;
+      o.solver.lambda = a.lambda * static_cast<double>(grid.voxels()); // BART's unitary lambda -> ours
+      o.solver.regularizer = a.lambda > 0 ? Regularizer::Tikhonov : Regularizer::None;
       x = scaled(reconstruct(KSpaceData(t, std::move(y)), grid, o).image, 1.0 / s);
     } else {
       x = scaled(op->adjoint(y), s);

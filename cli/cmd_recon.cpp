@@ -28,33 +28,33 @@ struct ReconArgs {
 
 void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   ReconOptions &o = a.options;
-  cmd.add_option("--iterations", o.iterations, "CG iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_option("--tolerance", o.tolerance, "CG stops at this relative residual")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_option("--lambda", o.lambda, "regularisation weight; with BART inputs BART's (pics -r, unitary F), else ours")
+  cmd.add_option("--iterations", o.solver.iterations, "CG iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--tolerance", o.solver.tolerance, "CG stops at this relative residual")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--lambda", o.solver.lambda, "regularisation weight; with BART inputs BART's (pics -r, unitary F), else ours")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  add_enum(cmd, "--regularizer", o.regularizer, kRegularizers, "none | tikhonov | finite-difference (tikhonov when --lambda > 0 and none given)");
+  add_enum(cmd, "--regularizer", o.solver.regularizer, kRegularizers, "none | tikhonov | finite-difference (tikhonov when --lambda > 0 and none given)");
   add_enum(cmd, "--method", o.method, kMethods,
            "F^H D and Q by the exact sums or the gridding NUFFT; auto: the NUFFT on the CPU, the faster of the two "
            "on the GPU (the report's method_note says why)");
-  add_enum(cmd, "--normal", o.normal, kNormals, "F^H W F by Toeplitz embedding or two direct sums per iteration");
+  add_enum(cmd, "--normal", o.solver.normal, kNormals, "F^H W F by Toeplitz embedding or two direct sums per iteration");
   add_enum(cmd, "--backend", o.backend, kBackends, "where it runs (auto: CUDA when a GPU is usable)");
-  add_enum(cmd, "--policy", o.policy, kPolicies, "CUDA F^H D kernel policy (the seeds' stages)");
+  add_enum(cmd, "--policy", o.gpu.policy, kPolicies, "CUDA F^H D kernel policy: one of the F^H D stages (Stone et al. 2008)");
   add_enum(cmd, "--precision", o.precision, kPrecisions, "precision of F^H D and Q");
-  cmd.add_option("--nufft-tolerance", o.nufft_tolerance, "--method nufft or auto: relative error bound (1e-6 .. 1e-1; auto below the NUFFT's reach: exact)")->capture_default_str();
-  add_enum(cmd, "--nufft-gridding", o.nufft_gridding, kGriddings, "the NUFFT: how the adjoint grids");
+  cmd.add_option("--nufft-tolerance", o.nufft.tolerance, "--method nufft or auto: relative error bound (1e-6 .. 1e-1; auto below the NUFFT's reach: exact)")->capture_default_str();
+  add_enum(cmd, "--nufft-gridding", o.nufft.gridding, kGriddings, "the NUFFT: how the adjoint grids");
   cmd.add_option("--q-cache", o.q_cache_dir, "directory of the Toeplitz kernel cache (empty: none)");
-  add_enum(cmd, "--coil-maps", o.coil_maps, {{"estimate", CoilMaps::Estimate}, {"require", CoilMaps::Require}},
+  add_enum(cmd, "--coil-maps", o.coils.maps, {{"estimate", CoilMaps::Estimate}, {"require", CoilMaps::Require}},
            "multi-coil data without --sens: estimate the maps, or refuse");
-  add_enum(cmd, "--maps", o.sensitivity.method, {{"direct", MapEstimate::Direct}, {"espirit", MapEstimate::Espirit}},
+  add_enum(cmd, "--maps", o.coils.estimation.method, {{"direct", MapEstimate::Direct}, {"espirit", MapEstimate::Espirit}},
            "how maps are estimated: direct (BART caldir's method) or ESPIRiT");
-  cmd.add_option("--calibration", o.sensitivity.calibration, "map estimate: width of the k-space centre used, cycles/FOV (0: 24, or the smallest extent when smaller)")
+  cmd.add_option("--calibration", o.coils.estimation.calibration, "map estimate: width of the k-space centre used, cycles/FOV (0: 24, or the smallest extent when smaller)")
       ->capture_default_str();
-  cmd.add_option("--virtual-coils", o.virtual_coils, "compress the coils to this many virtual coils first (0: all)")
+  cmd.add_option("--virtual-coils", o.coils.virtual_coils, "compress the coils to this many virtual coils first (0: all)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_option("--device-memory", a.device_memory_mib, "GPU memory the reconstruction may use, MiB (0: what is free)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_option("--devices", o.devices, "CUDA devices the exact F^H D and Q are split over by voxel slabs, e.g. 0,1 "
-                                         "(the first: the current device, where the rest runs; default: it alone)")
+  cmd.add_option("--devices", o.gpu.devices, "CUDA devices the exact F^H D and Q are split over by voxel slabs, e.g. 0,1 "
+                                             "(the first: the current device, where the rest runs; default: it alone)")
       ->delimiter(',');
 }
 
@@ -90,12 +90,12 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
     if (maps.data.size() % n != 0)
       throw UsageError("--sens " + a.sens + ": " + std::to_string(maps.data.size()) +
                        " values are not whole maps of the reconstruction matrix (" + std::to_string(n) + " voxels)");
-    o.sensitivities = std::make_shared<const CoilSensitivities>(in.grid, static_cast<int>(maps.data.size() / n),
-                                                                std::move(maps.data));
+    o.coils.sensitivities = std::make_shared<const CoilSensitivities>(in.grid, static_cast<int>(maps.data.size() / n),
+                                                                      std::move(maps.data));
   }
-  if (in.bart) o.lambda *= static_cast<double>(in.grid.voxels()); // BART's L = our lambda / voxels
-  if (o.lambda > 0 && !regularizer_given) o.regularizer = Regularizer::Tikhonov;
-  o.device_memory_limit = static_cast<std::size_t>(a.device_memory_mib * 1024.0 * 1024.0);
+  if (in.bart) o.solver.lambda *= static_cast<double>(in.grid.voxels()); // BART's L = our lambda / voxels
+  if (o.solver.lambda > 0 && !regularizer_given) o.solver.regularizer = Regularizer::Tikhonov;
+  o.gpu.memory_limit = static_cast<std::size_t>(a.device_memory_mib * 1024.0 * 1024.0);
   return o;
 }
 
@@ -140,7 +140,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
       code != kOk)
     return code;
   process["headers_read_s"] = seconds_since_process_start();
-  Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.iterations, quiet);
+  Progress progress("recon: CG iteration", static_cast<long>(in.problems.size()) * o.solver.iterations, quiet);
   std::optional<std::vector<ItemOutcome>> gathered = ranks.reconstruct(in, o, a.batch, progress);
   if (!gathered) return kOk; // a rank other than 0: rank 0 reports and writes
   std::vector<ItemOutcome> outcomes = std::move(*gathered);

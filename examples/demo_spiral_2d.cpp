@@ -37,9 +37,9 @@ int main(int argc, char **argv) {
     std::printf("grid %lldx%lld, spiral %d x %d = %zu samples, SNR %.0f\n", static_cast<long long>(grid.nx()),
                 static_cast<long long>(grid.ny()), interleaves, samples, data.samples_per_coil(), snr);
 
-    options.iterations = iterations;
-    options.lambda = lambda;
-    options.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
+    options.solver.iterations = iterations;
+    options.solver.lambda = lambda;
+    options.solver.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
     options.backend = backend;
     options.on_iteration = [&](int k, const mri::Image &x, double residual) {
       std::printf("  CG %2d  residual %.3e  PSNR %.2f dB\n", k, residual, mri::psnr(x, truth));

@@ -19,12 +19,17 @@ inline CLI::Option *add_backend_option(CLI::App &app, mri::Backend &backend, con
   return app.add_option("--backend", backend, help)->transform(CLI::CheckedTransformer(backends));
 }
 
-// --method exact | nufft and --nufft-tolerance, parsed into the reconstruction options.
+// --method auto | exact | nufft (default: auto, as ReconOptions) and --nufft-tolerance, parsed into
+// the reconstruction options.
 inline void add_method_options(CLI::App &app, mri::ReconOptions &options) {
-  const std::map<std::string, mri::Method> methods{{"exact", mri::Method::Exact}, {"nufft", mri::Method::Nufft}};
-  app.add_option("--method", options.method, "exact | nufft: F^H D and Q by the exact sums or the gridding NUFFT")
-      ->transform(CLI::CheckedTransformer(methods));
-  app.add_option("--nufft-tolerance", options.nufft_tolerance, "the NUFFT's relative error bound (1e-6 .. 1e-2)");
+  const std::map<std::string, mri::Method> methods{
+      {"auto", mri::Method::Auto}, {"exact", mri::Method::Exact}, {"nufft", mri::Method::Nufft}};
+  app.add_option("--method", options.method,
+                 "auto | exact | nufft: F^H D and Q by the exact sums or the gridding NUFFT; auto: the NUFFT on the "
+                 "CPU, the faster of the two on the GPU")
+      ->transform(CLI::CheckedTransformer(methods))
+      ->default_str("auto");
+  app.add_option("--nufft-tolerance", options.nufft.tolerance, "the NUFFT's relative error bound (1e-6 .. 1e-2)");
 }
 
 // The phantom's analytic k-space along `trajectory` plus noise at `snr`; the seed is fixed so

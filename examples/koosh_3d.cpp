@@ -62,9 +62,9 @@ int main(int argc, char **argv) {
     std::printf("grid %d^3, koosh %d x %d = %zu samples, SNR %.0f\n", size, spokes, readout, data.samples_per_coil(),
                 snr);
 
-    options.iterations = iterations;
-    options.lambda = lambda;
-    options.regularizer = lambda > 0 ? mri::Regularizer::FiniteDifference : mri::Regularizer::None;
+    options.solver.iterations = iterations;
+    options.solver.lambda = lambda;
+    options.solver.regularizer = lambda > 0 ? mri::Regularizer::FiniteDifference : mri::Regularizer::None;
     options.backend = backend;
     options.q_cache_dir = cache;
     const mri::ReconResult result = mri::reconstruct(data, grid, options);

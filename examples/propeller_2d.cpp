@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
                 mri::relative_l2(gridded[0], gridded[1]));
 
     mri::ReconOptions options;
-    options.iterations = iterations;
+    options.solver.iterations = iterations;
     options.backend = backend;
     const mri::ReconResult result = mri::reconstruct(data, grid, options);
     const auto &r = result.report;

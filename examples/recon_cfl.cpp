@@ -47,12 +47,12 @@ int main(int argc, char **argv) {
     if (!sens_file.empty()) {
       mri::bart::CflArray sens = mri::bart::read_cfl(sens_file);
       const std::size_t maps = sens.data.size() / static_cast<std::size_t>(grid.voxels());
-      options.sensitivities =
+      options.coils.sensitivities =
           std::make_shared<const mri::CoilSensitivities>(grid, static_cast<int>(maps), std::move(sens.data));
     }
-    options.iterations = iterations;
-    options.lambda = lambda;
-    options.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
+    options.solver.iterations = iterations;
+    options.solver.lambda = lambda;
+    options.solver.regularizer = lambda > 0 ? mri::Regularizer::Tikhonov : mri::Regularizer::None;
     options.backend = backend;
     const mri::ReconResult r = mri::reconstruct(data, grid, options);
     mri::bart::write_cfl(out_file, {grid.nx(), grid.ny()}, r.image.values());

@@ -47,11 +47,11 @@ int main(int argc, char **argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--true-maps", true_maps, "use the simulator's maps instead of estimating them");
   mri::ReconOptions options;
-  app.add_option("--calibration", options.sensitivity.calibration, "map estimate: calibration width, cycles/FOV")
+  app.add_option("--calibration", options.coils.estimation.calibration, "map estimate: calibration width, cycles/FOV")
       ->capture_default_str();
-  app.add_flag_callback("--espirit", [&] { options.sensitivity.method = mri::MapEstimate::Espirit; },
+  app.add_flag_callback("--espirit", [&] { options.coils.estimation.method = mri::MapEstimate::Espirit; },
                         "estimate the maps by ESPIRiT (default: the direct, caldir-style estimate)");
-  app.add_option("--mask", options.sensitivity.mask_threshold,
+  app.add_option("--mask", options.coils.estimation.mask_threshold,
                  "map estimate: maps are zero where the low-resolution RSS is below this fraction of its peak")
       ->capture_default_str();
   example::add_backend_option(app, backend, "auto | cpu | cuda");
@@ -81,20 +81,21 @@ int main(int argc, char **argv) {
 
     options.backend = backend;
     options.method = mri::Method::Nufft;
-    options.iterations = iterations;
-    options.regularizer = mri::Regularizer::Tikhonov;
-    options.lambda = lambda_per_voxel * static_cast<double>(grid.voxels());
+    options.solver.iterations = iterations;
+    options.solver.regularizer = mri::Regularizer::Tikhonov;
+    options.solver.lambda = lambda_per_voxel * static_cast<double>(grid.voxels());
     // The maps, estimated once here (for the picture too) unless the simulator's are asked for.
-    options.sensitivities =
+    options.coils.sensitivities =
         true_maps ? truth_maps
-                  : std::make_shared<const mri::CoilSensitivities>(mri::estimate_sensitivities(data, grid, options.sensitivity));
+                  : std::make_shared<const mri::CoilSensitivities>(
+                        mri::estimate_sensitivities(data, grid, options.coils.estimation));
     options.on_iteration = [&](int k, const mri::Image &x, double residual) {
       if (k % 5 == 0) std::printf("  CG %2d  residual %.3e  PSNR %.2f dB\n", k, residual, mri::psnr(x, truth));
     };
     const mri::ReconResult r = mri::reconstruct(data, grid, options);
     const mri::ReconReport &rep = r.report;
     std::printf("backend %s, %d coils, maps %s\n", mri::to_string(rep.backend), rep.coils,
-                true_maps ? "the simulator's" : to_string(options.sensitivity.method));
+                true_maps ? "the simulator's" : to_string(options.coils.estimation.method));
     std::printf("F^H D %.3f s, Q %.3f s, CG %.3f s (%d iterations), total %.3f s\n",
                 rep.fhd_seconds, rep.q_seconds, rep.cg_seconds, rep.iterations, rep.total_seconds);
 
@@ -108,7 +109,7 @@ int main(int argc, char **argv) {
     std::printf("PSNR: root-sum-of-squares gridding %.2f dB, SENSE %.2f dB\n", psnr_rss, psnr_sense);
 
     std::vector<mri::Image> maps;
-    for (int c = 0; c < coils; ++c) maps.push_back(map_image(*options.sensitivities, c));
+    for (int c = 0; c < coils; ++c) maps.push_back(map_image(*options.coils.sensitivities, c));
     const mri::Image error = example::error_image(r.image, truth);
     // Three montages stacked: the PNG writer lays panels side by side, so write the rows apart.
     std::vector<mri::PngPanel> row_maps, row_coils;

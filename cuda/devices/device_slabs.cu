@@ -43,11 +43,11 @@ std::vector<int> recon_devices(const std::vector<int> &requested) {
   MRI_CUDA_CHECK(cudaGetDeviceCount(&count));
   for (std::size_t i = 0; i < requested.size(); ++i)
     if (requested[i] < 0 || requested[i] >= count)
-      mri::detail::invalid_argument("options.devices[" + std::to_string(i) + "]", requested[i],
+      mri::detail::invalid_argument("options.gpu.devices[" + std::to_string(i) + "]", requested[i],
                                     "is not a CUDA device of this process, which sees " + std::to_string(count) +
                                         " (ordinals 0 to " + std::to_string(count - 1) + ")");
   if (const int current = current_device(); requested.front() != current)
-    mri::detail::invalid_argument("options.devices[0]", requested.front(),
+    mri::detail::invalid_argument("options.gpu.devices[0]", requested.front(),
                                   "must be the calling thread's current CUDA device, " + std::to_string(current) +
                                       ": the phases that do not split, and CG, run there");
   return requested;

@@ -1,5 +1,5 @@
 #pragma once
-// Several GPUs in one process for the exact sums (ReconOptions::devices, docs/scaling.md): the
+// Several GPUs in one process for the exact sums (ReconOptions::gpu.devices, docs/scaling.md): the
 // output grid cut into voxel slabs, contiguous runs of planes along its last axis of extent > 1,
 // one per listed device. Each slab has its own FhdPlan (a window of the grid: the whole grid's
 // coordinates, so each voxel's sum is the one the whole-grid plan makes) and stream on its device;
@@ -20,8 +20,8 @@
 
 namespace mri::cuda::detail {
 
-// The devices of a reconstruction: `requested` (ReconOptions::devices) checked, or the current
-// device when it is empty. InvalidArgument naming options.devices[i] for an ordinal this process
+// The devices of a reconstruction: `requested` (ReconOptions::gpu.devices) checked, or the current
+// device when it is empty. InvalidArgument naming options.gpu.devices[i] for an ordinal this process
 // does not see (with the device count), or a first entry other than the current device (the
 // phases that do not split, and CG, run on the current device).
 std::vector<int> recon_devices(const std::vector<int> &requested);

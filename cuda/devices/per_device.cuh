@@ -1,5 +1,5 @@
 #pragma once
-// Work spread over the entries of ReconOptions::devices, one host thread per distinct device: what
+// Work spread over the entries of ReconOptions::gpu.devices, one host thread per distinct device: what
 // the voxel slabs (device_slabs.cu) and the F^H D split by coils (coil_split_fhd.cu) share. Each
 // device runs its items in turn on one thread (a device listed twice never runs two of its items at
 // once: the constant-memory F^H D policies share one __constant__ buffer per device, and one GPU

@@ -1,5 +1,5 @@
 // The device memory a reconstruction needs, per phase (toeplitz_cuda.hpp's
-// reconstruct_device_bytes): checked against the free memory and device_memory_limit before
+// reconstruct_device_bytes): checked against the free memory and ReconOptions::gpu.memory_limit before
 // anything is allocated.
 #include "exact/dirichlet_spectrum.cuh"
 #include "exact/fhd_plan.cuh"

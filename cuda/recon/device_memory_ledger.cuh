@@ -1,6 +1,6 @@
 #pragma once
 // Every cudaMalloc of cuda/ goes through here and is counted per device, so that a test can
-// read the exact high-water mark of what the SDK allocates (device_memory_limit against the real
+// read the exact high-water mark of what the SDK allocates (gpu.memory_limit against the real
 // peak; the query is in device.cuh). Stream-ordered buffers come from the
 // gridding's memory pool instead (DeviceBuffer::allocate with a pool) and are counted by the
 // pool's own statistics. Not counted: memory the CUDA libraries allocate for themselves (cuBLAS's

@@ -98,16 +98,16 @@ public:
   GpuSteps(const KSpaceData &data, const Grid &grid, const ReconOptions &options, const CoilSensitivities *maps,
            ReconReport &report)
       : data_(data), maps_(maps), trajectory_(data.trajectory()), grid_(grid), options_(options),
-        direct_(options.normal == Normal::Direct), nufft_(options.method == Method::Nufft),
+        direct_(options.solver.normal == Normal::Direct), nufft_(options.method == Method::Nufft),
         // float32: the fastest accurate policy; float64: SeparableGemm (sums in double, results
         // rounded to the float32 the CG works in, as the CPU's float64 path rounds its Q and F^H D).
-        policy_(resolve_policy(options.policy, options.precision)),
+        policy_(resolve_policy(options.gpu.policy, options.precision)),
         // Q: float32 passes the policy as asked (Auto: the tensor-core Dirichlet spectrum in 3D,
         // cuda/toeplitz/toeplitz_cuda.cu), float64 the resolved one (SeparableGemm sums in double).
-        q_policy_(options.precision == Precision::Float32 ? options.policy : policy_),
+        q_policy_(options.precision == Precision::Float32 ? options.gpu.policy : policy_),
         nufft_options_(mri::detail::recon_nufft_options(options, Backend::Cuda)),
-        gridding_(recon_gridding(options.nufft_gridding)),
-        report_(report), devices_(recon_devices(options.devices)) {
+        gridding_(recon_gridding(options.nufft.gridding)),
+        report_(report), devices_(recon_devices(options.gpu.devices)) {
     report_.backend = Backend::Cuda;
     for (const int d : devices_) report_.device_seconds.push_back({d, 0, 0});
   }
@@ -117,7 +117,8 @@ public:
     check_memory(q_cached);
     stream_ = default_stream();
     if (maps_)
-      timed(report_.transfer_seconds, [&] { coils_.emplace(*maps_, options_.regularizer, options_.lambda, stream_); });
+      timed(report_.transfer_seconds,
+            [&] { coils_.emplace(*maps_, options_.solver.regularizer, options_.solver.lambda, stream_); });
   }
 
   DeviceImage rhs() {
@@ -174,8 +175,8 @@ public:
       return f(mri::normal_equations(std::move(batched)));
     }
     const auto assemble = [&](auto data_normal) {
-      return mri::detail::with_reconstruction_normal(coils_, data_normal, options_.regularizer, options_.lambda, grid_,
-                                                     like, f);
+      return mri::detail::with_reconstruction_normal(coils_, data_normal, options_.solver.regularizer,
+                                                     options_.solver.lambda, grid_, like, f);
     };
     return toeplitz_ ? assemble(mri::ref(*toeplitz_)) : assemble(mri::ref(*direct_op_));
   }
@@ -233,16 +234,17 @@ private:
     report_.device_bytes = need.peak();
     const DeviceMemory memory = device_memory();
     std::size_t available = memory.free;
-    if (options_.device_memory_limit > 0) available = std::min(available, options_.device_memory_limit);
+    if (options_.gpu.memory_limit > 0) available = std::min(available, options_.gpu.memory_limit);
     if (need.peak() > available)
       throw Unsupported("reconstruct on the GPU: grid " + extents(grid_) + " (Toeplitz grid " +
                         extents(grid_.doubled()) + "), M = " + std::to_string(trajectory_.size()) +
                         (maps_ ? ", " + std::to_string(maps_->coils()) + " coils" : std::string()) +
-                        ", normal = " + to_string(options_.normal) + ", method = " + to_string(options_.method) +
-                        " needs about " + gib(need.peak()) + " of device memory (F^H D phase " + gib(need.fhd) +
+                        ", solver.normal = " + to_string(options_.solver.normal) +
+                        ", method = " + to_string(options_.method) + " needs about " + gib(need.peak()) + " of device memory (F^H D phase " + gib(need.fhd) +
                         ", Q phase " + gib(need.q) + ", CG phase " + gib(need.cg) + "); available: " +
                         gib(available) + " (free " + gib(memory.free) + " of " + gib(memory.total) +
-                        (options_.device_memory_limit > 0 ? ", limit " + gib(options_.device_memory_limit) : "") + ")");
+                        (options_.gpu.memory_limit > 0 ? ", gpu.memory_limit " + gib(options_.gpu.memory_limit) : "") +
+                        ")");
   }
 
   // Coils per exact F^H D call: those the policy evaluates together (SeparableGemm: up to 8 as
@@ -392,7 +394,7 @@ private:
   std::optional<QOperator> toeplitz_;
   std::optional<DirectNormalOperator> direct_op_;
   std::optional<DeviceCoils> coils_;
-  const std::vector<int> devices_; // ReconOptions::devices checked, or the current device
+  const std::vector<int> devices_; // ReconOptions::gpu.devices checked, or the current device
   std::shared_ptr<const CoilLanes> lanes_; // the coil split's, made at its first use
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 // The image exchange of SENSE split by coils (coil_split.hpp), once per CG iteration: the iterate
 // from the first side to every other side, then the sides' partial coil sums back to the first,
-// added there in side order. A side is one entry of ReconOptions::devices: a device and a stream
+// added there in side order. A side is one entry of ReconOptions::gpu.devices: a device and a stream
 // on it. Two transports:
 //   Nccl  ncclBroadcast and ncclReduce, one rank per side (libnccl.so.2, loaded with dlopen the
 //         first time it is asked for: a machine without it runs everything else). Needs every

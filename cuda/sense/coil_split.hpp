@@ -1,5 +1,5 @@
 #pragma once
-// SENSE's CG normal operator with the coils split over several devices (ReconOptions::devices,
+// SENSE's CG normal operator with the coils split over several devices (ReconOptions::gpu.devices,
 // docs/scaling.md):
 //   out = sum_d [ sum_{c in C_d} conj(S_c) .* N(S_c .* x) ] + lambda R^H R x
 // Entry d of the devices owns a contiguous block C_d of the coils (as even as can be; entries

@@ -1,5 +1,5 @@
 #pragma once
-// SENSE's F^H D by the NUFFT with the coils split over several devices (ReconOptions::devices,
+// SENSE's F^H D by the NUFFT with the coils split over several devices (ReconOptions::gpu.devices,
 // method = Nufft; docs/scaling.md):
 //   rhs = sum_d [ sum_{c in C_d} conj(S_c) .* F^H (w .* D_c) ]
 // Entry d of the devices holds the same contiguous block C_d of the coils as the CG's split

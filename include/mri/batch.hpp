@@ -9,11 +9,11 @@
 //   // r[i].image and r[i].report, or r[i].error for an item that failed; in the items' order
 //
 // Each item is reconstruct(items[i], grid, options): SENSE for multi-coil items (maps from
-// options.sensitivities, or estimated per item), so items may differ in trajectory, sample and
+// options.coils.sensitivities, or estimated per item), so items may differ in trajectory, sample and
 // coil count. An item that fails (bad data: reconstruct throws) keeps its exception in
 // BatchResult::error and the others run.
 //
-// One Q per distinct trajectory (share_q, normal = Toeplitz): items whose Q has one Toeplitz
+// One Q per distinct trajectory (share_q, solver.normal = Toeplitz): items whose Q has one Toeplitz
 // cache key (reconstruct_q_key: trajectory, weights, grid, precision, method) share it through
 // the Q cache, options.q_cache_dir or, when that is empty, a directory of this call under TMPDIR
 // (TemporaryQCache, removed before the call returns). The first item of each key (in the items'

@@ -3,14 +3,14 @@
 // with multi-coil data (or maps given), SENSE:
 //   (sum_c S_c^H F^H W F S_c + lambda R^H R) x = sum_c S_c^H F^H W D_c   (mri/coils.hpp),
 // Q computed once (it does not depend on the coil) and applied per coil. Multi-coil data is
-// never reduced to one coil: without maps they are estimated (coil_maps = Estimate, the report
+// never reduced to one coil: without maps they are estimated (coils.maps = Estimate, the report
 // says how) or the call is refused (Require).
 //
 // method = Exact computes F^H D and Q by the exact sums (Stone et al. 2008's operators, O(N*M));
 // method = Nufft by the Kaiser-Bessel gridding NUFFT of mri/nufft.hpp (O(M W^d + G log G)) at
-// nufft_tolerance: F^H D by one adjoint NUFFT, Q by one adjoint NUFFT on the doubled grid, and
-// with normal = Direct the CG applies the NUFFT pair F^H W F itself. method = Auto (the default)
-// picks one of the two per call (choose_method below); the report says which and why.
+// nufft.tolerance: F^H D by one adjoint NUFFT, Q by one adjoint NUFFT on the doubled grid, and
+// with solver.normal = Direct the CG applies the NUFFT pair F^H W F itself. method = Auto (the
+// default) picks one of the two per call (choose_method below); the report says which and why.
 //
 // On backend = Cuda (Auto picks it when a GPU is usable) every phase runs on the device: F^H D,
 // Q on the 2x grid (or its cached spectrum), the Toeplitz kernel's FFT, and the CG iterations
@@ -53,9 +53,9 @@ const char *to_string(Normal);
 // How F^H D, Q and the direct normal operator are computed.
 enum class Method {
   Exact, // the exact sums (KernelPolicy on the GPU)
-  Nufft, // the gridding NUFFT at ReconOptions::nufft_tolerance
+  Nufft, // the gridding NUFFT at ReconOptions::nufft.tolerance
   Auto   // per call: on the CPU the NUFFT; on the GPU the faster of the two by a cost model;
-         // Exact where the NUFFT cannot reach nufft_tolerance at the precision asked for
+         // Exact where the NUFFT cannot reach nufft.tolerance at the precision asked for
 };
 const char *to_string(Method);
 
@@ -74,7 +74,7 @@ struct ReconSize {
   int coils = 1;
   int direct_iterations = 0;
 };
-// Method::Auto's rule on `backend` (Cpu or Cuda) at `precision` and nufft_tolerance: the NUFFT
+// Method::Auto's rule on `backend` (Cpu or Cuda) at `precision` and nufft.tolerance: the NUFFT
 // when it reaches the tolerance at that precision (on the GPU: float32 only) and, on the GPU,
 // when the cost model estimates it faster than the exact sums for this size; else Exact. Pure
 // host arithmetic (no device is asked); reconstruct() calls it with the resolved backend.
@@ -90,9 +90,9 @@ enum class QCacheStatus {
 };
 const char *to_string(QCacheStatus);
 
-// What reconstruct does with multi-coil data when ReconOptions::sensitivities is empty.
+// What reconstruct does with multi-coil data when ReconOptions::coils.sensitivities is empty.
 enum class CoilMaps {
-  Estimate, // estimate them from the data (estimate_sensitivities with ReconOptions::sensitivity)
+  Estimate, // estimate them from the data (estimate_sensitivities with ReconOptions::coils.estimation)
   Require   // throw InvalidArgument: the caller must give maps
 };
 const char *to_string(CoilMaps);
@@ -109,54 +109,74 @@ struct ReconPhase {
   double expected_seconds = 0;
 };
 
-struct ReconOptions {
+// The iterative solver: conjugate gradient on the normal equations
+// (F^H W F + lambda R^H R) x = F^H W D (SENSE: summed over coils).
+struct SolverOptions {
   int iterations = 20;
   double tolerance = 1e-6; // relative residual at which CG stops early
   double lambda = 0.0;
   Regularizer regularizer = Regularizer::None;
-  Backend backend = Backend::Auto;
-  Precision precision = Precision::Float32; // of F^H D and Q (the CG itself is float32 + double reductions)
-  KernelPolicy policy = KernelPolicy::Auto;
   Normal normal = Normal::Toeplitz;
-  Method method = Method::Auto;
-  // The NUFFT (method = Nufft, or Auto choosing it): the target relative error of its F^H D, Q
-  // and F (NufftOptions::tolerance, [1e-6, 1e-1]; below 1e-5 method = Nufft needs precision =
-  // Float64, which runs on the CPU, and Auto runs the exact sums) and how its adjoint grids
-  // (Auto: the deterministic gather; ScatterFixed, deterministic too and faster for one coil from
-  // kernel width 5, needs 16 B more device memory an oversampled grid point).
-  double nufft_tolerance = 1e-3;
-  Gridding nufft_gridding = Gridding::Auto;
-  // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
-  // are keyed by a hash of trajectory, weights, grid, precision and how Q was computed (exact, or
-  // NUFFT at its tolerance).
-  std::filesystem::path q_cache_dir;
-  // GPU: device memory the reconstruction may use, in bytes; 0: what the device has free. The
-  // need is estimated before anything is allocated; a problem that does not fit throws
-  // Unsupported naming the bytes needed and available.
-  std::size_t device_memory_limit = 0;
-  // GPU: the CUDA devices (ordinals) a reconstruction is split over (docs/scaling.md): the exact
+};
+
+// The NUFFT (method = Nufft, or Auto choosing it): the target relative error of its F^H D, Q and
+// F (NufftOptions::tolerance, [1e-6, 1e-1]; below 1e-5 method = Nufft needs precision = Float64,
+// which runs on the CPU, and Auto runs the exact sums) and how its adjoint grids (Auto: the
+// deterministic gather; ScatterFixed, deterministic too and faster for one coil from kernel width
+// 5, needs 16 B more device memory an oversampled grid point).
+struct NufftSettings {
+  double tolerance = 1e-3;
+  Gridding gridding = Gridding::Auto;
+};
+
+// The CUDA backend (backend = Cuda, or Auto choosing it).
+struct GpuOptions {
+  KernelPolicy policy = KernelPolicy::Auto; // the F^H D stage of the exact sums, F^H D and Q (mri/options.hpp)
+  // The CUDA devices (ordinals) a reconstruction is split over (docs/scaling.md): the exact
   // F^H D and Q by voxel slabs, one slab per entry, each device its own plan and stream, the
   // slabs gathered onto the first device; with SENSE (Toeplitz normal, either method) the CG's
   // normal operator by coils, each entry a contiguous block of coils, the iterate and the partial
   // sums exchanged once per iteration through NCCL (distinct devices) or peer copies; with SENSE
   // and method = Nufft also F^H D by the same coils (each entry uploads and grids its own coils,
   // the partial sums added on the first device). Everything else runs on the first device (CG
-  // itself, the NUFFT's Q and one coil's F^H D, normal = Direct: ReconReport::device_note says
+  // itself, the NUFFT's Q and one coil's F^H D, solver.normal = Direct: ReconReport::device_note says
   // what did not split).
-  // Empty: the current device alone, as before. The first must be the calling thread's
-  // current device (0 unless the program chose another). Repeats are allowed: {0, 0} is two slabs
-  // on device 0, run in turn (how one GPU tests the split). Needs the CUDA backend: with backend
-  // = cpu InvalidArgument, with auto on a machine without a usable GPU Unsupported (its reason);
-  // an ordinal this process does not see: InvalidArgument naming it and the device count.
+  // Empty: the current device alone. The first must be the calling thread's current device (0
+  // unless the program chose another). Repeats are allowed: {0, 0} is two slabs on device 0, run
+  // in turn (how one GPU tests the split). Needs the CUDA backend: with backend = cpu
+  // InvalidArgument, with auto on a machine without a usable GPU Unsupported (its reason); an
+  // ordinal this process does not see: InvalidArgument naming it and the device count.
   std::vector<int> devices;
+  // Device memory the reconstruction may use, in bytes; 0: what the device has free. The need is
+  // estimated before anything is allocated; a problem that does not fit throws Unsupported
+  // naming the bytes needed and available.
+  std::size_t memory_limit = 0;
+};
+
+// Multi-coil data (SENSE).
+struct CoilOptions {
   // Coil sensitivities on `grid`, one per coil of the data (before compression). Given for
   // single-coil data, they make a one-coil SENSE (e.g. an intensity correction).
   std::shared_ptr<const CoilSensitivities> sensitivities;
-  CoilMaps coil_maps = CoilMaps::Estimate;
-  SensitivityOptions sensitivity; // how maps are estimated (coil_maps = Estimate)
+  CoilMaps maps = CoilMaps::Estimate; // what to do with multi-coil data without sensitivities
+  SensitivityOptions estimation;      // how maps are estimated (maps = Estimate)
   // > 0: compress the coils to this many virtual coils (CoilCompression, applied to the data and
   // the maps) before the reconstruction; must not exceed the data's coils. 0: all coils.
   int virtual_coils = 0;
+};
+
+struct ReconOptions {
+  Backend backend = Backend::Auto;
+  Method method = Method::Auto;
+  Precision precision = Precision::Float32; // of F^H D and Q (the CG itself is float32 + double reductions)
+  SolverOptions solver;
+  NufftSettings nufft;
+  GpuOptions gpu;
+  CoilOptions coils;
+  // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
+  // are keyed by a hash of trajectory, weights, grid, precision and how Q was computed (exact, or
+  // NUFFT at its tolerance).
+  std::filesystem::path q_cache_dir;
   // Called after each CG iteration with (iteration, iterate, relative residual). On the GPU this
   // costs one download of the iterate per iteration.
   std::function<void(int, const Image &, double)> on_iteration;
@@ -164,7 +184,7 @@ struct ReconOptions {
   std::function<void(const ReconPhase &)> on_phase;
 };
 
-// What one device of ReconOptions::devices did (ReconReport::device_seconds): the seconds its
+// What one device of ReconOptions::gpu.devices did (ReconReport::device_seconds): the seconds its
 // share of each phase took on it (wall time of its host thread: uploads to it, its kernels, the
 // copy of its slab to the first device). A phase that did not split counts on the first device.
 struct DevicePhaseSeconds {
@@ -187,7 +207,7 @@ struct ReconReport {
   std::string method_note;       // with method = Auto, which and why: "auto: nufft (cpu: ...)"
   int acquired_coils = 1;        // the data's coils
   int coils = 1;                 // the coils the SENSE operator used (virtual coils when compressed)
-  double coil_energy_kept = 1;   // with virtual_coils: the data's energy the virtual coils keep
+  double coil_energy_kept = 1;   // with coils.virtual_coils: the data's energy the virtual coils keep
   std::string maps;              // "none" (single coil, no maps), "given", or "estimated (...)"
   // Phases (seconds, wall clock; on the GPU each phase ends with a stream synchronisation).
   double setup_seconds = 0;     // validation, plans and device buffers, cache key hashing
@@ -212,7 +232,7 @@ struct ReconReport {
                                    // policy Auto), "q-sum/<policy> + fft", "device q + fft"
                                    // (method = Nufft), "spectrum upload" (cache hit); empty on
                                    // the CPU and for normal = Direct
-  // GPU: one entry per device used (ReconOptions::devices, or the current device), in order;
+  // GPU: one entry per device used (ReconOptions::gpu.devices, or the current device), in order;
   // empty on the CPU. device_note: how F^H D and Q were split over them, and what ran on the
   // first device only and why (e.g. "Q: dirichlet-tensor-cores, not split: on device 0").
   std::vector<DevicePhaseSeconds> device_seconds;
@@ -230,9 +250,9 @@ struct ReconResult {
 };
 
 // Throws InvalidArgument for bad data/grid/options (sizes, dims, k beyond 3n/2,
-// lambda < 0, iterations < 0, nufft_tolerance outside its range, maps on another grid or of
-// another coil count, multi-coil data without maps under CoilMaps::Require, virtual_coils
-// outside [0, coils]); Unsupported when backend == Cuda cannot run here or the problem
+// solver.lambda < 0, solver.iterations < 0, nufft.tolerance outside its range, maps on another
+// grid or of another coil count, multi-coil data without maps under CoilMaps::Require,
+// coils.virtual_coils outside [0, coils]); Unsupported when backend == Cuda cannot run here or the problem
 // does not fit in the device memory (the message names the bytes needed and free).
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options = {});
 

@@ -98,11 +98,11 @@ void feed_items(Batch &b) {
 
 // The key names the method that will run: Method::Auto resolved as reconstruct() resolves it.
 std::optional<ToeplitzCacheKey> reconstruct_q_key(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
-  if (o.normal != Normal::Toeplitz) return std::nullopt;
+  if (o.solver.normal != Normal::Toeplitz) return std::nullopt;
   try {
     const Method method = detail::resolve_method(data, grid, o, detail::recon_backend(o)).method;
     return toeplitz_cache_key(data.trajectory(), data.weights(), grid, o.precision,
-                              method == Method::Nufft ? o.nufft_tolerance : 0.0);
+                              method == Method::Nufft ? o.nufft.tolerance : 0.0);
   } catch (const InvalidArgument &) {
     return std::nullopt;
   } catch (const Unsupported &) { // reconstruct() refuses the item alike
@@ -115,7 +115,7 @@ std::vector<BatchResult> reconstruct_batch(const BatchFeed &feed, const Grid &gr
   if (batch.jobs < 1) detail::invalid_argument("batch.jobs", batch.jobs, "must be >= 1");
   if (feed.items == 0) return {};
   ReconOptions o = options;
-  const bool share_q = batch.share_q && o.normal == Normal::Toeplitz && feed.items > 1;
+  const bool share_q = batch.share_q && o.solver.normal == Normal::Toeplitz && feed.items > 1;
   std::optional<TemporaryQCache> run_cache;
   if (share_q && o.q_cache_dir.empty()) o.q_cache_dir = run_cache.emplace().path();
   const int workers = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(batch.jobs), feed.items));

@@ -61,7 +61,7 @@ MethodChoice choose_method(const ReconSize &size, Backend backend, Precision pre
     return {Method::Exact, "auto: exact (precision = float64; the CUDA NUFFT is float32)"};
   const double floor = precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
   if (nufft_tolerance < floor)
-    return {Method::Exact, format("auto: exact (the NUFFT reaches %.0e at this precision, not nufft_tolerance %.0e)",
+    return {Method::Exact, format("auto: exact (the NUFFT reaches %.0e at this precision, not nufft.tolerance %.0e)",
                                   floor, nufft_tolerance)};
   if (!on_gpu)
     return {Method::Nufft, format("auto: nufft (cpu: the NUFFT at tolerance %.0e, O(M W^d + G log G), not the "

@@ -6,7 +6,7 @@
 namespace mri::detail {
 
 // The backend reconstruct() runs on: Auto resolved, method = Nufft with Float64 on the CPU,
-// options.devices on the GPU. Throws Unsupported as reconstruct() does.
+// options.gpu.devices on the GPU. Throws Unsupported as reconstruct() does.
 Backend recon_backend(const ReconOptions &options);
 // options.method made concrete for this data on `backend` (Exact and Nufft pass through with an
 // empty note; Auto by choose_method, whose note says why).

@@ -27,11 +27,12 @@ public:
   using Vec = Image;
 
   CpuSteps(const KSpaceData &data, const Grid &grid, const ReconOptions &options, const CoilSensitivities *maps)
-      : data_(data), grid_(grid), options_(options), maps_(maps), op_{Backend::Cpu, options.precision, options.policy},
+      : data_(data), grid_(grid), options_(options), maps_(maps),
+        op_{Backend::Cpu, options.precision, options.gpu.policy},
         nufft_(options.method == Method::Nufft), nufft_options_(recon_nufft_options(options, Backend::Cpu)) {}
 
   void prepare(bool) {
-    if (maps_) coils_.emplace(*maps_, options_.regularizer, options_.lambda);
+    if (maps_) coils_.emplace(*maps_, options_.solver.regularizer, options_.solver.lambda);
   }
 
   // sum_c conj(S_c) F^H (w .* D_c) (or F^H (w .* D) of one coil without maps): by the exact sum
@@ -45,7 +46,7 @@ public:
       rhs_by_nufft(weighted, rhs);
     else
       rhs_by_exact_sum(weighted, rhs);
-    if (options_.normal == Normal::Toeplitz) nufft_op_.reset();
+    if (options_.solver.normal == Normal::Toeplitz) nufft_op_.reset();
     return rhs;
   }
 
@@ -77,8 +78,8 @@ public:
 
 private:
   template <class N, class F> ReconResult with_data_normal(const Image &like, N data_normal, F &f) {
-    return with_reconstruction_normal(coils_, std::move(data_normal), options_.regularizer, options_.lambda, grid_,
-                                      like, f);
+    return with_reconstruction_normal(coils_, std::move(data_normal), options_.solver.regularizer,
+                                      options_.solver.lambda, grid_, like, f);
   }
 
   // Coil images per NufftOperator::adjoint_coils call. 4, not its 8: the plan is fresh in every

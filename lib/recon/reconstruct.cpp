@@ -39,23 +39,24 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void validate(const KSpaceData &data, const ReconOptions &o) {
-  if (o.iterations < 0) detail::invalid_argument("options.iterations", o.iterations, "must be >= 0");
-  if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance))
-    detail::invalid_argument("options.tolerance", o.tolerance, "must be finite and >= 0");
-  if (!(o.lambda >= 0) || !std::isfinite(o.lambda))
-    detail::invalid_argument("options.lambda", o.lambda, "must be finite and >= 0");
+  const SolverOptions &s = o.solver;
+  if (s.iterations < 0) detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
+  if (!(s.tolerance >= 0) || !std::isfinite(s.tolerance))
+    detail::invalid_argument("options.solver.tolerance", s.tolerance, "must be finite and >= 0");
+  if (!(s.lambda >= 0) || !std::isfinite(s.lambda))
+    detail::invalid_argument("options.solver.lambda", s.lambda, "must be finite and >= 0");
   if (data.trajectory().empty()) detail::invalid_argument("data.trajectory().size()", 0, "needs at least one sample");
-  if (!o.devices.empty() && o.backend == Backend::Cpu)
-    detail::invalid_argument("options.devices", o.devices.size(),
+  if (!o.gpu.devices.empty() && o.backend == Backend::Cpu)
+    detail::invalid_argument("options.gpu.devices", o.gpu.devices.size(),
                              "entries need the CUDA backend, but backend = cpu (leave devices empty for the CPU)");
-  if (o.method == Method::Auto && !(o.nufft_tolerance > 0 && o.nufft_tolerance <= kNufftMaxTolerance))
-    detail::invalid_argument("options.nufft_tolerance", o.nufft_tolerance,
+  if (o.method == Method::Auto && !(o.nufft.tolerance > 0 && o.nufft.tolerance <= kNufftMaxTolerance))
+    detail::invalid_argument("options.nufft.tolerance", o.nufft.tolerance,
                              "must be in (0, " + std::to_string(kNufftMaxTolerance) +
                                  "] (method = auto: below the NUFFT's reach it runs the exact sums)");
   if (o.method == Method::Nufft) {
     const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
-    if (!(o.nufft_tolerance >= floor && o.nufft_tolerance <= kNufftMaxTolerance))
-      detail::invalid_argument("options.nufft_tolerance", o.nufft_tolerance,
+    if (!(o.nufft.tolerance >= floor && o.nufft.tolerance <= kNufftMaxTolerance))
+      detail::invalid_argument("options.nufft.tolerance", o.nufft.tolerance,
                                "must be in [" + std::to_string(floor) + ", " + std::to_string(kNufftMaxTolerance) +
                                    "] with precision = " + to_string(o.precision));
   }
@@ -66,10 +67,10 @@ void validate(const KSpaceData &data, const ReconOptions &o) {
 namespace detail {
 
 // The GPU NUFFT is float32 only: method = Nufft with Float64 runs on the CPU (Auto) or is refused.
-// options.devices asks for GPUs: Auto then runs on them or says why it cannot, as backend = cuda.
+// options.gpu.devices asks for GPUs: Auto then runs on them or says why it cannot, as backend = cuda.
 // method = Auto takes the backend as it resolves and then picks the method for it.
 Backend recon_backend(const ReconOptions &o) {
-  const Backend requested = o.devices.empty() ? o.backend : Backend::Cuda;
+  const Backend requested = o.gpu.devices.empty() ? o.backend : Backend::Cuda;
   if (o.method == Method::Nufft && o.precision == Precision::Float64) {
     if (requested == Backend::Cuda)
       throw Unsupported("reconstruct: method = nufft with precision = float64 runs on the CPU only (the CUDA "
@@ -82,9 +83,9 @@ Backend recon_backend(const ReconOptions &o) {
 MethodChoice resolve_method(const KSpaceData &data, const Grid &grid, const ReconOptions &o, Backend backend) {
   if (o.method != Method::Auto) return {o.method, {}};
   const ReconSize size{grid.dims(), static_cast<double>(grid.voxels()), static_cast<double>(data.samples_per_coil()),
-                       o.virtual_coils > 0 ? o.virtual_coils : data.coils(),
-                       o.normal == Normal::Direct ? o.iterations : 0};
-  return choose_method(size, backend, o.precision, o.nufft_tolerance);
+                       o.coils.virtual_coils > 0 ? o.coils.virtual_coils : data.coils(),
+                       o.solver.normal == Normal::Direct ? o.solver.iterations : 0};
+  return choose_method(size, backend, o.precision, o.nufft.tolerance);
 }
 
 } // namespace detail

@@ -16,28 +16,29 @@ namespace detail {
 namespace {
 void check_maps(const CoilSensitivities &maps, const KSpaceData &data, const Grid &grid) {
   if (maps.grid() != grid)
-    invalid_argument("options.sensitivities->grid().voxels()", maps.grid().voxels(),
+    invalid_argument("options.coils.sensitivities->grid().voxels()", maps.grid().voxels(),
                      "the maps must be on the reconstruction grid (" + std::to_string(grid.voxels()) + " voxels, " +
                          std::to_string(grid.nx()) + "x" + std::to_string(grid.ny()) + "x" + std::to_string(grid.nz()) +
                          ")");
   if (maps.coils() != data.coils())
-    invalid_argument("options.sensitivities->coils()", maps.coils(),
+    invalid_argument("options.coils.sensitivities->coils()", maps.coils(),
                      "must equal data.coils() = " + std::to_string(data.coils()));
 }
 } // namespace
 
-ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &o, Backend backend,
+ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOptions &options, Backend backend,
                          ReconReport &report) {
   const auto t0 = std::chrono::steady_clock::now();
+  const CoilOptions &o = options.coils;
   report.acquired_coils = report.coils = data.coils();
   if (o.sensitivities) check_maps(*o.sensitivities, data, grid);
   if (o.virtual_coils < 0 || o.virtual_coils > data.coils())
-    invalid_argument("options.virtual_coils", o.virtual_coils,
+    invalid_argument("options.coils.virtual_coils", o.virtual_coils,
                      "must be in [0, data.coils() = " + std::to_string(data.coils()) + "] (0: no compression)");
-  if (data.coils() > 1 && !o.sensitivities && o.coil_maps == CoilMaps::Require)
-    invalid_argument("options.sensitivities", "none",
+  if (data.coils() > 1 && !o.sensitivities && o.maps == CoilMaps::Require)
+    invalid_argument("options.coils.sensitivities", "none",
                      "data has " + std::to_string(data.coils()) +
-                         " coils and coil_maps = require: give maps, or set coil_maps = estimate");
+                         " coils and coils.maps = require: give maps, or set coils.maps = estimate");
   ReconCoils out;
   if (o.virtual_coils > 0 && o.virtual_coils < data.coils()) {
     const CoilCompression cc(data, o.virtual_coils);
@@ -52,8 +53,8 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
   if (o.sensitivities) {
     report.maps = "given";
   } else if (used.coils() > 1) {
-    out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities_on(used, grid, o.sensitivity, backend));
-    const SensitivityOptions &so = o.sensitivity;
+    out.maps = std::make_shared<const CoilSensitivities>(estimate_sensitivities_on(used, grid, o.estimation, backend));
+    const SensitivityOptions &so = o.estimation;
     report.maps = "estimated, " + std::string(to_string(so.method)) + " (k-space centre |k| < " +
                   std::to_string(calibration_width(so, grid) / 2) + ", " +
                   (used.has_weights() ? "data weights" : "Pipe-Menon weights") + ", " +

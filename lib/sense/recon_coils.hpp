@@ -1,6 +1,6 @@
 #pragma once
 // reconstruct's coil step, before any backend runs: the maps checked against the data, the coils
-// compressed (ReconOptions::virtual_coils), the maps estimated when none are given; and the host
+// compressed (ReconOptions::coils.virtual_coils), the maps estimated when none are given; and the host
 // side of SENSE (HostCoils: the Coils of mri_backend/sense.hpp on host images).
 #include <memory>
 #include <optional>

@@ -131,7 +131,7 @@ TEST_CASE("cli: usage errors exit 2, data errors 1, unsupported 3, each with one
   const Run require = mri_cli(dir, "phantom --matrix 16,16 --spokes 8 --readout 16 --coils 3 --out k3.h5 && '" MRI_TEST_CLI
                                    "' recon --in k3.h5 --coil-maps require --out x.nii");
   CHECK(require.code == 1); // multi-coil data without maps is refused, never reduced to one coil
-  CHECK_THAT(require.err, test::contains("coil_maps = require"));
+  CHECK_THAT(require.err, test::contains("coils.maps = require"));
   const Run matrix = mri_cli(dir, "traj --matrix 16,x t");
   CHECK(matrix.code == 2);
   CHECK_THAT(matrix.err, test::contains("--matrix = 16,x"));

@@ -131,7 +131,7 @@ TEST_CASE("method auto: on the CPU reconstruct runs the NUFFT and the report say
   const Trajectory t = traj::radial(grid, 32, 64);
   const KSpaceData data(t, Phantom::shepp_logan_2d().kspace(t, grid));
   ReconOptions o;
-  o.iterations = 4;
+  o.solver.iterations = 4;
   o.backend = Backend::Cpu;
   REQUIRE(o.method == Method::Auto);
   const ReconResult r = reconstruct(data, grid, o);
@@ -144,14 +144,14 @@ TEST_CASE("method auto: on the CPU reconstruct runs the NUFFT and the report say
   CHECK(test::relative_error(named.image, r.image) == 0.0);
   // A tolerance the float32 NUFFT cannot reach: the exact sums, and why.
   o.method = Method::Auto;
-  o.nufft_tolerance = 1e-6;
+  o.nufft.tolerance = 1e-6;
   const ReconResult tight = reconstruct(data, grid, o);
   CHECK(tight.report.method == Method::Exact);
   CHECK_THAT(tight.report.method_note, test::contains("auto: exact"));
   o.precision = Precision::Float64; // float64 reaches 1e-6
   CHECK(reconstruct(data, grid, o).report.method == Method::Nufft);
-  o.nufft_tolerance = 0.5;
-  CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("options.nufft_tolerance"));
+  o.nufft.tolerance = 0.5;
+  CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("options.nufft.tolerance"));
   CHECK(std::string(to_string(Method::Auto)) == "auto");
 }
 

@@ -167,9 +167,9 @@ TEST_CASE("concurrency: 16 reconstructions and gridding reconstructions at once"
     ReconOptions options;
     options.backend = Backend::Cpu;
     options.method = method;
-    options.iterations = 6;
-    options.lambda = 0.01;
-    options.regularizer = Regularizer::FiniteDifference;
+    options.solver.iterations = 6;
+    options.solver.lambda = 0.01;
+    options.solver.regularizer = Regularizer::FiniteDifference;
     check_bitwise(serial_and_concurrent<std::vector<cfloat>>([&](int t) {
       return reconstruct(problem_of(t).data, problem_of(t).grid, options).image.values();
     }));
@@ -205,13 +205,13 @@ TEST_CASE("concurrency: 16 multi-coil SENSE reconstructions at once: shared maps
       ReconOptions options;
       options.backend = Backend::Cpu;
       options.method = method;
-      options.iterations = 5;
-      options.lambda = 0.5;
-      options.regularizer = Regularizer::Tikhonov;
+      options.solver.iterations = 5;
+      options.solver.lambda = 0.5;
+      options.solver.regularizer = Regularizer::Tikhonov;
       if (t % 4 == 3)
-        options.virtual_coils = 2;
+        options.coils.virtual_coils = 2;
       else
-        options.sensitivities = p.maps;
+        options.coils.sensitivities = p.maps;
       return reconstruct(p.data, p.grid, options).image.values();
     }));
   }
@@ -222,7 +222,7 @@ TEST_CASE("concurrency: 16 reconstructions sharing one Q cache directory",
   test::TempDir dir("concurrency_qcache");
   ReconOptions options;
   options.backend = Backend::Cpu;
-  options.iterations = 6;
+  options.solver.iterations = 6;
   options.q_cache_dir = dir.path();
   const auto runs = serial_and_concurrent<ReconResult>(
       [&](int t) { return reconstruct(problem_of(t).data, problem_of(t).grid, options); });
@@ -256,7 +256,7 @@ TEST_CASE("concurrency: two batches of 8 items at once, 4 workers each, against 
   }
   ReconOptions options;
   options.backend = Backend::Cpu;
-  options.iterations = 6;
+  options.solver.iterations = 6;
   omp_set_num_threads(1);
   test::TempDir dir("concurrency_batch");
   ReconOptions cached = options;

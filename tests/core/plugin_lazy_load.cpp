@@ -39,7 +39,7 @@ int main() {
   auto samples = mri::Phantom::shepp_logan_2d().kspace(t, grid);
   mri::ReconOptions o;
   o.backend = mri::Backend::Auto;
-  o.iterations = 2;
+  o.solver.iterations = 2;
   const mri::ReconResult r = mri::reconstruct(mri::KSpaceData(std::move(t), std::move(samples)), grid, o);
   std::printf("%s\n", r.report.backend_note.c_str());
   return holds("after backend = auto without a GPU,") ? 0 : 1;

@@ -78,7 +78,7 @@ TEST_CASE("plugin: backend = cuda without a usable GPU throws Unsupported naming
   const Grid grid(32, 32);
   const KSpaceData data = small_problem(grid);
   ReconOptions o;
-  o.iterations = 3;
+  o.solver.iterations = 3;
   if (cuda_available()) {
     CHECK(cuda_unavailable_reason().empty());
     o.backend = Backend::Auto;

@@ -52,7 +52,7 @@ inline std::vector<std::complex<double>> sense_normal_f64(const Trajectory &t, c
 }
 
 // A small SENSE reconstruction with random samples, weights and maps on the GPU (the coil-split
-// tests: one device against several entries of ReconOptions::devices): 6 CG iterations to the
+// tests: one device against several entries of ReconOptions::gpu.devices): 6 CG iterations to the
 // end (tolerance 0), Tikhonov lambda 0.01; the caller sets method, normal and devices.
 struct SenseRecon {
   KSpaceData data;
@@ -65,11 +65,11 @@ inline SenseRecon sense_recon(const Grid &grid, int coils, std::uint64_t seed) {
   ReconOptions o;
   o.method = Method::Exact;
   o.backend = Backend::Cuda;
-  o.iterations = 6;
-  o.tolerance = 0;
-  o.lambda = 0.01;
-  o.regularizer = Regularizer::Tikhonov;
-  o.sensitivities = std::make_shared<const CoilSensitivities>(
+  o.solver.iterations = 6;
+  o.solver.tolerance = 0;
+  o.solver.lambda = 0.01;
+  o.solver.regularizer = Regularizer::Tikhonov;
+  o.coils.sensitivities = std::make_shared<const CoilSensitivities>(
       grid, coils, test::random_complex(static_cast<std::size_t>(coils * grid.voxels()), seed + 3));
   return {std::move(data), std::move(o)};
 }

@@ -299,12 +299,12 @@ TEST_CASE("bart: multi-coil SENSE on BART's own data and maps matches `bart pics
     ReconOptions o;
     o.backend = Backend::Cpu;
     o.method = Method::Nufft;
-    o.nufft_tolerance = 1e-4;
-    o.regularizer = Regularizer::Tikhonov;
-    o.lambda = r_bart / (s * s);
-    o.iterations = 30;
-    o.tolerance = 0;
-    o.sensitivities = maps;
+    o.nufft.tolerance = 1e-4;
+    o.solver.regularizer = Regularizer::Tikhonov;
+    o.solver.lambda = r_bart / (s * s);
+    o.solver.iterations = 30;
+    o.solver.tolerance = 0;
+    o.coils.sensitivities = maps;
     const ReconResult r = reconstruct(KSpaceData(t, ksp.data, {}, coils), grid, o);
     REQUIRE(r.report.coils == coils);
     Image ours = r.image;
@@ -401,10 +401,10 @@ TEST_CASE("bart: estimated coil maps against `bart caldir` and `bart ecalib` on 
     ReconOptions o;
     o.backend = Backend::Cpu;
     o.method = Method::Nufft;
-    o.iterations = 30;
-    o.regularizer = Regularizer::Tikhonov;
-    o.lambda = 0.005 * grid.voxels();
-    o.sensitivities = std::make_shared<const CoilSensitivities>(maps);
+    o.solver.iterations = 30;
+    o.solver.regularizer = Regularizer::Tikhonov;
+    o.solver.lambda = 0.005 * grid.voxels();
+    o.coils.sensitivities = std::make_shared<const CoilSensitivities>(maps);
     Image x = reconstruct(data, grid, o).image;
     // Estimated maps see rho * RSS(true maps): compare with that image.
     Image seen = truth;

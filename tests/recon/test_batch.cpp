@@ -74,7 +74,7 @@ std::vector<KSpaceData> mixed_items() {
 ReconOptions cpu_options() {
   ReconOptions o;
   o.backend = Backend::Cpu;
-  o.iterations = 8;
+  o.solver.iterations = 8;
   return o;
 }
 
@@ -189,7 +189,7 @@ TEST_CASE("batch: when the item computing Q fails, the next of its trajectory co
   items.emplace_back(t, std::move(y), density::radial(t, kGrid, 32), 2);
   for (const std::uint64_t seed : {12, 13, 14}) items.push_back(item(t, seed));
   ReconOptions o = cpu_options();
-  o.sensitivities = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, 1).maps(kGrid));
+  o.coils.sensitivities = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, 1).maps(kGrid));
   const test::OmpThreads team(1);
   BatchOptions b;
   b.jobs = 3;

@@ -38,7 +38,7 @@ std::vector<cfloat> recon(const KSpaceData &data, const Grid &grid, Method metho
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.method = method;
-  o.iterations = 8;
+  o.solver.iterations = 8;
   return reconstruct(data, grid, o).image.values();
 }
 

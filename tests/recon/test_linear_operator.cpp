@@ -201,11 +201,11 @@ TEST_CASE("operator core: the API tour's composition reproduces reconstruct", "[
 
   ReconOptions o;
   o.method = Method::Exact;
-  o.normal = Normal::Direct;
-  o.regularizer = Regularizer::FiniteDifference;
-  o.lambda = lambda;
-  o.iterations = 30;
-  o.tolerance = 0;
+  o.solver.normal = Normal::Direct;
+  o.solver.regularizer = Regularizer::FiniteDifference;
+  o.solver.lambda = lambda;
+  o.solver.iterations = 30;
+  o.solver.tolerance = 0;
   const ReconResult r = reconstruct(data, grid, o);
   CHECK(test::relative_error(x, r.image) < 1e-5);
   CHECK(cg.residual_history().back() < 1e-2 * cg.residual_history().front());

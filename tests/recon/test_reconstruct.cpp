@@ -41,7 +41,7 @@ TEST_CASE("reconstruct: CG on the spiral phantom beats the adjoint and PSNR rise
   const Problem p = spiral_phantom(48);
   std::vector<double> psnrs;
   ReconOptions o;
-  o.iterations = 12;
+  o.solver.iterations = 12;
   o.backend = Backend::Cpu;
   o.on_iteration = [&](int, const Image &x, double) { psnrs.push_back(psnr(x, p.truth)); };
   const ReconResult r = reconstruct(p.data, p.grid, o);
@@ -78,7 +78,7 @@ TEST_CASE("reconstruct: on_phase announces each phase's start and end, with Q's 
   std::vector<std::string> events;
   double q_expected = NAN;
   ReconOptions o;
-  o.iterations = 3;
+  o.solver.iterations = 3;
   o.backend = Backend::Cpu;
   o.q_cache_dir = cache.path();
   o.on_phase = [&](const ReconPhase &phase) {
@@ -98,7 +98,7 @@ TEST_CASE("reconstruct: on_phase announces each phase's start and end, with Q's 
                                               "CG start",        "CG end"};
   CHECK(events == without_q);
   events.clear();
-  o.iterations = -1; // refused before any phase: nothing announced
+  o.solver.iterations = -1; // refused before any phase: nothing announced
   CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), InvalidArgument);
   CHECK(events.empty());
 }
@@ -106,7 +106,7 @@ TEST_CASE("reconstruct: on_phase announces each phase's start and end, with Q's 
 TEST_CASE("reconstruct: regularisers and float64 operators agree in kind", "[reconstruct]") {
   const Problem p = spiral_phantom(32);
   ReconOptions o;
-  o.iterations = 8;
+  o.solver.iterations = 8;
   o.backend = Backend::Cpu;
   const double plain = psnr(reconstruct(p.data, p.grid, o).image, p.truth);
   o.precision = Precision::Float64;
@@ -122,9 +122,9 @@ TEST_CASE("reconstruct: regularisers and float64 operators agree in kind", "[rec
     add_regularizer_normal(r, 1.0, p.grid, x.data(), rx.data()); // R^H R x
     return VectorOps<Image>::dot(x, rx).real();                   // ||R x||^2
   };
-  o.lambda = 0.1 * static_cast<double>(p.data.samples_per_coil());
+  o.solver.lambda = 0.1 * static_cast<double>(p.data.samples_per_coil());
   for (Regularizer r : {Regularizer::Tikhonov, Regularizer::FiniteDifference}) {
-    o.regularizer = r;
+    o.solver.regularizer = r;
     const ReconResult res = reconstruct(p.data, p.grid, o);
     INFO(to_string(r));
     CHECK(VectorOps<Image>::all_finite(res.image));
@@ -140,15 +140,15 @@ TEST_CASE("reconstruct: method = Nufft matches the exact method (Toeplitz and di
   // over 10 iterations: CG amplifies operator errors mildly on this well-conditioned problem).
   const Problem p = spiral_phantom(40);
   ReconOptions o;
-  o.iterations = 10;
+  o.solver.iterations = 10;
   o.backend = Backend::Cpu;
   for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
-    o.normal = normal;
+    o.solver.normal = normal;
     o.method = Method::Exact;
     const ReconResult exact = reconstruct(p.data, p.grid, o);
     o.method = Method::Nufft;
     for (const Gridding g : {Gridding::Gather, Gridding::Scatter}) {
-      o.nufft_gridding = g;
+      o.nufft.gridding = g;
       const ReconResult fast = reconstruct(p.data, p.grid, o);
       const double d_psnr = psnr(fast.image, p.truth) - psnr(exact.image, p.truth);
       const double rel = test::relative_error(fast.image, exact.image);
@@ -160,12 +160,12 @@ TEST_CASE("reconstruct: method = Nufft matches the exact method (Toeplitz and di
     }
   }
   // Float64 NUFFT at 1e-6 is within ~1e-5 of the float64 exact method.
-  o.normal = Normal::Toeplitz;
+  o.solver.normal = Normal::Toeplitz;
   o.precision = Precision::Float64;
   o.method = Method::Exact;
   const Image exact64 = reconstruct(p.data, p.grid, o).image;
   o.method = Method::Nufft;
-  o.nufft_tolerance = 1e-6;
+  o.nufft.tolerance = 1e-6;
   CHECK(test::relative_error(reconstruct(p.data, p.grid, o).image, exact64) < 1e-4);
 }
 
@@ -173,33 +173,33 @@ TEST_CASE("reconstruct: bad input", "[reconstruct][bad-input]") {
   const Problem p = spiral_phantom(16);
   ReconOptions o;
   o.backend = Backend::Cpu;
-  o.lambda = -0.1;
-  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.lambda = -0.1"));
-  o.lambda = 0;
-  o.iterations = -2;
+  o.solver.lambda = -0.1;
+  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.solver.lambda = -0.1"));
+  o.solver.lambda = 0;
+  o.solver.iterations = -2;
   CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), InvalidArgument);
-  o.iterations = 2;
+  o.solver.iterations = 2;
   CHECK_THROWS_WITH(reconstruct(p.data, Grid(4, 4), o), test::contains("beyond 3n/2")); // |k| up to 8 > 6
   CHECK_THROWS_AS(reconstruct(p.data, Grid(16, 16, 4), o), InvalidArgument); // 2D data, 3D grid
   o.method = Method::Nufft;
   for (const double tol : {0.2, 1e-7, 0.0, std::numeric_limits<double>::quiet_NaN()}) {
-    o.nufft_tolerance = tol;
-    CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.nufft_tolerance"));
+    o.nufft.tolerance = tol;
+    CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.nufft.tolerance"));
     CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), InvalidArgument);
   }
-  o.nufft_tolerance = 1e-6; // float32 reaches 1e-5
+  o.nufft.tolerance = 1e-6; // float32 reaches 1e-5
   CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("precision = float32"));
   o.method = Method::Exact;
-  o.nufft_tolerance = 1e-3;
+  o.nufft.tolerance = 1e-3;
   if (!cuda_available()) { // on a GPU machine tests/gpu covers backend = Cuda
     o.backend = Backend::Cuda;
     CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), Unsupported);
   }
   // devices ask for the CUDA backend: refused with cpu, and with auto where no GPU is usable
   // (never run on the CPU with the devices ignored)
-  o.devices = {0};
+  o.gpu.devices = {0};
   o.backend = Backend::Cpu;
-  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.devices = 1: entries need the CUDA backend"));
+  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.gpu.devices = 1: entries need the CUDA backend"));
   if (!cuda_available()) {
     o.backend = Backend::Auto;
     CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), Unsupported);

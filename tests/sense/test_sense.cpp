@@ -177,19 +177,19 @@ TEST_CASE("sense: reconstruct solves the multi-coil normal equations summed in f
     ReconOptions o;
     o.backend = Backend::Cpu;
     o.method = k.method;
-    o.normal = k.normal;
+    o.solver.normal = k.normal;
     o.precision = k.precision;
-    o.nufft_tolerance = 1e-5;
-    o.regularizer = k.regularizer;
-    o.lambda = 20.0; // comparable to the normal operator's diagonal (sum w |S|^2 ~ 100): a
+    o.nufft.tolerance = 1e-5;
+    o.solver.regularizer = k.regularizer;
+    o.solver.lambda = 20.0; // comparable to the normal operator's diagonal (sum w |S|^2 ~ 100): a
                      // regulariser applied per coil instead of once would leave a large residual
-    o.iterations = 200;
-    o.tolerance = 1e-9;
-    o.sensitivities = maps;
+    o.solver.iterations = 200;
+    o.solver.tolerance = 1e-9;
+    o.coils.sensitivities = maps;
     const ReconResult r = reconstruct(data, grid, o);
     CHECK(r.report.coils == coils);
     CHECK(r.report.maps == "given");
-    const double residual = relative_residual(reference.apply(r.image, k.regularizer, o.lambda), b);
+    const double residual = relative_residual(reference.apply(r.image, k.regularizer, o.solver.lambda), b);
     CHECK(residual < k.tolerance);
   }
 }
@@ -203,12 +203,12 @@ TEST_CASE("sense: one coil with all-ones maps equals the single-coil reconstruct
     ReconOptions o;
     o.backend = Backend::Cpu;
     o.method = method;
-    o.iterations = 15;
-    o.lambda = 5;
-    o.regularizer = Regularizer::FiniteDifference;
+    o.solver.iterations = 15;
+    o.solver.lambda = 5;
+    o.solver.regularizer = Regularizer::FiniteDifference;
     const ReconResult single = reconstruct(data, grid, o);
     CHECK(single.report.maps == "none");
-    o.sensitivities = ones;
+    o.coils.sensitivities = ones;
     const ReconResult sense = reconstruct(data, grid, o);
     CHECK(sense.report.maps == "given");
     // The same operators in another order of float additions (regulariser after, not fused).
@@ -243,11 +243,11 @@ TEST_CASE("sense: estimated maps reconstruct within 0.5 dB of the true maps", "[
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.method = Method::Nufft;
-  o.iterations = 20;
-  o.lambda = 1e-3 * s.grid.voxels();
-  o.sensitivities = s.maps;
+  o.solver.iterations = 20;
+  o.solver.lambda = 1e-3 * s.grid.voxels();
+  o.coils.sensitivities = s.maps;
   const ReconResult with_true = reconstruct(s.data, s.grid, o);
-  o.sensitivities.reset();
+  o.coils.sensitivities.reset();
   const ReconResult estimated = reconstruct(s.data, s.grid, o);
   CHECK(estimated.report.maps.rfind("estimated", 0) == 0);
   CHECK(estimated.report.coils == 8);
@@ -276,11 +276,11 @@ TEST_CASE("sense: coil compression keeps the energy it reports and the image", "
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.method = Method::Nufft;
-  o.iterations = 20;
-  o.lambda = 1e-3 * s.grid.voxels();
-  o.sensitivities = s.maps;
+  o.solver.iterations = 20;
+  o.solver.lambda = 1e-3 * s.grid.voxels();
+  o.coils.sensitivities = s.maps;
   const double full = psnr(reconstruct(s.data, s.grid, o).image, s.truth);
-  o.virtual_coils = 5;
+  o.coils.virtual_coils = 5;
   const ReconResult r = reconstruct(s.data, s.grid, o);
   CHECK(r.report.acquired_coils == 12);
   CHECK(r.report.coils == 5);
@@ -295,17 +295,17 @@ TEST_CASE("sense: bad input never becomes a single-coil result", "[sense][bad-in
   const KSpaceData data(t, random_complex(4 * t.size(), 42), {}, 4);
   ReconOptions o;
   o.backend = Backend::Cpu;
-  o.iterations = 2;
-  o.coil_maps = CoilMaps::Require;
-  CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("options.sensitivities"));
-  o.sensitivities = random_maps(Grid(16, 15), 4, 43);
+  o.solver.iterations = 2;
+  o.coils.maps = CoilMaps::Require;
+  CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("options.coils.sensitivities"));
+  o.coils.sensitivities = random_maps(Grid(16, 15), 4, 43);
   CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("reconstruction grid"));
-  o.sensitivities = random_maps(grid, 3, 44);
+  o.coils.sensitivities = random_maps(grid, 3, 44);
   CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("data.coils() = 4"));
-  o.sensitivities = random_maps(grid, 4, 45);
-  o.virtual_coils = 5;
-  CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("options.virtual_coils = 5"));
-  o.virtual_coils = -1;
+  o.coils.sensitivities = random_maps(grid, 4, 45);
+  o.coils.virtual_coils = 5;
+  CHECK_THROWS_WITH(reconstruct(data, grid, o), test::contains("options.coils.virtual_coils = 5"));
+  o.coils.virtual_coils = -1;
   CHECK_THROWS_AS(reconstruct(data, grid, o), InvalidArgument);
 
   std::vector<cfloat> bad(grid.voxels() * 2, 1.0f);
@@ -332,7 +332,7 @@ TEST_CASE("sense: the automatic calibration width fits small grids; an explicit 
   so.calibration = 21;
   CHECK_THROWS_WITH(estimate_sensitivities(s.data, s.grid, so), test::contains("sensitivity.calibration = 21"));
   ReconOptions o;
-  o.iterations = 2;
+  o.solver.iterations = 2;
   CHECK_THAT(reconstruct(s.data, s.grid, o).report.maps, test::contains("|k| < 10"));
 }
 
@@ -434,12 +434,12 @@ TEST_CASE("sense: ESPIRiT maps match the true maps inside the object and reconst
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.method = Method::Nufft;
-  o.iterations = 20;
-  o.lambda = 1e-3 * s.grid.voxels();
-  o.sensitivity = so;
+  o.solver.iterations = 20;
+  o.solver.lambda = 1e-3 * s.grid.voxels();
+  o.coils.estimation = so;
   const ReconResult r = reconstruct(s.data, s.grid, o);
   CHECK(r.report.maps.rfind("estimated, espirit", 0) == 0);
-  o.sensitivities = s.maps;
+  o.coils.sensitivities = s.maps;
   const double p_true = psnr(reconstruct(s.data, s.grid, o).image, s.truth);
   // Unit-norm maps reconstruct rho * RSS(true maps), with the object's own (zero) phase.
   const double p_espirit = psnr(r.image, truth_times_rss(s));

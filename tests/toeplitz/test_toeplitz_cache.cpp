@@ -132,7 +132,7 @@ TEST_CASE("reconstruct (cpu): the Q cache misses, then hits with the same image;
   const KSpaceData data = spiral_data(grid, test::random_weights(8 * 1024, 4));
   test::TempDir dir("qcache_recon");
   ReconOptions o;
-  o.iterations = 6;
+  o.solver.iterations = 6;
   o.backend = Backend::Cpu;
   o.method = Method::Exact; // then Nufft, below: one entry each
   o.q_cache_dir = dir.path();
@@ -175,12 +175,12 @@ TEST_CASE("reconstruct (cpu): normal = direct agrees with toeplitz", "[reconstru
   const Grid grid(20, 20);
   const KSpaceData data = spiral_data(grid, test::random_weights(8 * 1024, 2));
   ReconOptions o;
-  o.iterations = 5;
+  o.solver.iterations = 5;
   o.backend = Backend::Cpu;
-  o.lambda = 0.5;
-  o.regularizer = Regularizer::FiniteDifference;
+  o.solver.lambda = 0.5;
+  o.solver.regularizer = Regularizer::FiniteDifference;
   const ReconResult toeplitz = reconstruct(data, grid, o);
-  o.normal = Normal::Direct;
+  o.solver.normal = Normal::Direct;
   const ReconResult direct = reconstruct(data, grid, o);
   CHECK(direct.report.normal == Normal::Direct);
   CHECK(direct.report.q_seconds == 0);
@@ -197,7 +197,7 @@ TEST_CASE("reconstruct (cpu): an overflowing problem stops with status non-finit
   for (auto &s : samples) s *= 1e-3f;
   const KSpaceData data(base.trajectory(), samples, std::vector<float>(samples.size(), 1e36f));
   ReconOptions o;
-  o.iterations = 3;
+  o.solver.iterations = 3;
   o.backend = Backend::Cpu;
   o.method = Method::Exact; // the exact Q keeps the Inf for CG to meet (the NUFFT's Q refuses it)
   const ReconResult r = reconstruct(data, grid, o);

@@ -43,7 +43,7 @@ struct Problem {
   Image reference;
 
   Problem() : data(make_data(grid)) {
-    options.iterations = 5;
+    options.solver.iterations = 5;
     options.backend = Backend::Cpu;
     options.method = Method::Exact; // the entry below: Q by the exact sums
     key = toeplitz_cache_key(data.trajectory(), data.weights(), grid, options.precision);

@@ -104,7 +104,7 @@ TEST_CASE("edge: reconstruct takes a spiral that ends at |k| = n/2 and says so",
   REQUIRE(outside >= 3);
   const auto samples = Phantom::shepp_logan_2d().kspace(t, g);
   ReconOptions o;
-  o.iterations = 10;
+  o.solver.iterations = 10;
   o.backend = Backend::Cpu;
   for (const Method method : {Method::Exact, Method::Nufft}) {
     o.method = method;

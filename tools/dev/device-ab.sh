@@ -100,7 +100,7 @@ for v in ${tests//,/ }; do
   step "tests on $v" with_variant "$v" "$TESTS" timeout 300 "$TESTS" >"$log" 2>&1
   tail -2 "$log" | tee -a "$summary"
   grep -E "FAILED" -A14 "$log" | head -40 | tee -a "$summary"
-  grep "device_memory_limit:" "$log" | tee -a "$summary"
+  grep "gpu.memory_limit:" "$log" | tee -a "$summary"
 done
 export MRI_TEST_UNDER_SANITIZER=1
 for v in ${sanitize//,/ }; do

@@ -101,7 +101,7 @@ public:
   // mri::reconstruct on the device; data, grid and options already validated, the coils prepared
   // (lib/sense/recon_coils.hpp): `data` is what to reconstruct (compressed when asked), `maps` its
   // coils' sensitivities (null: single coil without maps, no SENSE; else maps->coils() ==
-  // data.coils()). ReconOptions::sensitivities and virtual_coils are not read again. `report`
+  // data.coils()). ReconOptions::coils is not read again. `report`
   // arrives with the coil fields filled; its total_seconds counts from t_start (when
   // mri::reconstruct was entered), as on the CPU.
   virtual ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options,

@@ -71,15 +71,15 @@ template <class Steps>
 ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Grid &grid, const ReconOptions &o,
                                  ReconReport &report, ReconClock::time_point t_start) {
   using Vec = typename Steps::Vec;
-  report.normal = o.normal;
+  report.normal = o.solver.normal;
   report.method = o.method;
-  const bool use_cache = o.normal == Normal::Toeplitz && !o.q_cache_dir.empty();
+  const bool use_cache = o.solver.normal == Normal::Toeplitz && !o.q_cache_dir.empty();
   ToeplitzCacheKey key;
   bool cached = false;
   in_phase(report, &ReconReport::setup_seconds, [&] {
     if (use_cache) {
       key = toeplitz_cache_key(data.trajectory(), data.weights(), grid, o.precision,
-                               o.method == Method::Nufft ? o.nufft_tolerance : 0);
+                               o.method == Method::Nufft ? o.nufft.tolerance : 0);
       report.q_cache_file = toeplitz_cache_file(o.q_cache_dir, key);
       cached = std::filesystem::exists(report.q_cache_file);
     }
@@ -93,7 +93,7 @@ ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Gri
       in_phase(report, &ReconReport::q_seconds, [&] { steps.compute_q(); });
     });
   };
-  if (o.normal == Normal::Direct)
+  if (o.solver.normal == Normal::Direct)
     in_phase(report, &ReconReport::setup_seconds, [&] { steps.make_direct(); });
   else if (use_cache)
     toeplitz_through_cache(
@@ -107,7 +107,7 @@ ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Gri
 
   return steps.with_normal(rhs, [&](auto normal) {
     ConjugateGradient<decltype(normal), Vec> cg(std::move(normal));
-    cg.set_max_iterations(o.iterations).set_tolerance(o.tolerance);
+    cg.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);
     if (o.on_iteration)
       cg.set_callback([&](int k, const Vec &x, double residual) { o.on_iteration(k, steps.to_host(x), residual); });
     Vec x = announced_phase(o, "CG", NAN, [&] {

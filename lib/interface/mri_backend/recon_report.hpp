@@ -78,9 +78,9 @@ decltype(auto) announced_phase(const ReconOptions &o, std::string_view name, dou
 // The NUFFT options of a method = Nufft reconstruction on `backend`.
 inline NufftOptions recon_nufft_options(const ReconOptions &o, Backend backend) {
   NufftOptions n;
-  n.tolerance = o.nufft_tolerance;
+  n.tolerance = o.nufft.tolerance;
   n.precision = o.precision;
-  n.gridding = o.nufft_gridding;
+  n.gridding = o.nufft.gridding;
   n.backend = backend;
   return n;
 }

@@ -1,4 +1,4 @@
-// Several GPUs in one process for the exact sums (ReconOptions::devices, cuda/devices/device_slabs.hpp),
+// Several GPUs in one process for the exact sums (ReconOptions::gpu.devices, cuda/devices/device_slabs.hpp),
 // tested on one GPU: a device listed twice is two slabs, two plans and streams on it.
 //  - each slab's share of F^H D (and Q's half grid) against the float64 sum, fresh random inputs;
 //  - the Dirichlet spectrum by fz slabs against one device's (atomic adds: float rounding);
@@ -126,16 +126,16 @@ bool order_independent(KernelPolicy p) {
 // reconstruct with devices {0, 0} and {0, 0, 0} against {0}.
 void check_reconstruct(const Problem &pb, ReconOptions o) {
   o.backend = Backend::Cuda;
-  o.iterations = 6;
-  o.tolerance = 0;
-  o.sensitivities = pb.maps;
-  o.devices = {0};
+  o.solver.iterations = 6;
+  o.solver.tolerance = 0;
+  o.coils.sensitivities = pb.maps;
+  o.gpu.devices = {0};
   const ReconResult one = reconstruct(pb.data, pb.grid, o);
   REQUIRE(one.report.device_seconds.size() == 1);
   for (const std::size_t count : {2u, 3u}) {
-    o.devices.assign(count, 0);
+    o.gpu.devices.assign(count, 0);
     INFO(describe(pb.grid) << ", " << (pb.maps ? "SENSE" : "one coil") << ", " << to_string(o.method) << ", "
-                           << to_string(o.normal) << ", policy " << to_string(o.policy) << ", precision "
+                           << to_string(o.solver.normal) << ", policy " << to_string(o.gpu.policy) << ", precision "
                            << to_string(o.precision) << ", devices x" << count);
     const ReconResult many = reconstruct(pb.data, pb.grid, o);
     INFO("device note: " << many.report.device_note);
@@ -149,12 +149,12 @@ void check_reconstruct(const Problem &pb, ReconOptions o) {
       for (const DevicePhaseSeconds &d : many.report.device_seconds) CHECK(d.fhd_seconds > 0);
     CHECK(many.report.device_note.find(exact ? "F^H D: " : "F^H D: the NUFFT, not split") != std::string::npos);
     // SENSE's CG splits by coils too (coil_split.hpp): its coil sums regrouped by entry.
-    const bool coils_split = pb.maps && o.normal == Normal::Toeplitz;
-    const bool same_order = (order_independent(o.policy) || o.method == Method::Nufft) && !coils_split;
+    const bool coils_split = pb.maps && o.solver.normal == Normal::Toeplitz;
+    const bool same_order = (order_independent(o.gpu.policy) || o.method == Method::Nufft) && !coils_split;
     const bool bitwise = bitwise_equal(many.image, one.image);
     const double err = test::relative_error(many.image, one.image);
     std::printf("  slabs recon %s %s %s %s x%zu: %s (rel %.2e)\n", describe(pb.grid).c_str(),
-                pb.maps ? "sense" : "1coil", to_string(o.method), to_string(o.policy), count,
+                pb.maps ? "sense" : "1coil", to_string(o.method), to_string(o.gpu.policy), count,
                 bitwise ? "bitwise" : "differs", err);
     if (same_order)
       CHECK(bitwise);
@@ -202,7 +202,7 @@ TEST_CASE("slabs: reconstruct on {0, 0} and {0, 0, 0} equals {0}, 2D and 3D, one
       for (const KernelPolicy p : {KernelPolicy::Gather, KernelPolicy::SfuTrig, KernelPolicy::Auto}) {
         ReconOptions o;
         o.method = Method::Exact;
-        o.policy = p;
+        o.gpu.policy = p;
         check_reconstruct(pb, o);
       }
       ReconOptions f64; // SeparableGemm, in double
@@ -216,8 +216,8 @@ TEST_CASE("slabs: what does not split runs on the first device and the report sa
   const Problem pb = problem(Grid(32, 32), 1);
   ReconOptions direct;
   direct.method = Method::Exact;
-  direct.normal = Normal::Direct;
-  direct.policy = KernelPolicy::Register;
+  direct.solver.normal = Normal::Direct;
+  direct.gpu.policy = KernelPolicy::Register;
   check_reconstruct(pb, direct);
   ReconOptions nufft;
   nufft.method = Method::Nufft;
@@ -225,8 +225,8 @@ TEST_CASE("slabs: what does not split runs on the first device and the report sa
 
   ReconOptions o;
   o.backend = Backend::Cuda;
-  o.iterations = 2;
-  o.devices = {0, 0};
+  o.solver.iterations = 2;
+  o.gpu.devices = {0, 0};
   o.method = Method::Nufft;
   const ReconResult n = reconstruct(pb.data, pb.grid, o);
   CHECK(n.report.device_note.find("Q: the NUFFT, not split: on device 0") != std::string::npos);
@@ -259,8 +259,8 @@ TEST_CASE("slabs: the Dirichlet spectrum by fz slabs matches one device's", "[gp
   ReconOptions o;
   o.method = Method::Exact;
   o.backend = Backend::Cuda;
-  o.iterations = 2;
-  o.devices = {0, 0};
+  o.solver.iterations = 2;
+  o.gpu.devices = {0, 0};
   const ReconResult d = reconstruct(pb.data, pb.grid, o);
   CHECK(d.report.q_method == "dirichlet-tensor-cores");
   INFO("device note: " << d.report.device_note);
@@ -274,15 +274,15 @@ TEST_CASE("slabs: bad ordinals and windows are refused", "[gpu][slabs][small][ba
   ReconOptions o;
   o.method = Method::Exact;
   o.backend = Backend::Cuda;
-  o.iterations = 1;
-  o.devices = {0, 1000};
+  o.solver.iterations = 1;
+  o.gpu.devices = {0, 1000};
   CHECK_THROWS_WITH(reconstruct(pb.data, pb.grid, o),
-                    test::contains("options.devices[1] = 1000: is not a CUDA device of this process, which sees"));
-  o.devices = {-1};
+                    test::contains("options.gpu.devices[1] = 1000: is not a CUDA device of this process, which sees"));
+  o.gpu.devices = {-1};
   CHECK_THROWS_AS(reconstruct(pb.data, pb.grid, o), InvalidArgument);
-  o.devices = {0};
+  o.gpu.devices = {0};
   o.backend = Backend::Cpu;
-  CHECK_THROWS_WITH(reconstruct(pb.data, pb.grid, o), test::contains("options.devices"));
+  CHECK_THROWS_WITH(reconstruct(pb.data, pb.grid, o), test::contains("options.gpu.devices"));
 
   const Grid g(8, 8);
   const Trajectory t = random_trajectory(g, 10, 3);

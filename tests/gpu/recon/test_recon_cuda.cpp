@@ -94,7 +94,7 @@ struct CpuAndGpu {
   ReconResult cpu, gpu;
 };
 CpuAndGpu reconstruct_on_both(const PhantomProblem &p, ReconOptions o) {
-  o.tolerance = 0;
+  o.solver.tolerance = 0;
   std::vector<Image> cpu_iterates, gpu_iterates;
   o.backend = Backend::Cpu;
   o.on_iteration = [&](int, const Image &x, double) { cpu_iterates.push_back(x); };
@@ -102,8 +102,8 @@ CpuAndGpu reconstruct_on_both(const PhantomProblem &p, ReconOptions o) {
   o.backend = Backend::Cuda;
   o.on_iteration = [&](int, const Image &x, double) { gpu_iterates.push_back(x); };
   r.gpu = reconstruct(p.data, p.grid, o);
-  REQUIRE(gpu_iterates.size() == static_cast<std::size_t>(o.iterations));
-  for (int k = 0; k < std::min(3, o.iterations); ++k) {
+  REQUIRE(gpu_iterates.size() == static_cast<std::size_t>(o.solver.iterations));
+  for (int k = 0; k < std::min(3, o.solver.iterations); ++k) {
     INFO("iterate " << k + 1);
     CHECK(test::relative_error(gpu_iterates[k], cpu_iterates[k]) < 1e-4);
   }
@@ -407,7 +407,7 @@ TEST_CASE("gpu reconstruct: same iterates as the CPU CG, same PSNR within 0.05 d
   const PhantomProblem p = spiral_problem(64, 8, 1024, weighted);
   ReconOptions o;
   o.method = Method::Exact;
-  o.iterations = 15;
+  o.solver.iterations = 15;
   std::vector<std::string> phases; // the one driver announces the same phases on the GPU
   double q_expected = 0;
   o.on_phase = [&](const ReconPhase &phase) {
@@ -448,20 +448,20 @@ TEST_CASE("gpu reconstruct: 3D, regularisers and the direct normal operator agre
     INFO(to_string(reg));
     ReconOptions o;
     o.method = Method::Exact;
-    o.iterations = 10;
-    o.tolerance = 0;
-    o.regularizer = reg;
-    o.lambda = reg == Regularizer::None ? 0.0 : 2.0;
+    o.solver.iterations = 10;
+    o.solver.tolerance = 0;
+    o.solver.regularizer = reg;
+    o.solver.lambda = reg == Regularizer::None ? 0.0 : 2.0;
     o.backend = Backend::Cpu;
     const ReconResult cpu = reconstruct(data, grid, o);
     o.backend = Backend::Cuda;
     const ReconResult gpu = reconstruct(data, grid, o);
     CHECK(test::relative_error(gpu.image, cpu.image) < 1e-3);
     CHECK(std::abs(psnr(gpu.image, truth) - psnr(cpu.image, truth)) <= 0.05);
-    o.normal = Normal::Direct;
-    o.iterations = 4;
+    o.solver.normal = Normal::Direct;
+    o.solver.iterations = 4;
     const ReconResult direct = reconstruct(data, grid, o);
-    o.normal = Normal::Toeplitz;
+    o.solver.normal = Normal::Toeplitz;
     const ReconResult toeplitz4 = reconstruct(data, grid, o);
     CHECK(direct.report.normal == Normal::Direct);
     CHECK(test::relative_error(direct.image, toeplitz4.image) < 1e-4);
@@ -517,12 +517,12 @@ TEST_CASE("gpu reconstruct: method = Nufft agrees with the CPU NUFFT path and wi
   for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
     INFO(to_string(normal));
     ReconOptions o;
-    o.iterations = 12;
-    o.normal = normal;
+    o.solver.iterations = 12;
+    o.solver.normal = normal;
     o.method = Method::Nufft;
     const auto [cpu, gpu] = reconstruct_on_both(p, o);
     o.backend = Backend::Cuda;
-    o.tolerance = 0;
+    o.solver.tolerance = 0;
     o.method = Method::Exact;
     const ReconResult exact = reconstruct(p.data, p.grid, o);
     const double psnr_gpu = psnr(gpu.image, p.truth);
@@ -537,8 +537,8 @@ TEST_CASE("gpu reconstruct: method = Nufft agrees with the CPU NUFFT path and wi
   const auto [grid, truth, data] = koosh_problem(24, 400, 48, 5);
   ReconOptions o;
   o.method = Method::Exact;
-  o.iterations = 10;
-  o.tolerance = 0;
+  o.solver.iterations = 10;
+  o.solver.tolerance = 0;
   o.backend = Backend::Cuda;
   const ReconResult exact = reconstruct(data, grid, o);
   o.method = Method::Nufft;
@@ -553,15 +553,15 @@ TEST_CASE("gpu reconstruct: precision = float64 (SeparableGemm sums) agrees with
   const PhantomProblem p = spiral_problem(32, 8, 512, true);
   ReconOptions o;
   o.method = Method::Exact;
-  o.iterations = 6;
-  o.tolerance = 0;
+  o.solver.iterations = 6;
+  o.solver.tolerance = 0;
   o.precision = Precision::Float64;
   o.backend = Backend::Cpu;
   const ReconResult cpu = reconstruct(p.data, p.grid, o);
   o.backend = Backend::Cuda;
   const ReconResult gpu = reconstruct(p.data, p.grid, o);
   CHECK(test::relative_error(gpu.image, cpu.image) < 1e-4);
-  o.normal = Normal::Direct;
+  o.solver.normal = Normal::Direct;
   const ReconResult direct = reconstruct(p.data, p.grid, o);
   CHECK(test::relative_error(direct.image, cpu.image) < 1e-4);
 }
@@ -573,7 +573,7 @@ TEST_CASE("gpu reconstruct: the Q cache misses, hits (same image), never serves 
   test::TempDir dir("gpu_qcache");
   ReconOptions o;
   o.method = Method::Exact;
-  o.iterations = 8;
+  o.solver.iterations = 8;
   o.backend = Backend::Cuda;
   o.q_cache_dir = dir.path();
   // A miss, then a hit with the same image; the CPU reads the GPU's entry (one format for both).
@@ -618,16 +618,16 @@ TEST_CASE("gpu reconstruct: bad input is refused with a message", "[gpu][recon][
   ReconOptions o;
   o.method = Method::Exact;
   o.backend = Backend::Cuda;
-  o.iterations = 2;
-  o.lambda = -1;
-  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.lambda = -1"));
-  o.lambda = 0;
+  o.solver.iterations = 2;
+  o.solver.lambda = -1;
+  CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("options.solver.lambda = -1"));
+  o.solver.lambda = 0;
 
   // A device-memory budget too small: refused up front, naming the bytes.
-  o.device_memory_limit = 1 << 20;
+  o.gpu.memory_limit = 1 << 20;
   CHECK_THROWS_AS(reconstruct(p.data, p.grid, o), Unsupported);
   CHECK_THROWS_WITH(reconstruct(p.data, p.grid, o), test::contains("needs about"));
-  o.device_memory_limit = 0;
+  o.gpu.memory_limit = 0;
 
   // Overflowing sums: CG stops with a status.
   std::vector<cfloat> samples = p.data.samples();

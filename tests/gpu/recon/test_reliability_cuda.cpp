@@ -1,7 +1,7 @@
 // Reliability on the GPU (docs/reliability.md): reconstructions from 16 host threads at once
 // against their serial runs (a deadlock fails after 120 s), the device memory in use over
 // 1000 reconstructions, a CUDA failure injected at every checked call of a reconstruction, and
-// device_memory_limit against the measured peak.
+// gpu.memory_limit against the measured peak.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -35,9 +35,9 @@ Problem problem(const Grid &grid, Method method, std::uint64_t seed, int coils =
   ReconOptions o;
   o.backend = Backend::Cuda;
   o.method = method;
-  o.iterations = 6;
-  o.lambda = 0.5;
-  o.regularizer = Regularizer::FiniteDifference;
+  o.solver.iterations = 6;
+  o.solver.lambda = 0.5;
+  o.solver.regularizer = Regularizer::FiniteDifference;
   return {grid, KSpaceData(t, test::random_complex(coils * t.size(), seed + 1), {}, coils), o};
 }
 
@@ -169,7 +169,7 @@ TEST_CASE("cuda reliability: the device memory ledger counts what is allocated, 
   CHECK(cuda::detail::device_memory_peak().allocated_high == start.allocated_now);
 }
 
-TEST_CASE("cuda reliability: device_memory_limit holds: the measured peak stays under the report's estimate",
+TEST_CASE("cuda reliability: gpu.memory_limit holds: the measured peak stays under the report's estimate",
           "[gpu][reliability]") {
   // The limit is checked against the estimate (report.device_bytes) before anything is allocated;
   // this measures whether the estimate bounds what the reconstruction really takes, two ways:
@@ -188,7 +188,7 @@ TEST_CASE("cuda reliability: device_memory_limit holds: the measured peak stays 
                     problem(Grid(24, 24, 20), Method::Nufft, seed + 3, 1, 600000)}) {
     const std::size_t estimate = reconstruct(p.data, p.grid, p.options).report.device_bytes;
     REQUIRE(estimate > 0);
-    p.options.device_memory_limit = estimate;
+    p.options.gpu.memory_limit = estimate;
     cuda::detail::release_gridding_cache();
     const std::size_t baseline = cuda::detail::device_memory_in_use();
     cuda::detail::reset_device_memory_peak();
@@ -212,7 +212,7 @@ TEST_CASE("cuda reliability: device_memory_limit holds: the measured peak stays 
     const std::size_t allocated = after.allocated_high - before.allocated_now;
     const std::size_t pooled = after.pooled_high - std::min(after.pooled_high, before.pooled_now);
     const std::size_t measured = allocated + pooled, polled_used = polled - baseline;
-    std::printf("device_memory_limit: %lldx%lldx%lld %d coil(s) %s: estimate %zu bytes; measured peak %zu (cudaMalloc "
+    std::printf("gpu.memory_limit: %lldx%lldx%lld %d coil(s) %s: estimate %zu bytes; measured peak %zu (cudaMalloc "
                 "%zu + pool %zu) = %.2f of the estimate; polled peak above the baseline %zu (%.2f)\n",
                 static_cast<long long>(p.grid.nx()), static_cast<long long>(p.grid.ny()),
                 static_cast<long long>(p.grid.nz()), p.data.coils(), to_string(p.options.method), estimate, measured,

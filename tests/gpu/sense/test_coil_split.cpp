@@ -202,9 +202,9 @@ TEST_CASE("coil split: reconstruct on {0, 0} splits SENSE's CG by coils and repo
     auto [data, o] = gpu_test::sense_recon(grid, 4, seed);
     for (const Method method : {Method::Exact, Method::Nufft}) {
       o.method = method;
-      o.devices = {0};
+      o.gpu.devices = {0};
       const ReconResult one = reconstruct(data, grid, o);
-      o.devices = {0, 0};
+      o.gpu.devices = {0, 0};
       const ReconResult two = reconstruct(data, grid, o);
       INFO(to_string(method) << ", note: " << two.report.device_note);
       CHECK(two.report.device_note.find("CG: coils 0-1 on device 0, 2-3 on device 0 (exchange: peer copies") !=

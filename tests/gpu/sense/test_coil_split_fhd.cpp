@@ -303,9 +303,9 @@ TEST_CASE("coil split F^H D: bad arguments are refused", "[gpu][coil-split][fhd-
   ReconOptions r;
   r.backend = Backend::Cuda;
   r.method = Method::Nufft;
-  r.sensitivities = std::make_shared<const CoilSensitivities>(p.maps);
-  r.devices = {0, 4096};
-  CHECK_THROWS_WITH(reconstruct(data, p.grid, r), test::contains("options.devices[1] = 4096: is not a CUDA device"));
+  r.coils.sensitivities = std::make_shared<const CoilSensitivities>(p.maps);
+  r.gpu.devices = {0, 4096};
+  CHECK_THROWS_WITH(reconstruct(data, p.grid, r), test::contains("options.gpu.devices[1] = 4096: is not a CUDA device"));
 }
 
 TEST_CASE("coil split F^H D: reconstruct with method = Nufft on {0, 0} and {0, 0, 0} equals {0}, 2D and 3D",
@@ -316,14 +316,14 @@ TEST_CASE("coil split F^H D: reconstruct with method = Nufft on {0, 0} and {0, 0
     auto [data, o] = gpu_test::sense_recon(grid, 5, seed);
     o.method = Method::Nufft;
     for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
-      o.normal = normal;
-      o.devices = {0};
+      o.solver.normal = normal;
+      o.gpu.devices = {0};
       const ReconResult one = reconstruct(data, grid, o);
       CHECK(one.report.device_note.empty());
       REQUIRE(one.report.device_seconds.size() == 1);
       CHECK(one.report.device_seconds.front().fhd_seconds > 0);
       for (const std::size_t entries : {2u, 3u}) {
-        o.devices.assign(entries, 0);
+        o.gpu.devices.assign(entries, 0);
         const ReconResult many = reconstruct(data, grid, o);
         INFO(extents(grid) << ", normal " << to_string(normal) << ", " << entries
                            << " entries, note: " << many.report.device_note);

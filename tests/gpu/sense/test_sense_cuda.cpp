@@ -50,7 +50,7 @@ Simulated simulated(const Grid &grid, int coils) {
 // The same reconstruction on both backends; the first iterates agree to float32 accumulation
 // order.
 std::pair<ReconResult, ReconResult> on_both(const Simulated &s, ReconOptions o) {
-  o.tolerance = 0;
+  o.solver.tolerance = 0;
   std::vector<Image> cpu_it, gpu_it;
   o.backend = Backend::Cpu;
   o.on_iteration = [&](int, const Image &x, double) { cpu_it.push_back(x); };
@@ -75,12 +75,12 @@ TEST_CASE("gpu sense: CPU and GPU agree for every method and normal operator, 2D
       for (const Normal normal : {Normal::Toeplitz, Normal::Direct}) {
         INFO(grid.dims() << "D " << to_string(method) << " " << to_string(normal));
         ReconOptions o;
-        o.iterations = 8;
+        o.solver.iterations = 8;
         o.method = method;
-        o.normal = normal;
-        o.regularizer = Regularizer::FiniteDifference;
-        o.lambda = 1e-3 * grid.voxels();
-        o.sensitivities = s.maps;
+        o.solver.normal = normal;
+        o.solver.regularizer = Regularizer::FiniteDifference;
+        o.solver.lambda = 1e-3 * grid.voxels();
+        o.coils.sensitivities = s.maps;
         const auto [cpu, gpu] = on_both(s, o);
         CHECK(gpu.report.backend == Backend::Cuda);
         CHECK(gpu.report.coils == s.maps->coils());
@@ -99,11 +99,11 @@ TEST_CASE("gpu sense: CPU and GPU agree for every method and normal operator, 2D
 TEST_CASE("gpu sense: the exact F^H D in coil blocks (SeparableGemm) agrees with the CPU", "[gpu][sense][small]") {
   const Simulated s = simulated(Grid(48, 48), 11);
   ReconOptions o;
-  o.iterations = 6;
+  o.solver.iterations = 6;
   o.method = Method::Exact;
-  o.policy = KernelPolicy::SeparableGemm;
-  o.lambda = 1e-3 * s.grid.voxels();
-  o.sensitivities = s.maps;
+  o.gpu.policy = KernelPolicy::SeparableGemm;
+  o.solver.lambda = 1e-3 * s.grid.voxels();
+  o.coils.sensitivities = s.maps;
   const auto [cpu, gpu] = on_both(s, o);
   CHECK(gpu.report.coils == 11);
   CHECK(test::relative_error(gpu.image, cpu.image) < 2e-3);
@@ -112,10 +112,10 @@ TEST_CASE("gpu sense: the exact F^H D in coil blocks (SeparableGemm) agrees with
 TEST_CASE("gpu sense: estimated maps and coil compression run the same on both backends", "[gpu][sense][small]") {
   const Simulated s = simulated(Grid(48, 48), 6);
   ReconOptions o;
-  o.iterations = 6;
+  o.solver.iterations = 6;
   o.method = Method::Nufft;
-  o.lambda = 2;
-  o.virtual_coils = 4;
+  o.solver.lambda = 2;
+  o.coils.virtual_coils = 4;
   const auto [cpu, gpu] = on_both(s, o);
   CHECK(gpu.report.acquired_coils == 6);
   CHECK(gpu.report.coils == 4);
@@ -146,7 +146,7 @@ TEST_CASE("gpu sense: maps estimated with device NUFFTs equal the CPU estimate",
   ReconOptions r;
   r.method = Method::Exact;
   r.backend = Backend::Cuda;
-  r.iterations = 2;
+  r.solver.iterations = 2;
   CHECK(reconstruct(s.data, s.grid, r).report.maps.find("calibration images on cuda") != std::string::npos);
 }
 
@@ -159,11 +159,11 @@ TEST_CASE("gpu sense: one coil with all-ones maps equals the single-coil GPU rec
     ReconOptions o;
     o.backend = Backend::Cuda;
     o.method = method;
-    o.iterations = 10;
-    o.regularizer = Regularizer::FiniteDifference;
-    o.lambda = 3;
+    o.solver.iterations = 10;
+    o.solver.regularizer = Regularizer::FiniteDifference;
+    o.solver.lambda = 3;
     const ReconResult single = reconstruct(data, grid, o);
-    o.sensitivities = std::make_shared<const CoilSensitivities>(grid, 1, std::vector<cfloat>(grid.voxels(), 1.0f));
+    o.coils.sensitivities = std::make_shared<const CoilSensitivities>(grid, 1, std::vector<cfloat>(grid.voxels(), 1.0f));
     const ReconResult sense = reconstruct(data, grid, o);
     // The regulariser runs after the operator instead of fused into its crop: float rounding only.
     CHECK(test::relative_error(sense.image, single.image) < 1e-5);
@@ -175,10 +175,10 @@ TEST_CASE("gpu sense: the memory estimate counts the coils and refuses up front"
   ReconOptions o;
   o.method = Method::Exact;
   o.backend = Backend::Cuda;
-  o.iterations = 2;
-  o.sensitivities = s.maps;
+  o.solver.iterations = 2;
+  o.coils.sensitivities = s.maps;
   const std::size_t with_coils = reconstruct(s.data, s.grid, o).report.device_bytes;
-  o.virtual_coils = 2;
+  o.coils.virtual_coils = 2;
   const std::size_t with_two = reconstruct(s.data, s.grid, o).report.device_bytes;
   // Six fewer maps of 32^2 complex floats and six fewer padded grids of the coil-batched Toeplitz
   // operator (all coils in one pass here), with the estimate's 5% margin (plus the F^H D plan's
@@ -187,8 +187,8 @@ TEST_CASE("gpu sense: the memory estimate counts the coils and refuses up front"
                             cuda::detail::sense_batch_bytes(s.grid, 2);
   CHECK(with_coils - with_two >= 6u * 32 * 32 * 8);
   CHECK(with_coils - with_two < fewer + fewer / 20 + 16384);
-  o.virtual_coils = 0;
-  o.device_memory_limit = with_coils - 1;
+  o.coils.virtual_coils = 0;
+  o.gpu.memory_limit = with_coils - 1;
   try {
     reconstruct(s.data, s.grid, o);
     FAIL("a limit one byte below the estimate must refuse");

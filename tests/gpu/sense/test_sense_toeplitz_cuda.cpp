@@ -74,8 +74,8 @@ TEST_CASE("gpu sense: a 2D SENSE reconstruction batches its coils and says so", 
   ReconOptions o;
   o.method = Method::Exact;
   o.backend = Backend::Cuda;
-  o.iterations = 4;
-  o.sensitivities = std::make_shared<const CoilSensitivities>(
+  o.solver.iterations = 4;
+  o.coils.sensitivities = std::make_shared<const CoilSensitivities>(
       grid, coils, test::random_complex(static_cast<std::size_t>(coils * grid.voxels()), seed + 2));
   const ReconResult r = reconstruct(data, grid, o);
   CHECK_THAT(r.report.toeplitz_fft, test::contains("3 coils per batched transform"));

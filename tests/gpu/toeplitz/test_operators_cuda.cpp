@@ -87,14 +87,14 @@ TEST_CASE("cuda reconstruct: SFU trig and tuned lose at most 0.1 dB against floa
   const Image truth = phantom.rasterize(grid);
   ReconOptions o;
   o.method = Method::Exact;
-  o.iterations = 15;
+  o.solver.iterations = 15;
   o.backend = Backend::Cpu;
   o.precision = Precision::Float64;
   const double reference = psnr(reconstruct(data, grid, o).image, truth);
   o.backend = Backend::Cuda;
   o.precision = Precision::Float32;
   for (KernelPolicy p : {KernelPolicy::SfuTrig, KernelPolicy::Tuned, KernelPolicy::Gather}) {
-    o.policy = p;
+    o.gpu.policy = p;
     const ReconResult r = reconstruct(data, grid, o);
     const double db = psnr(r.image, truth);
     INFO(to_string(p) << ": " << db << " dB vs float64 " << reference << " dB");
@@ -133,7 +133,7 @@ TEST_CASE("cuda operators: samples on and beyond the grid's edge are their perio
     const KSpaceData data(t, fx_ref);
     ReconOptions ro;
     ro.method = Method::Exact;
-    ro.iterations = 5;
+    ro.solver.iterations = 5;
     ro.backend = Backend::Cuda;
     const ReconResult gpu_r = reconstruct(data, grid, ro);
     ro.backend = Backend::Cpu;
