@@ -243,10 +243,10 @@ RECON_HEADER = ["case", "end to end", "F^H D", "Q (or its spectrum)", "CG", "tra
 def recon2d_gpu():
     bench, meta = load_bench(RECON_FILE)
     rows = [recon_row(label, find(bench, prefix)) for label, prefix in [
-        ("exact (default), Toeplitz", "RECON-2D/end-to-end/"),
+        ("exact, Toeplitz", "RECON-2D/end-to-end/"),
         ("exact, Q's spectrum from the cache", "RECON-2D/end-to-end-cached-Q/"),
         ("`method = Nufft` (1e-3)", "RECON-2D/nufft/"),
-        ("exact, `normal = Direct` (two direct sums an iteration)", "RECON-2D/direct-normal/")]]
+        ("exact, `solver.normal = Direct` (two direct sums an iteration)", "RECON-2D/direct-normal/")]]
     after = ("End to end: host wall clock of `mri::reconstruct(backend = cuda)` after one warm-up call in the process "
              "(CUDA context, modules, cuFFT plans), median of 10; 20 CG iterations.")
     return block([meta], markdown(RECON_HEADER, rows), after)
@@ -284,12 +284,12 @@ def recon3d_split():
     bench, meta = load_bench(RECON_FILE)
     rows = [recon_row(label, find(bench, prefix)) for label, prefix in [
         ("exact: Q's spectrum by the tensor-core Dirichlet sum (default)", "RECON-3D/end-to-end/"),
-        ("exact, Q summed by the `Tuned` kernel + FFT (`policy = Tuned`)", "RECON-3D/end-to-end-tuned-Q/"),
+        ("exact, Q summed by the `Tuned` kernel + FFT (`gpu.policy = Tuned`)", "RECON-3D/end-to-end-tuned-Q/"),
         ("exact, Q's spectrum from the cache", "RECON-3D/end-to-end-cached-Q/"),
         ("`method = Nufft`, 1e-3 (W 5), gather (default)", "RECON-3D/nufft/1/0/"),
         ("`method = Nufft`, 1e-3, scatter", "RECON-3D/nufft/1/1/"),
         ("`method = Nufft`, 1e-2 (W 4), scatter", "RECON-3D/nufft/10/1/"),
-        ("`method = Nufft`, `normal = Direct` (a NUFFT pair an iteration)", "RECON-3D/nufft-direct-normal/"),
+        ("`method = Nufft`, `solver.normal = Direct` (a NUFFT pair an iteration)", "RECON-3D/nufft-direct-normal/"),
         ("256^3 exact, 2 CG iterations", "RECON-3D-256/end-to-end/"),
         ("256^3 `method = Nufft`, 20 CG iterations", "RECON-3D-256/nufft/")]]
     after = ("Host wall clock after a warm-up call, median of 3 (exact, direct normal) or 5 (NUFFT, cached), one run at 256^3; "
