@@ -97,6 +97,10 @@ inline constexpr double kNufftMinTolerance = 1e-6;
 inline constexpr double kNufftMaxTolerance = 1e-1;
 // Float32 plans (float grid, float FFT) reach about this; tighter tolerances need Float64.
 inline constexpr double kNufftFloat32MinTolerance = 1e-5;
+// The tightest tolerance a plan of `precision` reaches.
+inline constexpr double nufft_min_tolerance(Precision precision) {
+  return precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
+}
 
 // How the adjoint grids. Gather and ScatterFixed give the same bits on every run; CUDA's Scatter
 // (float atomics) may differ in the last bits from run to run.

@@ -59,7 +59,7 @@ MethodChoice choose_method(const ReconSize &size, Backend backend, Precision pre
   const bool on_gpu = backend == Backend::Cuda;
   if (on_gpu && precision == Precision::Float64)
     return {Method::Exact, "auto: exact (precision = float64; the CUDA NUFFT is float32)"};
-  const double floor = precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
+  const double floor = nufft_min_tolerance(precision);
   if (nufft_tolerance < floor)
     return {Method::Exact, format("auto: exact (the NUFFT reaches %.0e at this precision, not nufft.tolerance %.0e)",
                                   floor, nufft_tolerance)};

@@ -54,7 +54,7 @@ void validate(const KSpaceData &data, const ReconOptions &o) {
                              "must be in (0, " + std::to_string(kNufftMaxTolerance) +
                                  "] (method = auto: below the NUFFT's reach it runs the exact sums)");
   if (o.method == Method::Nufft) {
-    const double floor = o.precision == Precision::Float64 ? kNufftMinTolerance : kNufftFloat32MinTolerance;
+    const double floor = nufft_min_tolerance(o.precision);
     if (!(o.nufft.tolerance >= floor && o.nufft.tolerance <= kNufftMaxTolerance))
       detail::invalid_argument("options.nufft.tolerance", o.nufft.tolerance,
                                "must be in [" + std::to_string(floor) + ", " + std::to_string(kNufftMaxTolerance) +
