@@ -1,0 +1,272 @@
+// SparseOps<Image>: the sparse terms' transforms and proximal maps on host images, each sample
+// computed by the definitions of mri/detail/sparse_stencil.hpp that the CUDA backend shares.
+// Loops are OpenMP-parallel over disjoint outputs; the sums of norms are reduced per fixed chunk
+// of voxels, then over the chunks in order, so their value does not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "mri/detail/sparse_stencil.hpp"
+#include "mri/error.hpp"
+#include "mri/sparse.hpp"
+
+namespace mri {
+namespace {
+
+// Lines along y and z are gathered this many x columns at a time: contiguous reads of a strided
+// axis, and as many lines transformed per gather.
+constexpr std::int64_t kColumnChunk = 16;
+// Voxels per partial sum of the norm reductions.
+constexpr std::int64_t kReductionChunk = 4096;
+
+std::int64_t axis_stride(const Grid &grid, int axis) {
+  return axis == 0 ? 1 : axis == 1 ? grid.nx() : grid.nx() * grid.ny();
+}
+
+void ensure_grid(Image &v, const Grid &grid) {
+  if (v.grid() != grid) v = Image(grid);
+}
+
+void require_grid(const Image &v, const Grid &grid, const char *name) {
+  if (v.grid() != grid)
+    detail::invalid_argument(name, v.size(), "the image is not on the grid of the operation");
+}
+
+// The lines along `axis` inside the box [0, box): task t is a group of `width` adjacent lines
+// starting at voxel `base` (width > 1 only across x, for axes y and z).
+struct LineGroup {
+  std::int64_t base;
+  std::int64_t width;
+};
+
+struct LineGroups {
+  const Grid &grid;
+  int axis;
+  std::array<std::int64_t, 3> box;
+
+  std::int64_t chunks_x() const { return axis == 0 ? box[0] : (box[0] + kColumnChunk - 1) / kColumnChunk; }
+  std::int64_t count() const {
+    return axis == 0 ? box[1] * box[2] : chunks_x() * (axis == 1 ? box[2] : box[1]);
+  }
+  LineGroup at(std::int64_t t) const {
+    if (axis == 0) return {grid.index(0, t % box[1], t / box[1]), 1};
+    const std::int64_t cx = t % chunks_x(), other = t / chunks_x(), x0 = cx * kColumnChunk;
+    const std::int64_t base = axis == 1 ? grid.index(x0, 0, other) : grid.index(x0, other, 0);
+    return {base, std::min(kColumnChunk, box[0] - x0)};
+  }
+};
+
+// One level along `axis` on every line of the box, in place: each group of lines is gathered into
+// a buffer (line sample s of column c at s * width + c) and the level's samples are written back
+// from it by `sample` (wavelet_forward_sample or wavelet_inverse_sample).
+template <class Sample>
+void transform_lines(Image &data, int axis, const std::array<std::int64_t, 3> &box, Sample sample) {
+  const Grid &grid = data.grid();
+  const LineGroups groups{grid, axis, box};
+  const std::int64_t n = box[static_cast<std::size_t>(axis)], stride = axis_stride(grid, axis);
+  const std::int64_t tasks = groups.count();
+  cfloat *p = data.data();
+#pragma omp parallel
+  {
+    std::vector<cfloat> buffer(static_cast<std::size_t>(n * kColumnChunk));
+    const float *line = reinterpret_cast<const float *>(buffer.data());
+#pragma omp for schedule(static)
+    for (std::int64_t t = 0; t < tasks; ++t) {
+      const LineGroup g = groups.at(t);
+      for (std::int64_t s = 0; s < n; ++s)
+        std::copy_n(p + g.base + s * stride, g.width, buffer.data() + s * g.width);
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t c = 0; c < g.width; ++c) {
+          float re, im;
+          sample(line + 2 * c, g.width, n, i, re, im);
+          p[g.base + i * stride + c] = {re, im};
+        }
+    }
+  }
+}
+
+// The box of approximation extents at the start of each level: box[l][a] for l <= max_levels.
+std::vector<std::array<std::int64_t, 3>> level_boxes(const WaveletLevels &levels) {
+  std::vector<std::array<std::int64_t, 3>> boxes{levels.grid.extents()};
+  for (int l = 0; l < levels.max_levels(); ++l) {
+    std::array<std::int64_t, 3> next = boxes.back();
+    for (std::size_t a = 0; a < 3; ++a)
+      if (levels.levels[a] > l) next[a] = detail::wavelet_approximation_extent(next[a]);
+    boxes.push_back(next);
+  }
+  return boxes;
+}
+
+void copy_into(const Image &from, Image &to) {
+  if (&from != &to) std::copy(from.values().begin(), from.values().end(), to.values().begin());
+}
+
+// (ix, iy, iz) of voxel v of a grid, advanced one voxel at a time in memory order.
+struct VoxelCursor {
+  std::array<std::int64_t, 3> n, at;
+  VoxelCursor(const Grid &grid, std::int64_t v)
+      : n(grid.extents()), at{v % grid.nx(), v / grid.nx() % grid.ny(), v / (grid.nx() * grid.ny())} {}
+  void next() {
+    if (++at[0] < n[0]) return;
+    at[0] = 0;
+    if (++at[1] < n[1]) return;
+    at[1] = 0;
+    ++at[2];
+  }
+  bool inside(const KeepBox &box) const { return at[0] < box[0] && at[1] < box[1] && at[2] < box[2]; }
+};
+
+void check_groups(const Image &z, const Grid &base, int group_size, const KeepBox &keep) {
+  if (group_size < 1) detail::invalid_argument("group_size", group_size, "a group holds at least one value");
+  if (static_cast<std::int64_t>(z.size()) != base.voxels() * group_size)
+    detail::invalid_argument("z.size()", z.size(), "must be group_size * base.voxels()");
+  for (std::int64_t k : keep)
+    if (k < 0) detail::invalid_argument("keep", k, "a keep box extent is >= 0");
+}
+
+// sum over the voxels of `base` outside `keep` of group(v) (a norm), reduced per fixed chunk of
+// kReductionChunk voxels and then over the chunks in order: the same value for any team size.
+template <class Group> double sum_groups(const Grid &base, const KeepBox &keep, Group group) {
+  const std::int64_t voxels = base.voxels();
+  const std::int64_t chunks = (voxels + kReductionChunk - 1) / kReductionChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t begin = c * kReductionChunk, end = std::min(voxels, begin + kReductionChunk);
+    VoxelCursor cursor(base, begin);
+    double sum = 0;
+    for (std::int64_t v = begin; v < end; ++v, cursor.next())
+      if (!cursor.inside(keep)) sum += group(v);
+    partial[static_cast<std::size_t>(c)] = sum;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+// The index of voxel (ix, y, z) along `axis`.
+std::int64_t position_along(int axis, std::int64_t ix, std::int64_t y, std::int64_t z) {
+  return axis == 0 ? ix : axis == 1 ? y : z;
+}
+
+} // namespace
+
+Image SparseOps<Image>::make(const Grid &grid, const Image &) { return Image(grid); }
+
+// Level l transforms, along each axis with levels[a] > l in x, y, z order, every line of the
+// box of level-l approximation extents; samples outside the box (finer detail bands) stay.
+void SparseOps<Image>::wavelet_forward(const WaveletLevels &levels, const Image &x, Image &c) {
+  require_grid(x, levels.grid, "x");
+  ensure_grid(c, levels.grid);
+  copy_into(x, c);
+  const detail::WaveletFilter &f = detail::kWaveletFilters[static_cast<int>(levels.wavelet)];
+  const auto boxes = level_boxes(levels);
+  for (int l = 0; l < levels.max_levels(); ++l)
+    for (int a = 0; a < 3; ++a)
+      if (levels.levels[static_cast<std::size_t>(a)] > l)
+        transform_lines(c, a, boxes[static_cast<std::size_t>(l)],
+                        [&f](const float *line, std::int64_t stride, std::int64_t n, std::int64_t i, float &re,
+                             float &im) { detail::wavelet_forward_sample(line, stride, n, i, f.h, f.taps, re, im); });
+}
+
+// The adjoint (= inverse, the transform being orthonormal): the levels coarsest first, the axes
+// of a level in z, y, x order.
+void SparseOps<Image>::wavelet_inverse(const WaveletLevels &levels, const Image &c, Image &x) {
+  require_grid(c, levels.grid, "c");
+  ensure_grid(x, levels.grid);
+  copy_into(c, x);
+  const detail::WaveletFilter &f = detail::kWaveletFilters[static_cast<int>(levels.wavelet)];
+  const auto boxes = level_boxes(levels);
+  for (int l = levels.max_levels() - 1; l >= 0; --l)
+    for (int a = 2; a >= 0; --a)
+      if (levels.levels[static_cast<std::size_t>(a)] > l)
+        transform_lines(x, a, boxes[static_cast<std::size_t>(l)],
+                        [&f](const float *line, std::int64_t stride, std::int64_t n, std::int64_t s, float &re,
+                             float &im) { detail::wavelet_inverse_sample(line, stride, n, s, f.h, f.taps, re, im); });
+}
+
+void SparseOps<Image>::circular_shift(const Image &x, const std::array<std::int64_t, 3> &shift, Image &out) {
+  const Grid &grid = x.grid();
+  for (int a = 0; a < 3; ++a)
+    if (shift[static_cast<std::size_t>(a)] < 0 || shift[static_cast<std::size_t>(a)] >= grid.extent(a))
+      detail::invalid_argument("shift", shift[static_cast<std::size_t>(a)], "a shift lies in [0, extent)");
+  if (&x == &out) detail::invalid_argument("out", "x", "circular_shift's output must not alias its input");
+  ensure_grid(out, grid);
+  const std::int64_t nx = grid.nx(), ny = grid.ny(), nz = grid.nz(), sx = shift[0];
+  const cfloat *in = x.data();
+  cfloat *o = out.data();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < ny * nz; ++row) {
+    const std::int64_t y = row % ny, z = row / ny;
+    const cfloat *from = in + grid.index(0, y, z);
+    cfloat *to = o + grid.index(0, (y + shift[1]) % ny, (z + shift[2]) % nz);
+    std::copy_n(from, nx - sx, to + sx);
+    std::copy_n(from + nx - sx, sx, to);
+  }
+}
+
+
+void SparseOps<Image>::gradient_forward(const Grid &grid, unsigned axes, const Image &x, Image &g) {
+  require_grid(x, grid, "x");
+  if (&x == &g) detail::invalid_argument("g", "x", "the gradient's output must not alias its input");
+  axes = resolve_axes(grid, axes);
+  ensure_grid(g, stacked_grid(grid, axis_count(axes)));
+  const std::int64_t voxels = grid.voxels(), nx = grid.nx(), ny = grid.ny(), rows = ny * grid.nz();
+  const float *in = reinterpret_cast<const float *>(x.data());
+  std::int64_t block = 0;
+  for (int a = 0; a < 3; ++a) {
+    if ((axes >> a & 1u) == 0) continue;
+    const std::int64_t stride = axis_stride(grid, a), extent = grid.extent(a);
+    cfloat *ga = g.data() + block++ * voxels;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t row = 0; row < rows; ++row)
+      for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
+        float re, im;
+        detail::difference_forward_sample(in, v, position_along(a, ix, row % ny, row / ny), extent, stride, re, im);
+        ga[v] = {re, im};
+      }
+  }
+}
+
+void SparseOps<Image>::gradient_adjoint(const Grid &grid, unsigned axes, const Image &g, Image &x) {
+  axes = resolve_axes(grid, axes);
+  require_grid(g, stacked_grid(grid, axis_count(axes)), "g");
+  if (&x == &g) detail::invalid_argument("x", "g", "the adjoint's output must not alias its input");
+  ensure_grid(x, grid);
+  const std::int64_t voxels = grid.voxels(), nx = grid.nx(), ny = grid.ny(), rows = ny * grid.nz();
+  std::array<int, 3> axis_list{};
+  int count = 0;
+  for (int a = 0; a < 3; ++a)
+    if ((axes >> a & 1u) != 0) axis_list[static_cast<std::size_t>(count++)] = a;
+  const float *in = reinterpret_cast<const float *>(g.data());
+  cfloat *out = x.data();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < rows; ++row)
+    for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
+      float re = 0, im = 0;
+      for (int b = 0; b < count; ++b) {
+        const int a = axis_list[static_cast<std::size_t>(b)];
+        detail::difference_adjoint_add(in + 2 * b * voxels, v, position_along(a, ix, row % ny, row / ny),
+                                       grid.extent(a), axis_stride(grid, a), re, im);
+      }
+      out[v] = {re, im};
+    }
+}
+
+double SparseOps<Image>::shrink(Image &z, const Grid &base, int group_size, const KeepBox &keep, double t) {
+  check_groups(z, base, group_size, keep);
+  if (!(t >= 0) || !std::isfinite(t)) detail::invalid_argument("t", t, "a threshold is finite and >= 0");
+  float *p = reinterpret_cast<float *>(z.data());
+  const std::int64_t stride = base.voxels();
+  return sum_groups(base, keep, [&](std::int64_t v) { return detail::shrink_group(p, v, stride, group_size, t); });
+}
+
+double SparseOps<Image>::group_norm_sum(const Image &z, const Grid &base, int group_size, const KeepBox &keep) {
+  check_groups(z, base, group_size, keep);
+  const float *p = reinterpret_cast<const float *>(z.data());
+  const std::int64_t stride = base.voxels();
+  return sum_groups(base, keep, [&](std::int64_t v) { return detail::group_norm(p, v, stride, group_size); });
+}
+
+} // namespace mri
