@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "mri/detail/sparse_stencil.hpp"
@@ -145,6 +146,41 @@ template <class Group> double sum_groups(const Grid &base, const KeepBox &keep, 
   return total;
 }
 
+enum class Direction { Forward, Inverse };
+
+// The (level, axis) passes of a transform: level l acts along each axis with levels[a] > l, on
+// every line of the box of level-l approximation extents (samples outside it, the finer detail
+// bands, stay). Forward: levels finest first, the axes of a level in x, y, z order; inverse (the
+// adjoint, the transform being orthonormal): the same passes in reverse order.
+std::vector<std::pair<int, int>> wavelet_passes(const WaveletLevels &levels, Direction direction) {
+  std::vector<std::pair<int, int>> passes;
+  for (int l = 0; l < levels.max_levels(); ++l)
+    for (int a = 0; a < 3; ++a)
+      if (levels.levels[static_cast<std::size_t>(a)] > l) passes.emplace_back(l, a);
+  if (direction == Direction::Inverse) std::reverse(passes.begin(), passes.end());
+  return passes;
+}
+
+void run_wavelet(const WaveletLevels &levels, const Image &in, Image &out, Direction direction) {
+  ensure_grid(out, levels.grid);
+  copy_into(in, out);
+  const detail::WaveletFilter &f = detail::kWaveletFilters[static_cast<int>(levels.wavelet)];
+  const auto boxes = level_boxes(levels);
+  for (const auto &[l, a] : wavelet_passes(levels, direction)) {
+    const auto &box = boxes[static_cast<std::size_t>(l)];
+    if (direction == Direction::Forward)
+      transform_lines(out, a, box, [&f](const float *line, std::int64_t stride, std::int64_t n, std::int64_t i,
+                                        float &re, float &im) {
+        detail::wavelet_forward_sample(line, stride, n, i, f.h, f.taps, re, im);
+      });
+    else
+      transform_lines(out, a, box, [&f](const float *line, std::int64_t stride, std::int64_t n, std::int64_t s,
+                                        float &re, float &im) {
+        detail::wavelet_inverse_sample(line, stride, n, s, f.h, f.taps, re, im);
+      });
+  }
+}
+
 // The index of voxel (ix, y, z) along `axis`.
 std::int64_t position_along(int axis, std::int64_t ix, std::int64_t y, std::int64_t z) {
   return axis == 0 ? ix : axis == 1 ? y : z;
@@ -154,36 +190,14 @@ std::int64_t position_along(int axis, std::int64_t ix, std::int64_t y, std::int6
 
 Image SparseOps<Image>::make(const Grid &grid, const Image &) { return Image(grid); }
 
-// Level l transforms, along each axis with levels[a] > l in x, y, z order, every line of the
-// box of level-l approximation extents; samples outside the box (finer detail bands) stay.
 void SparseOps<Image>::wavelet_forward(const WaveletLevels &levels, const Image &x, Image &c) {
   require_grid(x, levels.grid, "x");
-  ensure_grid(c, levels.grid);
-  copy_into(x, c);
-  const detail::WaveletFilter &f = detail::kWaveletFilters[static_cast<int>(levels.wavelet)];
-  const auto boxes = level_boxes(levels);
-  for (int l = 0; l < levels.max_levels(); ++l)
-    for (int a = 0; a < 3; ++a)
-      if (levels.levels[static_cast<std::size_t>(a)] > l)
-        transform_lines(c, a, boxes[static_cast<std::size_t>(l)],
-                        [&f](const float *line, std::int64_t stride, std::int64_t n, std::int64_t i, float &re,
-                             float &im) { detail::wavelet_forward_sample(line, stride, n, i, f.h, f.taps, re, im); });
+  run_wavelet(levels, x, c, Direction::Forward);
 }
 
-// The adjoint (= inverse, the transform being orthonormal): the levels coarsest first, the axes
-// of a level in z, y, x order.
 void SparseOps<Image>::wavelet_inverse(const WaveletLevels &levels, const Image &c, Image &x) {
   require_grid(c, levels.grid, "c");
-  ensure_grid(x, levels.grid);
-  copy_into(c, x);
-  const detail::WaveletFilter &f = detail::kWaveletFilters[static_cast<int>(levels.wavelet)];
-  const auto boxes = level_boxes(levels);
-  for (int l = levels.max_levels() - 1; l >= 0; --l)
-    for (int a = 2; a >= 0; --a)
-      if (levels.levels[static_cast<std::size_t>(a)] > l)
-        transform_lines(x, a, boxes[static_cast<std::size_t>(l)],
-                        [&f](const float *line, std::int64_t stride, std::int64_t n, std::int64_t s, float &re,
-                             float &im) { detail::wavelet_inverse_sample(line, stride, n, s, f.h, f.taps, re, im); });
+  run_wavelet(levels, c, x, Direction::Inverse);
 }
 
 void SparseOps<Image>::circular_shift(const Image &x, const std::array<std::int64_t, 3> &shift, Image &out) {
