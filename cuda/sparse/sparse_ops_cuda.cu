@@ -231,6 +231,13 @@ void ensure_grid(DeviceImage &out, const Grid &grid, StreamHandle stream) {
   if (out.empty() || out.grid() != grid) out = DeviceImage(grid, stream);
 }
 
+int family_index(Wavelet w) {
+  const int f = static_cast<int>(w);
+  if (f < 0 || f >= ::mri::detail::kWaveletFamilies)
+    mri::detail::invalid_argument("wavelet", f, "is not a known wavelet family");
+  return f;
+}
+
 // One wavelet pass: the box of approximation extents it transforms and the axis.
 struct WaveletPass {
   Extents box;
@@ -241,17 +248,21 @@ struct WaveletPass {
 // level's box; then the box shrinks along them (mri/detail/sparse_stencil.hpp's approximation
 // extent).
 std::vector<WaveletPass> forward_passes(const WaveletLevels &levels) {
+  const int taps = ::mri::detail::kWaveletFilters[family_index(levels.wavelet)].taps;
   Extents box = extents_of(levels.grid.extents());
   std::vector<WaveletPass> passes;
   const int max_levels = *std::max_element(levels.levels.begin(), levels.levels.end());
   for (int level = 0; level < max_levels; ++level) {
     for (int a = 0; a < 3; ++a)
       if (levels.levels[static_cast<std::size_t>(a)] > level) {
-        if (box.n[a] < 2)
+        // The stencil's periodised indices wrap once (wrap_once): a split line keeps at least the
+        // filter's taps, as wavelet_levels' kWaveletMinSplitExtent rule guarantees; a hand-made
+        // WaveletLevels splitting further would read past its line.
+        if (box.n[a] - box.n[a] % 2 < taps)
           mri::detail::invalid_argument("wavelet levels along axis " + std::to_string(a),
                                         levels.levels[static_cast<std::size_t>(a)],
                                         "more splits than the extent " + std::to_string(levels.grid.extent(a)) +
-                                            " allows");
+                                            " allows for " + to_string(levels.wavelet));
         passes.push_back({box, a});
       }
     for (int a = 0; a < 3; ++a)
@@ -259,13 +270,6 @@ std::vector<WaveletPass> forward_passes(const WaveletLevels &levels) {
         box.n[a] = ::mri::detail::wavelet_approximation_extent(box.n[a]);
   }
   return passes;
-}
-
-int family_index(Wavelet w) {
-  const int f = static_cast<int>(w);
-  if (f < 0 || f >= ::mri::detail::kWaveletFamilies)
-    mri::detail::invalid_argument("wavelet", f, "is not a known wavelet family");
-  return f;
 }
 
 // Runs the passes from `src_in` into `dst` (on levels.grid), the last one writing `dst`; the others
