@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -161,11 +162,33 @@ std::vector<std::pair<int, int>> wavelet_passes(const WaveletLevels &levels, Dir
   return passes;
 }
 
+const detail::WaveletFilter &wavelet_filter(Wavelet w) {
+  const int family = static_cast<int>(w);
+  if (family < 0 || family >= detail::kWaveletFamilies)
+    detail::invalid_argument("wavelet", family, "is not a known wavelet family");
+  return detail::kWaveletFilters[family];
+}
+
+// A split line keeps at least the filter's taps (wavelet_levels' kWaveletMinSplitExtent rule):
+// the stencil's periodised indices wrap once (wrap_once), so a hand-made WaveletLevels that
+// splits further would read past its line.
+void check_splits(const WaveletLevels &levels, const std::vector<std::array<std::int64_t, 3>> &boxes, int taps) {
+  for (int l = 0; l < levels.max_levels(); ++l)
+    for (std::size_t a = 0; a < 3; ++a) {
+      const std::int64_t n = boxes[static_cast<std::size_t>(l)][a];
+      if (levels.levels[a] > l && n - n % 2 < taps)
+        detail::invalid_argument("wavelet levels along axis " + std::to_string(a), levels.levels[a],
+                                 "more splits than the extent " + std::to_string(levels.grid.extent(static_cast<int>(a))) +
+                                     " allows for " + to_string(levels.wavelet));
+    }
+}
+
 void run_wavelet(const WaveletLevels &levels, const Image &in, Image &out, Direction direction) {
+  const detail::WaveletFilter &f = wavelet_filter(levels.wavelet);
+  const auto boxes = level_boxes(levels);
+  check_splits(levels, boxes, f.taps);
   ensure_grid(out, levels.grid);
   copy_into(in, out);
-  const detail::WaveletFilter &f = detail::kWaveletFilters[static_cast<int>(levels.wavelet)];
-  const auto boxes = level_boxes(levels);
   for (const auto &[l, a] : wavelet_passes(levels, direction)) {
     const auto &box = boxes[static_cast<std::size_t>(l)];
     if (direction == Direction::Forward)

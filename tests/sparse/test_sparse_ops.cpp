@@ -228,6 +228,15 @@ TEST_CASE("sparse: axes, stacked grids and wavelet levels", "[sparse]") {
   CHECK(c.coarse == std::array<std::int64_t, 3>{10, 9, 1});
   CHECK_THROWS_AS(wavelet_levels(Grid(15, 12), 0, Wavelet::Haar), InvalidArgument);
   CHECK_THROWS_AS(wavelet_levels(Grid(32, 32), 4, Wavelet::Haar), InvalidArgument);
+
+  // A hand-made WaveletLevels splitting a line below the filter's taps is refused by the transform.
+  WaveletLevels deep = wavelet_levels(Grid(32, 32), 0, Wavelet::Daubechies4);
+  deep.levels[0] = 3; // 32 -> 16 -> 8 -> 4: the third split has 8 samples for 8 taps, the fourth 4
+  Image x = test::random_image(Grid(32, 32), 4001), coeffs;
+  CHECK_NOTHROW(SparseOps<Image>::wavelet_forward(deep, x, coeffs));
+  deep.levels[0] = 4;
+  CHECK_THROWS_WITH(SparseOps<Image>::wavelet_forward(deep, x, coeffs), test::contains("more splits"));
+  CHECK_THROWS_AS(SparseOps<Image>::wavelet_inverse(deep, x, coeffs), InvalidArgument);
 }
 
 TEST_CASE("sparse: the wavelet transform is the float64 filter bank, orthonormal, and inverted by its adjoint",
