@@ -24,15 +24,31 @@ struct ReconArgs {
   double device_memory_mib = 0;
   bool quiet = false, complex = false;
   BatchOptions batch;
+  std::string regularizer = "none";   // --regularizer: an l2 regulariser or a sparse term's name
+  std::vector<std::string> bart_terms; // -R, BART pics' syntax
+  Wavelet wavelet = Wavelet::Daubechies2;
 };
 
 void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   ReconOptions &o = a.options;
-  cmd.add_option("--iterations", o.solver.iterations, "CG iterations")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_option("--tolerance", o.solver.tolerance, "CG stops at this relative residual")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd.add_option("--lambda", o.solver.lambda, "regularisation weight; with BART inputs BART's (pics -r, unitary F), else ours")
+  cmd.add_option("--iterations", o.solver.iterations, "solver iterations (CG, or the proximal solver's)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--tolerance", o.solver.tolerance, "CG: stop at this relative residual; proximal: at this relative change of the image")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--lambda", o.solver.lambda, "regularisation weight of --regularizer; with BART inputs BART's (pics -r / -R, unitary F), else ours")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  add_enum(cmd, "--regularizer", o.solver.regularizer, kRegularizers, "none | tikhonov | finite-difference (tikhonov when --lambda > 0 and none given)");
+  cmd.add_option("--regularizer", a.regularizer,
+                 "l2: none | tikhonov (= l2) | finite-difference (tikhonov when --lambda > 0 and none given); "
+                 "sparse: wavelet (l1-wavelet) | tv (isotropic total variation), by a proximal solver")
+      ->check(CLI::IsMember(kRegularizerNames))->capture_default_str();
+  cmd.add_option("-R", a.bart_terms, "a term in BART pics' syntax, repeatable: W:DIMS:0:L (l1-wavelet), T:DIMS:0:L "
+                 "(total variation), I:DIMS:0:L (l1), Q:L (l2); DIMS a bit mask of x=1, y=2, z=4")->allow_extra_args(false);
+  add_enum(cmd, "--solver", o.solver.proximal.algorithm, kProximalAlgorithms,
+           "with sparse terms: auto (fista for one wavelet/l1 term, else admm) | fista | admm | primal-dual");
+  add_enum(cmd, "--wavelet", a.wavelet, kWavelets, "the l1-wavelet terms' family (db2: BART's)");
+  add_enum(cmd, "--scaling", o.solver.scaling, kDataScalings, "with sparse terms: scale the data as bart pics does (lambda in BART's sense) or not");
+  cmd.add_option("--rho", o.solver.proximal.admm_rho, "ADMM's penalty parameter, relative to the normal operator's largest eigenvalue")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--admm-cg-iterations", o.solver.proximal.admm_cg_iterations, "CG iterations of each ADMM step")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_flag("!--no-cycle-spinning", o.solver.proximal.cycle_spinning, "wavelet terms: no random shifts");
   add_enum(cmd, "--method", o.method, kMethods,
            "F^H D and Q by the exact sums or the gridding NUFFT; auto: the NUFFT on the CPU, the faster of the two "
            "on the GPU (the report's method_note says why)");
@@ -82,6 +98,42 @@ void add_io_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_flag("-q,--quiet", a.quiet, "no progress line and no notes on stderr (warnings and errors stay)");
 }
 
+// --regularizer/--lambda and -R terms into the solver's options. With BART inputs lambda is
+// BART's, whose F is unitary (ours is F_bart sqrt(N), N voxels): an l2 weight is ours / N, an l1
+// weight ours / sqrt(N) (the same objective at x_ours = x_bart / sqrt(N)).
+void apply_regularization(const ReconArgs &a, const ReconInputs &in, bool regularizer_given, SolverOptions &s) {
+  const double voxels = static_cast<double>(in.grid.voxels());
+  const double l2_unit = in.bart ? voxels : 1.0, l1_unit = in.bart ? std::sqrt(voxels) : 1.0;
+  const auto sparse = [&](SparsePenalty penalty, double lambda) {
+    SparseTerm t;
+    t.penalty = penalty;
+    t.lambda = lambda * l1_unit;
+    t.wavelet = a.wavelet;
+    s.terms.push_back(t);
+  };
+  if (a.regularizer == "wavelet")
+    sparse(SparsePenalty::L1Wavelet, s.lambda);
+  else if (a.regularizer == "tv")
+    sparse(SparsePenalty::TotalVariation, s.lambda);
+  else
+    s.regularizer = kRegularizers.at(a.regularizer == "l2" ? "tikhonov" : a.regularizer);
+  if (!s.terms.empty()) s.lambda = 0; // --lambda was the sparse term's
+  for (const std::string &spec : a.bart_terms) {
+    SparseTerm t = parse_bart_term(spec);
+    if (t.penalty == SparsePenalty::L2) {
+      if (s.lambda > 0) throw UsageError("-R " + spec + ": a second l2 weight (--lambda is one); give one of them");
+      s.lambda = t.lambda;
+      s.regularizer = Regularizer::Tikhonov;
+      continue;
+    }
+    t.wavelet = a.wavelet;
+    t.lambda *= l1_unit;
+    s.terms.push_back(t);
+  }
+  s.lambda *= l2_unit;
+  if (s.lambda > 0 && !regularizer_given && s.regularizer == Regularizer::None) s.regularizer = Regularizer::Tikhonov;
+}
+
 ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool regularizer_given) {
   ReconOptions o = a.options;
   if (!a.sens.empty()) {
@@ -93,8 +145,7 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
     o.coils.sensitivities = std::make_shared<const CoilSensitivities>(in.grid, static_cast<int>(maps.data.size() / n),
                                                                       std::move(maps.data));
   }
-  if (in.bart) o.solver.lambda *= static_cast<double>(in.grid.voxels()); // BART's L = our lambda / voxels
-  if (o.solver.lambda > 0 && !regularizer_given) o.solver.regularizer = Regularizer::Tikhonov;
+  apply_regularization(a, in, regularizer_given, o.solver);
   o.gpu.memory_limit = static_cast<std::size_t>(a.device_memory_mib * 1024.0 * 1024.0);
   return o;
 }
@@ -173,7 +224,7 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
 } // namespace
 
 Runner add_recon(CLI::App &app) {
-  CLI::App *cmd = app.add_subcommand("recon", "iterative reconstruction (CG) of ISMRMRD or BART raw data");
+  CLI::App *cmd = app.add_subcommand("recon", "iterative reconstruction (CG; proximal solvers with sparse terms) of ISMRMRD or BART raw data");
   auto a = std::make_shared<ReconArgs>();
   add_io_options(*cmd, *a);
   add_solver_options(*cmd, *a);

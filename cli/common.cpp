@@ -19,6 +19,13 @@ const std::map<std::string, Method> kMethods{{"auto", Method::Auto}, {"exact", M
 const std::map<std::string, Normal> kNormals{{"toeplitz", Normal::Toeplitz}, {"direct", Normal::Direct}};
 const std::map<std::string, Regularizer> kRegularizers{
     {"none", Regularizer::None}, {"tikhonov", Regularizer::Tikhonov}, {"finite-difference", Regularizer::FiniteDifference}};
+const std::set<std::string> kRegularizerNames{"none", "tikhonov", "l2", "finite-difference", "wavelet", "tv"};
+const std::map<std::string, ProximalAlgorithm> kProximalAlgorithms{{"auto", ProximalAlgorithm::Auto},
+                                                                   {"fista", ProximalAlgorithm::Fista},
+                                                                   {"admm", ProximalAlgorithm::Admm},
+                                                                   {"primal-dual", ProximalAlgorithm::PrimalDual}};
+const std::map<std::string, Wavelet> kWavelets{{"haar", Wavelet::Haar}, {"db2", Wavelet::Daubechies2}, {"db4", Wavelet::Daubechies4}};
+const std::map<std::string, DataScaling> kDataScalings{{"bart", DataScaling::Bart}, {"none", DataScaling::None}};
 const std::map<std::string, Gridding> kGriddings{{"auto", Gridding::Auto}, {"scatter", Gridding::Scatter}, {"gather", Gridding::Gather},
                                                   {"scatter-fixed", Gridding::ScatterFixed}};
 const std::map<std::string, TrajUnits> kTrajUnits{

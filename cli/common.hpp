@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -62,6 +63,10 @@ extern const std::map<std::string, KernelPolicy> kPolicies;
 extern const std::map<std::string, Method> kMethods;
 extern const std::map<std::string, Normal> kNormals;
 extern const std::map<std::string, Regularizer> kRegularizers;
+extern const std::set<std::string> kRegularizerNames; // --regularizer's values
+extern const std::map<std::string, ProximalAlgorithm> kProximalAlgorithms;
+extern const std::map<std::string, Wavelet> kWavelets;
+extern const std::map<std::string, DataScaling> kDataScalings;
 extern const std::map<std::string, Gridding> kGriddings;
 extern const std::map<std::string, TrajUnits> kTrajUnits;
 

@@ -24,6 +24,7 @@
 #include "recon_cuda.hpp"
 #include "sense/sense_cuda.hpp"
 #include "sense/sense_toeplitz.hpp"
+#include "sparse/sparse_ops_cuda.hpp"
 #include "staged_upload.cuh"
 #include "toeplitz/toeplitz_cuda.hpp"
 

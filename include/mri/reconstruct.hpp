@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,7 +39,9 @@
 #include "mri/kspace.hpp"
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
+#include "mri/proximal_solvers.hpp"
 #include "mri/regularizer.hpp"
+#include "mri/sparse.hpp"
 
 namespace mri {
 
@@ -109,14 +112,34 @@ struct ReconPhase {
   double expected_seconds = 0;
 };
 
-// The iterative solver: conjugate gradient on the normal equations
-// (F^H W F + lambda R^H R) x = F^H W D (SENSE: summed over coils).
+// How reconstruct scales the data before a sparse reconstruction (the l2 problem is linear and
+// needs none). The image comes back in the data's units either way.
+enum class DataScaling {
+  Bart, // as `bart pics`: y times 1/s, s from the magnitudes of the adjoint image E^H W y
+        // (bart_data_scale, docs/sparse.md), so BART's lambda values carry over
+  None  // lambda applies to the data as given
+};
+const char *to_string(DataScaling);
+
+// The scale factor DataScaling::Bart multiplies the data by, from the adjoint image's values.
+double bart_data_scale(std::span<const cfloat> adjoint_image);
+
+// The iterative solver. Without sparse terms: conjugate gradient on the normal equations
+// (F^H W F + lambda R^H R) x = F^H W D (SENSE: summed over coils). With terms: the proximal
+// solver (mri/proximal_solvers.hpp) on
+//   min_x 0.5 ||W^(1/2) (E x - s y)||^2 + 0.5 lambda ||R x||^2 + sum_terms lambda_i R_i(T_i x),
+// s the data scale (scaling), on the same normal operator.
 struct SolverOptions {
   int iterations = 20;
-  double tolerance = 1e-6; // relative residual at which CG stops early
+  // CG: the relative residual at which it stops early. Proximal: the relative change of the
+  // iterate, ||x+ - x|| / ||x+||, at which it stops early.
+  double tolerance = 1e-6;
   double lambda = 0.0;
   Regularizer regularizer = Regularizer::None;
   Normal normal = Normal::Toeplitz;
+  std::vector<SparseTerm> terms; // l1-wavelet, TV, l1 (mri/sparse.hpp; parse_bart_term for `-R`)
+  ProximalSettings proximal;     // the proximal solver and its parameters (with terms)
+  DataScaling scaling = DataScaling::Bart; // with terms
 };
 
 // The NUFFT (method = Nufft, or Auto choosing it): the target relative error of its F^H D, Q and
@@ -216,12 +239,21 @@ struct ReconReport {
   double fhd_seconds = 0;       // F^H (w .* D) (SENSE: sum_c S_c^H F^H (w .* D_c))
   double q_seconds = 0;         // Q on the 2x grid, or reading its spectrum from the cache
   double fft_setup_seconds = 0; // FFT plans and FFT(Q) -> the Toeplitz spectrum (or its upload)
-  double cg_seconds = 0;        // all CG iterations
+  double cg_seconds = 0;        // all solver iterations (CG, or the proximal solver with its power iteration)
   double total_seconds = 0;     // from entering reconstruct() to the image on the host (both backends)
   int iterations = 0;
-  CgStatus status = CgStatus::NotRun; // NonFinite: the data or operator produced NaN/Inf and CG
-                                      // stopped there (the image is its last iterate)
-  std::vector<double> residuals; // relative residual before the first and after each iteration
+  CgStatus status = CgStatus::NotRun; // NonFinite: the data or operator produced NaN/Inf and the
+                                      // solver stopped there (the image is its last finite iterate)
+  // CG: the relative residual before the first and after each iteration. Proximal: the relative
+  // change of the iterate after each iteration.
+  std::vector<double> residuals;
+  // "cg", or with sparse terms the proximal algorithm that ran ("fista", "admm", "primal-dual").
+  std::string solver = "cg";
+  std::vector<double> objective; // proximal: the objective before the first and after each iteration
+  double step = 0;               // proximal: 1/L (fista, primal-dual's tau) or ADMM's rho L
+  double lipschitz = 0;          // proximal: L, the normal operator's largest eigenvalue (power iteration)
+  int rejected_steps = 0;        // fista: iterations its monotone safeguard rejected
+  double data_scale = 1;         // proximal: the factor the data were scaled by (DataScaling)
   QCacheStatus q_cache = QCacheStatus::Off;
   std::string q_cache_message;     // why an entry was rejected, or why storing failed
   std::filesystem::path q_cache_file;

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <string>
 
 #include "backend.hpp"
 #include "sense/recon_coils.hpp"
@@ -38,8 +39,34 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void validate(const KSpaceData &data, const ReconOptions &o) {
+// The sparse terms and the proximal settings, before any work: a bad term fails here, not after
+// F^H D and Q.
+void validate_terms(const Grid &grid, const SolverOptions &s) {
+  for (std::size_t i = 0; i < s.terms.size(); ++i) {
+    const SparseTerm &t = s.terms[i];
+    const std::string name = "options.solver.terms[" + std::to_string(i) + "] (" + to_string(t) + ")";
+    if (!(t.lambda >= 0) || !std::isfinite(t.lambda)) detail::invalid_argument(name + ".lambda", t.lambda, "must be finite and >= 0");
+    if (t.joint != 0)
+      detail::invalid_argument(name + ".joint", t.joint, "joint thresholding needs a dimension beyond the image (coils, frames)");
+    if (t.penalty == SparsePenalty::L2)
+      detail::invalid_argument(name, "l2", "is quadratic: give it as solver.lambda with Regularizer::Tikhonov");
+    const unsigned axes = resolve_axes(grid, t.axes);
+    if (t.penalty == SparsePenalty::L1Wavelet) wavelet_levels(grid, axes, t.wavelet);
+  }
+  if (s.terms.empty()) return;
+  resolve_proximal_algorithm(s.proximal.algorithm, s.terms);
+  const ProximalSettings &p = s.proximal;
+  if (!(p.admm_rho > 0) || !std::isfinite(p.admm_rho))
+    detail::invalid_argument("options.solver.proximal.admm_rho", p.admm_rho, "must be finite and > 0");
+  if (p.admm_cg_iterations < 1)
+    detail::invalid_argument("options.solver.proximal.admm_cg_iterations", p.admm_cg_iterations, "must be >= 1");
+  if (p.power_iterations < 1)
+    detail::invalid_argument("options.solver.proximal.power_iterations", p.power_iterations, "must be >= 1");
+}
+
+void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
   const SolverOptions &s = o.solver;
+  validate_terms(grid, s);
   if (s.iterations < 0) detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
   if (!(s.tolerance >= 0) || !std::isfinite(s.tolerance))
     detail::invalid_argument("options.solver.tolerance", s.tolerance, "must be finite and >= 0");
@@ -92,7 +119,7 @@ MethodChoice resolve_method(const KSpaceData &data, const Grid &grid, const Reco
 
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
-  validate(data, options);
+  validate(data, grid, options);
   // Samples on or beyond the grid's edge are their periodic images (Trajectory::check_range):
   // wrapped once here, so every operator below sees [-n/2, n/2) and nothing is copied otherwise.
   const std::size_t outside = data.trajectory().check_range(grid);

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "mri/conjugate_gradient.hpp"
+#include "mri/proximal_solvers.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri/toeplitz_cache.hpp"
 #include "recon_report.hpp"
@@ -65,6 +66,54 @@ inline double expected_q_seconds(const ReconReport &report, const Grid &grid) {
   if (report.backend != Backend::Cpu) return NAN;
   return report.fhd_seconds * static_cast<double>(grid.doubled().voxels()) /
          (static_cast<double>(grid.voxels()) * static_cast<double>(report.coils));
+}
+
+// 0.5 sum_c sum_m w_m |y_cm|^2: the data term's constant, so that the proximal solver reports
+// the whole objective.
+double weighted_data_energy(const KSpaceData &data);
+
+// The solver phase with sparse terms: the data scaled (ReconOptions::solver.scaling), the
+// proximal solver on the normal operator CG would have had, the image scaled back.
+template <class Steps, class Vec>
+ReconResult drive_proximal(Steps &steps, const Vec &rhs, const KSpaceData &data, const Grid &grid,
+                           const ReconOptions &o, ReconReport &report, ReconClock::time_point t_start) {
+  using Ops = VectorOps<Vec>;
+  const double scale = o.solver.scaling == DataScaling::Bart ? bart_data_scale(steps.to_host(rhs).values()) : 1.0;
+  report.data_scale = scale;
+  Vec b = Ops::like(rhs), zero = Ops::like(rhs);
+  Ops::copy(rhs, b);
+  Ops::zero(zero);
+  Ops::xpay(zero, scale, b); // b = scale rhs
+  const double energy = scale * scale * weighted_data_energy(data);
+  return steps.with_normal(b, [&](auto normal) {
+    ProximalSolver<decltype(normal), Vec> solver(std::move(normal), grid, o.solver.terms, o.solver.proximal);
+    solver.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);
+    const auto unscaled = [&](const Vec &x) {
+      Image image = steps.to_host(x);
+      for (cfloat &v : image.values()) v /= static_cast<float>(scale);
+      return image;
+    };
+    if (o.on_iteration)
+      solver.set_callback([&](int k, const Vec &x, double change) { o.on_iteration(k, unscaled(x), change); });
+    report.solver = to_string(solver.algorithm());
+    Vec x = announced_phase(o, "CG", NAN, [&] {
+      return in_phase(report, &ReconReport::cg_seconds, [&] {
+        Vec solution = solver.solve(b, energy);
+        steps.synchronize();
+        return solution;
+      });
+    });
+    Image image = in_phase(report, &ReconReport::transfer_seconds, [&] { return unscaled(x); });
+    report.iterations = solver.iterations();
+    report.status = solver.info();
+    report.residuals = solver.change_history();
+    report.objective = solver.objective_history();
+    report.step = solver.step();
+    report.lipschitz = solver.lipschitz();
+    report.rejected_steps = solver.rejected_steps();
+    report.total_seconds = std::chrono::duration<double>(ReconClock::now() - t_start).count();
+    return ReconResult{std::move(image), std::move(report)};
+  });
 }
 
 template <class Steps>
@@ -105,6 +154,7 @@ ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Gri
   else
     compute_q();
 
+  if (!o.solver.terms.empty()) return drive_proximal(steps, rhs, data, grid, o, report, t_start);
   return steps.with_normal(rhs, [&](auto normal) {
     ConjugateGradient<decltype(normal), Vec> cg(std::move(normal));
     cg.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);
