@@ -32,6 +32,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -289,6 +290,25 @@ void BM_Recon3D_NufftDirect(benchmark::State &state) { recon_nufft(state, "RECON
 void BM_Recon2D_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-2D", mri::Normal::Toeplitz); }
 void BM_Recon3DMC_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-3D-MC", mri::Normal::Toeplitz); }
 void BM_Recon2DMC_Nufft(benchmark::State &state) { recon_nufft(state, "RECON-2D-MC", mri::Normal::Toeplitz); }
+// RECON-3D-MC with one sparse term at BART's lambda 1e-3 (ours: times sqrt(voxels)), method =
+// Nufft, `iterations` of the proximal solver `algorithm` (docs/sparse.md); cg_iteration_ms is
+// then one proximal iteration (with its share of the power iteration for L).
+void BM_Recon3DMC_Sparse(benchmark::State &state, mri::SparsePenalty penalty, mri::ProximalAlgorithm algorithm,
+                         int iterations) {
+  auto o = recon_options();
+  o.method = mri::Method::Nufft;
+  o.solver.iterations = iterations;
+  o.solver.tolerance = 0;
+  mri::SparseTerm term;
+  term.penalty = penalty;
+  term.lambda = 1e-3 * std::sqrt(128.0 * 128.0 * 128.0);
+  o.solver.terms = {term};
+  o.solver.proximal.algorithm = algorithm;
+  const std::string label = std::string("RECON-3D-MC (nufft, ") + mri::to_string(penalty) + ", " +
+                            mri::to_string(algorithm) + ", " + std::to_string(iterations) + " iterations)";
+  end_to_end(state, "RECON-3D-MC", label, o);
+}
+
 void BM_Recon3DMC_Exact(benchmark::State &state) {
   end_to_end(state, "RECON-3D-MC", "RECON-3D-MC (exact)", recon_options(), false);
 }
@@ -476,6 +496,9 @@ int main(int argc, char **argv) {
   benchmark::RegisterBenchmark("RECON-2D/nufft", BM_Recon2D_Nufft)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-2D/direct-normal", BM_Recon2D_Direct)->UseManualTime()->Iterations(1)->Repetitions(1)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-3D-MC/nufft", BM_Recon3DMC_Nufft)->UseManualTime()->Iterations(1)->Repetitions(5)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D-MC/nufft-wavelet-fista-50", BM_Recon3DMC_Sparse, mri::SparsePenalty::L1Wavelet, mri::ProximalAlgorithm::Fista, 50)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D-MC/nufft-tv-pd-50", BM_Recon3DMC_Sparse, mri::SparsePenalty::TotalVariation, mri::ProximalAlgorithm::PrimalDual, 50)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("RECON-3D-MC/nufft-tv-admm-10", BM_Recon3DMC_Sparse, mri::SparsePenalty::TotalVariation, mri::ProximalAlgorithm::Admm, 10)->UseManualTime()->Iterations(1)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("RECON-2D-MC/nufft", BM_Recon2DMC_Nufft)->UseManualTime()->Iterations(1)->Repetitions(10)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);
   for (const char *mc : {"RECON-2D-MC", "RECON-3D-MC"})
     benchmark::RegisterBenchmark((std::string(mc) + "/sense-apply").c_str(), BM_SenseApply, std::string(mc))->Arg(0)->Arg(4)->Arg(8)->UseManualTime()->Iterations(20)->Repetitions(3)->ReportAggregatesOnly(true)->Unit(benchmark::kMillisecond);

@@ -296,31 +296,44 @@ private:
         std::swap(x, previous);
         return void(record(k, x, NAN, 0));
       }
-      double primal2 = 0, dual2 = 0;
+      Residuals res;
       for (std::size_t i = 0; i < terms_.size(); ++i) { // z = prox(T x + u), u = T x + u - z
         Ops::copy(z[i], z_previous[i]);
         terms_[i].transform(x, ranges_[i]);
+        res.tx2 += Ops::norm2(ranges_[i]);
         Ops::axpy(1.0, ranges_[i], u[i]);
         Ops::copy(u[i], z[i]);
         terms_[i].prox(1.0 / rho, z[i]);
+        res.z2 += Ops::norm2(z[i]);
         Ops::axpy(-1.0, z[i], u[i]);
         Ops::axpy(-1.0, z[i], ranges_[i]); // the primal residual T x - z
-        primal2 += Ops::norm2(ranges_[i]);
-        Ops::axpy(-1.0, z[i], z_previous[i]); // the dual residual's rho T^H (z_previous - z)
+        res.primal2 += Ops::norm2(ranges_[i]);
+        Ops::axpy(-1.0, z[i], z_previous[i]); // the dual residual, over rho: T^H (z_previous - z)
         terms_[i].transform_adjoint(z_previous[i], image);
-        dual2 += Ops::norm2(image);
+        res.dual2 += Ops::norm2(image);
+        terms_[i].transform_adjoint(u[i], image); // the dual variable, over rho: T^H u
+        res.tu2 += Ops::norm2(image);
       }
-      rho = balanced_rho(rho, std::sqrt(primal2), rho * std::sqrt(dual2), u);
+      rho = balanced_rho(rho, res, u);
       step_ = rho;
       normal_(x, nx);
       if (!record(k, x, data_term(b, x, nx) + penalty(x), relative_change(x, previous, image))) return;
     }
     status_ = CgStatus::MaxIterations;
   }
-  // Residual balancing (Boyd et al. 2011, eq. 3.13): rho doubles when the primal residual
-  // exceeds 10 times the dual one and halves in the opposite case; the scaled duals u = y / rho
-  // follow (exact: factors of 2). So a poor rho for the problem's lambda corrects itself.
-  static double balanced_rho(double rho, double primal, double dual, std::vector<Vec> &u) {
+  // Squared norms of one ADMM iteration: the primal residual T x - z, the dual residual over rho
+  // T^H (z_previous - z), and their scales T x, z and T^H u.
+  struct Residuals {
+    double primal2 = 0, dual2 = 0, tx2 = 0, z2 = 0, tu2 = 0;
+  };
+  // Residual balancing (Boyd et al. 2011, eq. 3.13) on the residuals relative to their scales
+  // (the scales of Boyd et al.'s stopping rule, eq. 3.12): the absolute ones compare an image's
+  // units with the normal operator's, which the data and the coil maps set. rho doubles when the
+  // relative primal residual exceeds 10 times the relative dual one and halves in the opposite
+  // case; the scaled duals u = y / rho follow (exact: factors of 2).
+  static double balanced_rho(double rho, const Residuals &r, std::vector<Vec> &u) {
+    const double primal = std::sqrt(r.primal2 / std::max({r.tx2, r.z2, 1e-300}));
+    const double dual = std::sqrt(r.dual2 / std::max(r.tu2, 1e-300));
     double factor = 1;
     if (primal > 10 * dual) factor = 2;
     if (dual > 10 * primal) factor = 0.5;

@@ -115,13 +115,15 @@ struct ReconPhase {
 // How reconstruct scales the data before a sparse reconstruction (the l2 problem is linear and
 // needs none). The image comes back in the data's units either way.
 enum class DataScaling {
-  Bart, // as `bart pics`: y times 1/s, s from the magnitudes of the adjoint image E^H W y
-        // (bart_data_scale, docs/sparse.md), so BART's lambda values carry over
+  Bart, // as `bart pics`: y times the factor bart_data_scale gives from the adjoint image
+        // E^H W y (docs/sparse.md), so BART's lambda values carry over
   None  // lambda applies to the data as given
 };
 const char *to_string(DataScaling);
 
-// The scale factor DataScaling::Bart multiplies the data by, from the adjoint image's values.
+// The factor DataScaling::Bart multiplies the data by, from the adjoint image's values (N of
+// them): sqrt(N) / r, r the 90th percentile of their magnitudes, or the maximum where it stands
+// out (max - p90 >= 2 (p90 - median)); 1 for an empty or all-zero image.
 double bart_data_scale(std::span<const cfloat> adjoint_image);
 
 // The iterative solver. Without sparse terms: conjugate gradient on the normal equations

@@ -13,9 +13,10 @@ const char *to_string(DataScaling s) { return s == DataScaling::Bart ? "bart" : 
 
 // BART's rule for the adjoint image's magnitudes (pics, estimate_scaling_norm): the median, the
 // 90th percentile and the maximum; the reference is the 90th percentile unless the maximum stands
-// out (max - p90 >= 2 (p90 - median): a few bright voxels), then the maximum. The data are
-// multiplied by 1 / reference, so the image's bulk is of order 1 whatever the scanner's units,
-// and lambda means the same on every data set.
+// out (max - p90 >= 2 (p90 - median): a few bright voxels), then the maximum. BART's adjoint image
+// is ours / sqrt(N) (its F is unitary, ours F_bart sqrt(N), N voxels), so the data are multiplied
+// by sqrt(N) / reference: BART's factor. The image's bulk is then of order 1 whatever the
+// scanner's units, and lambda means the same on every data set.
 double bart_data_scale(std::span<const cfloat> adjoint_image) {
   if (adjoint_image.empty()) return 1.0;
   std::vector<float> magnitude(adjoint_image.size());
@@ -27,7 +28,7 @@ double bart_data_scale(std::span<const cfloat> adjoint_image) {
   const std::size_t n = magnitude.size();
   const double median = nth(n / 2), p90 = nth(n - 1 - n / 10), max = nth(n - 1);
   const double reference = (max - p90) < 2 * (p90 - median) ? p90 : max;
-  return reference > 0 && std::isfinite(reference) ? 1.0 / reference : 1.0;
+  return reference > 0 && std::isfinite(reference) ? std::sqrt(static_cast<double>(n)) / reference : 1.0;
 }
 
 namespace detail {

@@ -84,8 +84,28 @@ run() {
   cat "$OUT/summary.txt"
 }
 
+# The sparse reconstruction on the new build alone: its GPU tests, their memcheck, and RECON-3D-MC
+# by CG and by the proximal solvers (bench_recon_gpu). $OUT: sparse.log, sparse_memcheck.log,
+# sparse_bench.csv.
+sparse() {
+  OUT=${OUT:-$PWD/out}
+  mkdir -p "$OUT"
+  (cd "$S/peer" && xz -dkf libcufinufft.so.xz)
+  export LD_LIBRARY_PATH=$(lib_path new)
+  local T=$S/new/tests/mri_gpu_tests
+  { nvidia-smi --query-gpu=name,driver_version --format=csv; date -u; "$T" "[sparse]" --durations yes; echo "rc=$?"; } \
+    >"$OUT/sparse.log" 2>&1
+  compute-sanitizer --tool memcheck --error-exitcode 1 "$T" "[sparse][small]" >"$OUT/sparse_memcheck.log" 2>&1
+  echo "memcheck rc=$?" >>"$OUT/sparse_memcheck.log"
+  "$S/new/benchmarks/bench_recon_gpu" --benchmark_filter='^RECON-3D-MC/nufft' --benchmark_format=csv \
+    >"$OUT/sparse_bench.csv" 2>>"$OUT/sparse.log"
+  tail -5 "$OUT/sparse.log"
+  grep -E 'median|name' "$OUT/sparse_bench.csv" | cut -c1-220
+}
+
 case "${1:-}" in
 stage) stage "$2" "$3" ;;
 run) run ;;
-*) echo "usage: $0 stage BASE_BUILD NEW_BUILD | run" >&2; exit 1 ;;
+sparse) sparse ;;
+*) echo "usage: $0 stage BASE_BUILD NEW_BUILD | run | sparse" >&2; exit 1 ;;
 esac
