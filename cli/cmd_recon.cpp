@@ -48,6 +48,8 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--rho", o.solver.proximal.admm_rho, "ADMM's penalty parameter, relative to the normal operator's largest eigenvalue")->check(CLI::PositiveNumber)->capture_default_str();
   cmd.add_option("--admm-cg-iterations", o.solver.proximal.admm_cg_iterations, "CG iterations of each ADMM step")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd.add_option("--admm-cg-tolerance", o.solver.proximal.admm_cg_tolerance, "relative residual at which each ADMM step's CG stops")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd.add_flag("!--no-cycle-spinning", o.solver.proximal.cycle_spinning, "wavelet terms: no random shifts");
   add_enum(cmd, "--method", o.method, kMethods,
            "F^H D and Q by the exact sums or the gridding NUFFT; auto: the NUFFT on the CPU, the faster of the two "
