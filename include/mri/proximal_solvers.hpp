@@ -95,7 +95,8 @@ public:
     max_iterations_ = n;
     return *this;
   }
-  // Stop when ||x+ - x|| <= tolerance ||x+||.
+  // Stop when ||x+ - x|| <= tolerance ||x+|| (ADMM: and its split's relative primal residual
+  // <= tolerance); 0: run every iteration.
   ProximalSolver &set_tolerance(double tol) {
     if (!(tol >= 0) || !std::isfinite(tol)) detail::invalid_argument("tolerance", tol, "must be finite and >= 0");
     tolerance_ = tol;
@@ -189,7 +190,7 @@ private:
     objective_.push_back(objective);
     changes_.push_back(change);
     if (callback_) callback_(k, x, change);
-    if (change <= tolerance_) {
+    if (tolerance_ > 0 && change <= tolerance_) { // 0: run every iteration
       status_ = CgStatus::Converged;
       return false;
     }
@@ -320,10 +321,14 @@ private:
         terms_[i].transform_adjoint(u[i], image); // the dual variable, over rho: T^H u
         res.tu2 += Ops::norm2(image);
       }
+      const double primal = relative_primal(res);
       rho = balanced_rho(rho, res, u);
       step_ = rho;
       normal_(x, nx);
-      if (!record(k, x, data_term(b, x, nx) + penalty(x), relative_change(x, previous, image))) return;
+      // ADMM's change: x's, or the split's disagreement when larger (an x-update whose CG met its
+      // tolerance at once leaves x as it was while z and u still move).
+      const double change = std::max(relative_change(x, previous, image), primal);
+      if (!record(k, x, data_term(b, x, nx) + penalty(x), change)) return;
     }
     status_ = CgStatus::MaxIterations;
   }
@@ -337,8 +342,9 @@ private:
   // units with the normal operator's, which the data and the coil maps set. rho doubles when the
   // relative primal residual exceeds 10 times the relative dual one and halves in the opposite
   // case; the scaled duals u = y / rho follow (exact: factors of 2).
+  static double relative_primal(const Residuals &r) { return std::sqrt(r.primal2 / std::max({r.tx2, r.z2, 1e-300})); }
   static double balanced_rho(double rho, const Residuals &r, std::vector<Vec> &u) {
-    const double primal = std::sqrt(r.primal2 / std::max({r.tx2, r.z2, 1e-300}));
+    const double primal = relative_primal(r);
     const double dual = std::sqrt(r.dual2 / std::max(r.tu2, 1e-300));
     double factor = 1;
     if (primal > 10 * dual) factor = 2;

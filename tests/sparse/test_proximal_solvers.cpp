@@ -148,6 +148,7 @@ ProximalSolver<Op, Image> make_solver(Op op, const Grid &grid, SparseTerm term, 
   ProximalSettings s;
   s.algorithm = algorithm;
   s.cycle_spinning = false;
+  s.admm_cg_tolerance = 0; // ADMM's x-updates to 10 CG iterations: inexact ones stop short of the minimum
   return ProximalSolver<Op, Image>(std::move(op), grid, {term}, s);
 }
 
