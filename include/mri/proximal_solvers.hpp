@@ -60,8 +60,8 @@ struct ProximalSettings {
   double admm_rho = 0.01;
   int admm_cg_iterations = 10;   // at most this many CG iterations per ADMM x-update (BART's default)
   // Each x-update's CG stops at this relative residual: warm started from the previous x, late
-  // updates need few iterations. Tuned on CS-2D radial TV (benchmarks/cs, docs/sparse.md): 1e-3
-  // (BART's) lost 2.6 dB against 10 full CG iterations, 5e-4 loses 0.9 dB at a fifth of the time.
+  // updates need few iterations. Tuned on CS-2D radial TV (benchmarks/cs; the trade-off of PSNR
+  // against time is in docs/sparse.md): BART's 1e-3 gives up more PSNR than it saves time.
   double admm_cg_tolerance = 5e-4;
   int power_iterations = 20;     // for L (Fista, PrimalDual)
   bool cycle_spinning = true;    // random wavelet shifts, a new one each iteration (as BART)
