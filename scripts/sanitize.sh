@@ -8,7 +8,8 @@
 #     of one, libgomp starts no threads and what TSan checks is our code under 16 std::threads.
 #     (The OpenMP parallel regions themselves are covered by ASan/UBSan above and by the
 #     determinism tests.) FFTW is not instrumented either; it runs single-threaded here too.
-# No CUDA (MRI_ENABLE_CUDA=OFF), no benchmarks, no examples: only what is run.
+# No CUDA (MRI_ENABLE_CUDA=OFF), no benchmarks, no examples, no Python package (an ASan libmri
+# loaded into an uninstrumented python3 needs the runtime preloaded): only what is run.
 # Builds in ./build-asan and ./build-tsan. Wall time on 2 cores: docs/reliability.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,7 +26,8 @@ configure() { # build dir, sanitizer flags
   cmake -S "$root" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_FLAGS="$2 -fno-omit-frame-pointer -g1" \
     -DMRI_GLUE_CXX_FLAGS=-O1 \
-    -DMRI_ENABLE_CUDA=OFF -DMRI_ENABLE_MPI=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF
+    -DMRI_ENABLE_CUDA=OFF -DMRI_ENABLE_MPI=OFF -DMRI_BUILD_BENCHMARKS=OFF -DMRI_BUILD_EXAMPLES=OFF \
+    -DMRI_BUILD_PYTHON=OFF
 }
 
 # Tests run side by side, each with an OpenMP team: passive waiting (scripts/test.sh says why).

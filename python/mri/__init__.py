@@ -1,0 +1,155 @@
+"""mri: iterative reconstruction of non-Cartesian MRI, the C++/CUDA SDK from NumPy and PyTorch.
+
+Layout (docs/python.md): image arrays are (nx, ny) or (nx, ny, nz), indexed image[x, y, z];
+trajectories are (M, d) points in cycles per field of view (or BART's [3, samples, lines] arrays
+where a function says so); multi-coil k-space (M, coils); coil maps (nx, ny[, nz], coils).
+"""
+
+import numpy as np
+
+from . import _mri
+from ._arrays import (complex_array, image_shape, matrix_tuple, points_array, real_array,
+                      trajectory_points, with_coils)
+from ._mri import CudaError, Error, InvalidArgument, IoError, Unsupported
+from ._operators import ExactOperator, LinearOperator, NufftOperator, SenseOperator, ToeplitzNormal
+
+__version__ = _mri.__version__
+
+__all__ = [
+    "Error", "InvalidArgument", "IoError", "CudaError", "Unsupported",
+    "LinearOperator", "NufftOperator", "ExactOperator", "SenseOperator", "ToeplitzNormal",
+    "reconstruct", "cuda_available", "cuda_unavailable_reason",
+    "phantom", "phantom_kspace", "simulated_maps", "add_noise", "psnr",
+    "estimate_sensitivities", "MotionEstimator", "synthetic_motion", "traj", "density", "io",
+]
+
+
+def cuda_available():
+    """True where the CUDA plugin of this build loads and a device is usable."""
+    return _mri.cuda_available()
+
+
+def cuda_unavailable_reason():
+    return _mri.cuda_unavailable_reason()
+
+
+def _kspace(kspace, samples):
+    """k-space of any shape whose Fortran-order values are coil-major (BART's [1, samples, lines,
+    coils], or (M, coils), or (M,)): (flat complex64 array, coils)."""
+    array = complex_array("kspace", kspace)
+    if array.size == 0 or array.size % samples != 0:
+        raise ValueError(f"kspace: {array.size} values are not whole coils of {samples} samples")
+    return array.reshape(-1, order="F"), array.size // samples
+
+
+def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0, iterations=20,
+                method="auto", backend="auto", units="sdk", **options):
+    """mri::reconstruct: CG on (F^H W F + lam R^H R) x = F^H W D, SENSE with several coils, or a
+    proximal solver with sparse `terms`. Returns (image, report): the image (nx, ny[, nz])
+    complex64 and the ReconReport as a dict.
+
+    trajectory: (M, d) points or BART's [3, samples, lines] array (cycles/FOV).
+    kspace: BART's [1, samples, lines, coils] or (M,) / (M, coils).
+    weights: density compensation, M values. sens: maps (nx, ny[, nz], coils).
+    units: "sdk" (lam ours, image ours) or "bart" (lam in BART's pics units, image in BART's
+    scale: what `mri recon` does with BART inputs).
+    options: every other ReconOptions field by name (docs/python.md): tolerance, regularizer,
+    normal, precision, terms (BART -R specs or dicts), solver, admm_rho, admm_cg_iterations,
+    admm_cg_tolerance, power_iterations, cycle_spinning, seed, scaling, nufft_tolerance, gridding,
+    policy, devices, memory_limit, maps, map_method, calibration, mask_threshold, espirit_kernel,
+    espirit_threshold, espirit_crop, virtual_coils, q_cache_dir, on_iteration, on_phase.
+    """
+    matrix = matrix_tuple(matrix)
+    points = trajectory_points(trajectory)
+    samples, coils = _kspace(kspace, points.shape[0])
+    if weights is not None:
+        weights = real_array("weights", weights).reshape(-1, order="F")
+    sens_coils = 0
+    if sens is not None:
+        sens, sens_coils = with_coils("sens", sens, matrix)
+    options.update(lam=float(lam), iterations=int(iterations), method=method, backend=backend,
+                   units=units)
+    return _mri.reconstruct(points, samples, weights, coils, matrix, sens, sens_coils, options)
+
+
+def phantom(matrix, supersample=4):
+    """The modified Shepp-Logan phantom (2D ellipses, 3D ellipsoids) rasterised on `matrix`."""
+    return _mri.phantom_image(matrix_tuple(matrix), int(supersample))
+
+
+def phantom_kspace(points, matrix, coils=0):
+    """The phantom's closed-form k-space at `points` (no inverse crime): (M,) for coils=0, else
+    (M, coils) seen by the simulated receive array of mri/coil_simulation.hpp."""
+    return _mri.phantom_kspace(points_array("points", points), matrix_tuple(matrix), int(coils))
+
+
+def simulated_maps(matrix, coils):
+    """The simulated array's sensitivity maps (nx, ny[, nz], coils) (phantom_kspace's coils)."""
+    return _mri.simulated_maps(matrix_tuple(matrix), int(coils))
+
+
+def add_noise(samples, snr, seed=0):
+    """A copy of samples with complex Gaussian noise: RMS signal / noise std = snr (linear)."""
+    return _mri.add_noise(complex_array("samples", samples), float(snr), int(seed))
+
+
+def psnr(image, reference):
+    """20 log10(max|ref| / RMS(image - ref)) (Stone et al.'s definition)."""
+    reference = complex_array("reference", reference)
+    shape = reference.shape
+    matrix = shape if len(shape) == 3 else shape + (1,)
+    return _mri.psnr(complex_array("image", image, shape), reference, matrix)
+
+
+def estimate_sensitivities(trajectory, kspace, matrix, *, weights=None, method="direct",
+                           calibration=0, mask_threshold=0.02, espirit_kernel=0,
+                           espirit_threshold=0.02, espirit_crop=0.8):
+    """Coil maps (nx, ny[, nz], coils) from the data (mri/coils.hpp): "direct" (BART caldir) or
+    "espirit" (BART ecalib, one set)."""
+    matrix = matrix_tuple(matrix)
+    points = trajectory_points(trajectory)
+    samples, coils = _kspace(kspace, points.shape[0])
+    if weights is not None:
+        weights = real_array("weights", weights).reshape(-1, order="F")
+    return _mri.estimate_sensitivities(points, samples, weights, coils, matrix, method,
+                                       int(calibration), float(mask_threshold), int(espirit_kernel),
+                                       float(espirit_threshold), float(espirit_crop))
+
+
+class MotionEstimator:
+    """3D CLG optical flow with the volume-conserving term (mri/motion.hpp). estimate(fixed,
+    moving) -> (nx, ny, nz, 3) displacements (u, v, w in voxels) with moving(x + w(x)) ~ fixed(x)."""
+
+    def __init__(self, matrix, *, alpha=0.03, gamma=0.0, rho=1.0, sigma=0.5, iterations=30, warps=3,
+                 levels=3, omega=1.5, solver="red-black-sor", memory="cached", derivative="central",
+                 backend="cpu", precision="float32"):
+        self.matrix = matrix_tuple(matrix)
+        if len(self.matrix) != 3:
+            raise ValueError(f"matrix: {self.matrix}: motion estimation is 3D (nx, ny, nz)")
+        self._op = _mri.MotionEstimator(self.matrix, float(alpha), float(gamma), float(rho),
+                                        float(sigma), int(iterations), int(warps), int(levels),
+                                        float(omega), solver, memory, derivative, backend, precision)
+
+    def estimate(self, fixed, moving):
+        return self._op.estimate(real_array("fixed", fixed, self.matrix),
+                                 real_array("moving", moving, self.matrix))
+
+    def estimate_sequence(self, frames):
+        """frames (nx, ny, nz, T) -> list of T-1 fields, frame k to k+1."""
+        frames = real_array("frames", frames)
+        if frames.ndim != 4 or frames.shape[:3] != self.matrix:
+            raise ValueError(f"frames: shape {frames.shape}, expected {self.matrix + ('frames',)}")
+        return self._op.estimate_sequence(frames, frames.shape[3])
+
+    @property
+    def report(self):
+        """The last call's per-stage times (MotionReport) as a dict."""
+        return self._op.report
+
+
+def synthetic_motion(matrix, motion="translation", amplitude=1.0, seed=0):
+    """(fixed, moving, truth): a textured volume, the volume moved by a known field, the field."""
+    return _mri.motion_synthetic(matrix_tuple(matrix), motion, float(amplitude), int(seed))
+
+
+from . import density, io, traj  # noqa: E402  (submodules that use the names above)

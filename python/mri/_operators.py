@@ -1,0 +1,119 @@
+"""The SDK's linear operators from NumPy (docs/python.md, "Operators").
+
+Each has ``forward`` (image -> k-space), ``adjoint`` (k-space -> image), ``normal``
+(A^H A), ``ishape`` / ``oshape`` (the array shapes it takes and returns), ``shape``
+(rows, columns) as a matrix, and ``dtype`` (complex64: what it takes and returns).
+"""
+
+import numpy as np
+
+from . import _mri
+from ._arrays import complex_array, image_shape, matrix_tuple, points_array, real_array, with_coils
+
+
+class LinearOperator:
+    """Base: subclasses set _op, ishape, oshape."""
+
+    dtype = np.dtype(np.complex64)
+
+    @property
+    def shape(self):
+        return (int(np.prod(self.oshape)), int(np.prod(self.ishape)))
+
+    def forward(self, x):
+        return self._op.forward(complex_array("x", x, self.ishape))
+
+    def adjoint(self, y):
+        return self._op.adjoint(complex_array("y", y, self.oshape))
+
+    def normal(self, x):
+        """A^H A x."""
+        return self.adjoint(self.forward(x))
+
+    __call__ = forward
+
+    def __repr__(self):
+        return f"{type(self).__name__}(ishape={self.ishape}, oshape={self.oshape})"
+
+
+class NufftOperator(LinearOperator):
+    """The Kaiser-Bessel gridding NUFFT (mri/nufft.hpp):
+    forward (F x)_m ~ sum_n x_n exp(-i 2 pi k_m . x_n / n), adjoint its transpose, unnormalised.
+
+    points: (M, d) float array in cycles/FOV ([-n/2, n/2) per axis; samples up to 3n/2 are used as
+    their periodic images). matrix: (nx, ny) or (nx, ny, nz).
+    """
+
+    def __init__(self, points, matrix, *, tolerance=1e-3, precision="float32", gridding="auto",
+                 backend="cpu", threads=0, width=0, oversampling=0.0):
+        matrix = matrix_tuple(matrix)
+        points = points_array("points", points)
+        self._op = _mri.NufftOperator(points, matrix, float(tolerance), precision, gridding, backend,
+                                      int(threads), int(width), float(oversampling))
+        self.matrix = matrix
+        self.ishape = image_shape(matrix)
+        self.oshape = (points.shape[0],)
+
+    @property
+    def backend(self):
+        return self._op.backend
+
+    @property
+    def kernel_width(self):
+        return self._op.kernel_width
+
+
+class ExactOperator(LinearOperator):
+    """The exact non-uniform DFT (mri/fourier.hpp), O(N M): the NUFFT's reference.
+    precision="float64" sums in double (inputs and outputs stay complex64)."""
+
+    def __init__(self, points, matrix, *, precision="float32", backend="cpu", policy="auto"):
+        matrix = matrix_tuple(matrix)
+        points = points_array("points", points)
+        self._op = _mri.ExactOperator(points, matrix, precision, backend, policy)
+        self.matrix = matrix
+        self.ishape = image_shape(matrix)
+        self.oshape = (points.shape[0],)
+
+    @property
+    def backend(self):
+        return self._op.backend
+
+
+class SenseOperator(LinearOperator):
+    """SENSE encoding (mri/sense.hpp): (E x)_c = F (S_c x), E^H y = sum_c conj(S_c) F^H y_c, F exact.
+    maps: (nx, ny[, nz], coils) as BART's [x, y, z, coils]; k-space (M, coils)."""
+
+    def __init__(self, points, matrix, maps, *, precision="float32", backend="cpu", policy="auto"):
+        matrix = matrix_tuple(matrix)
+        points = points_array("points", points)
+        maps, coils = with_coils("maps", maps, matrix)
+        self._op = _mri.SenseOperator(points, matrix, maps, coils, precision, backend, policy)
+        self.matrix = matrix
+        self.coils = coils
+        self.ishape = image_shape(matrix)
+        self.oshape = (points.shape[0], coils)
+
+
+class ToeplitzNormal(LinearOperator):
+    """F^H W F by Toeplitz embedding (mri/toeplitz.hpp): self-adjoint, image -> image, two FFTs on
+    the 2x grid per call. Q by the exact sums (method="exact") or one NUFFT ("nufft", tolerance).
+    weights: None (ones) or one non-negative weight per sample."""
+
+    def __init__(self, points, matrix, *, weights=None, method="exact", tolerance=1e-3,
+                 precision="float32", backend="cpu", policy="auto"):
+        matrix = matrix_tuple(matrix)
+        points = points_array("points", points)
+        if weights is not None:
+            weights = real_array("weights", weights, (points.shape[0],))
+        self._op = _mri.ToeplitzNormal(points, matrix, weights, method, float(tolerance), precision,
+                                       backend, policy)
+        self.matrix = matrix
+        self.ishape = self.oshape = image_shape(matrix)
+
+    def forward(self, x):
+        return self._op.apply(complex_array("x", x, self.ishape))
+
+    adjoint = forward
+    normal = forward
+    __call__ = forward

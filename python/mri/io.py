@@ -1,0 +1,55 @@
+"""Files: BART's .cfl/.hdr in NumPy layout (docs/python.md, "BART files").
+
+read_cfl returns what BART's own python/cfl.py readcfl returns: an array of the header's
+dimensions with trailing 1s dropped, axis 0 the first (fastest) BART dimension, complex64, in
+Fortran order (a view of the file's data as read, no reordering). So a trajectory is
+[3, samples, lines], k-space [1, samples, lines, coils], maps [x, y, z, coils], an image [x, y]
+or [x, y, z]; index them as BART numbers its dimensions.
+"""
+
+import os
+
+import numpy as np
+
+from . import _mri
+from ._arrays import complex_array
+
+
+def _base(path):
+    path = os.fspath(path)
+    for ext in (".cfl", ".hdr"):
+        if path.endswith(ext):
+            return path[: -len(ext)]
+    return path
+
+
+def read_cfl(path):
+    """BART's base.cfl/base.hdr (`path` with or without an extension) as a NumPy array."""
+    array = _mri.read_cfl(_base(path))
+    dims = list(array.shape)
+    while len(dims) > 1 and dims[-1] == 1:
+        dims.pop()
+    return array.reshape(dims, order="F")
+
+
+def write_cfl(path, array):
+    """`array` (any numeric dtype, converted to complex64) as base.cfl/base.hdr, its axes BART's
+    dimensions in order (axis 0 first)."""
+    data = complex_array("array", array)
+    dims = list(data.shape) or [1]
+    _mri.write_cfl(_base(path), dims, data.reshape(-1, order="F"))
+
+
+def bart_points(traj):
+    """BART's [3, samples, lines, ...] trajectory as (M, 3) float32 points, sample fastest."""
+    from ._arrays import bart_points as convert
+
+    return convert(traj)
+
+
+def to_bart_trajectory(points, lines=1):
+    """(M, d) points as BART's [3, M / lines, lines] complex64 trajectory (kz = 0 for d = 2)."""
+    points = np.asarray(points, dtype=np.float32)
+    full = np.zeros((points.shape[0], 3), dtype=np.float32)
+    full[:, : points.shape[1]] = points
+    return np.asarray(full.T, dtype=np.complex64).reshape(3, -1, lines, order="F")

@@ -1,0 +1,211 @@
+// The linear operators: NufftOperator, ExactOperator (FourierOperator), SenseOperator and the
+// Toeplitz normal (QOperator), each a thin holder of the SDK's operator. Calls release the GIL;
+// each holder serialises its own calls with a mutex, since QOperator's buffers and the CUDA
+// plans admit one call at a time (mri/toeplitz.hpp, mri/nufft.hpp).
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "arrays.hpp"
+#include "bindings.hpp"
+#include "enums.hpp"
+#include "mri/fourier.hpp"
+#include "mri/nufft.hpp"
+#include "mri/sense.hpp"
+#include "mri/toeplitz.hpp"
+
+namespace mri::python {
+namespace {
+
+Backend backend_of(const std::string &name) {
+  return parse_enum("backend", name, {Backend::Auto, Backend::Cpu, Backend::Cuda});
+}
+Precision precision_of(const std::string &name) {
+  return parse_enum("precision", name, {Precision::Float32, Precision::Float64});
+}
+
+std::vector<float> weights_of(const std::optional<py::array> &weights, std::size_t m) {
+  if (!weights) return {};
+  return to_vector<float>(*weights, "weights", static_cast<std::int64_t>(m));
+}
+
+// One operator of the SDK behind a mutex, with its image grid and sample count.
+template <class Op> struct Holder {
+  Op op;
+  Grid grid;
+  std::size_t samples; // M per coil
+  int coils = 1;
+  mutable std::mutex mutex;
+
+  Holder(Op o, Grid g, std::size_t m, int c = 1) : op(std::move(o)), grid(g), samples(m), coils(c) {}
+
+  py::array_t<cfloat> forward(const py::array &image) const {
+    Image x = to_image(image, grid, "x");
+    std::vector<cfloat> y(samples * static_cast<std::size_t>(coils));
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex);
+      op.forward(x, y);
+    }
+    if (coils == 1) return to_array(std::move(y), {static_cast<py::ssize_t>(samples)});
+    return to_array(std::move(y), {static_cast<py::ssize_t>(samples), coils});
+  }
+
+  py::array_t<cfloat> adjoint(const py::array &samples_in) const {
+    const std::span<const cfloat> y =
+        values<cfloat>(samples_in, "y", static_cast<std::int64_t>(samples) * coils);
+    Image x(grid);
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex);
+      op.adjoint(y, x);
+    }
+    return from_image(std::move(x));
+  }
+};
+
+using Nufft = Holder<NufftOperator>;
+using Exact = Holder<FourierOperator>;
+using Sense = Holder<SenseOperator>;
+
+// The Toeplitz normal F^H W F: image -> image.
+struct Toeplitz {
+  std::unique_ptr<QOperator> op;
+  Grid grid;
+  mutable std::mutex mutex;
+
+  py::array_t<cfloat> apply(const py::array &image) const {
+    Image x = to_image(image, grid, "x");
+    Image out(grid);
+    {
+      py::gil_scoped_release release;
+      std::lock_guard lock(mutex);
+      op->forward(x, out);
+    }
+    return from_image(std::move(out));
+  }
+};
+
+std::shared_ptr<Nufft> make_nufft(const py::array &points, const std::vector<std::int64_t> &matrix, double tolerance,
+                                  const std::string &precision, const std::string &gridding,
+                                  const std::string &backend, int threads, int width, double oversampling) {
+  const Grid grid = to_grid(matrix);
+  NufftOptions o;
+  o.tolerance = tolerance;
+  o.precision = precision_of(precision);
+  o.gridding = parse_enum("gridding", gridding,
+                          {Gridding::Auto, Gridding::Scatter, Gridding::Gather, Gridding::ScatterFixed});
+  o.backend = backend_of(backend);
+  o.threads = threads;
+  o.width = width;
+  o.oversampling = oversampling;
+  Trajectory t = to_trajectory(points, grid.dims());
+  const std::size_t m = t.size();
+  py::gil_scoped_release release;
+  return std::make_shared<Nufft>(NufftOperator(std::move(t), grid, o), grid, m);
+}
+
+OperatorOptions operator_options(const std::string &precision, const std::string &backend, const std::string &policy) {
+  OperatorOptions o;
+  o.precision = precision_of(precision);
+  o.backend = backend_of(backend);
+  o.policy = parse_enum("policy", policy,
+                        {KernelPolicy::Auto, KernelPolicy::ScatterAtomic, KernelPolicy::Gather, KernelPolicy::Register,
+                         KernelPolicy::ConstantChunked, KernelPolicy::SfuTrig, KernelPolicy::Tuned,
+                         KernelPolicy::SeparableGemm});
+  return o;
+}
+
+std::shared_ptr<Exact> make_exact(const py::array &points, const std::vector<std::int64_t> &matrix,
+                                  const std::string &precision, const std::string &backend, const std::string &policy) {
+  const Grid grid = to_grid(matrix);
+  const OperatorOptions o = operator_options(precision, backend, policy);
+  Trajectory t = to_trajectory(points, grid.dims());
+  const std::size_t m = t.size();
+  py::gil_scoped_release release;
+  return std::make_shared<Exact>(FourierOperator(std::move(t), grid, o), grid, m);
+}
+
+std::shared_ptr<Sense> make_sense(const py::array &points, const std::vector<std::int64_t> &matrix,
+                                  const py::array &maps, int coils, const std::string &precision,
+                                  const std::string &backend, const std::string &policy) {
+  const Grid grid = to_grid(matrix);
+  const OperatorOptions o = operator_options(precision, backend, policy);
+  auto s = std::make_shared<const CoilSensitivities>(grid, coils,
+                                                     to_vector<cfloat>(maps, "maps", grid.voxels() * coils));
+  Trajectory t = to_trajectory(points, grid.dims());
+  const std::size_t m = t.size();
+  py::gil_scoped_release release;
+  return std::make_shared<Sense>(SenseOperator(std::move(t), grid, std::move(s), o), grid, m, coils);
+}
+
+std::shared_ptr<Toeplitz> make_toeplitz(const py::array &points, const std::vector<std::int64_t> &matrix,
+                                        const std::optional<py::array> &weights, const std::string &method,
+                                        double tolerance, const std::string &precision, const std::string &backend,
+                                        const std::string &policy) {
+  const Grid grid = to_grid(matrix);
+  const Trajectory t = to_trajectory(points, grid.dims());
+  const std::vector<float> w = weights_of(weights, t.size());
+  auto holder = std::make_shared<Toeplitz>();
+  holder->grid = grid;
+  if (method == "exact") {
+    const OperatorOptions o = operator_options(precision, backend, policy);
+    py::gil_scoped_release release;
+    holder->op = std::make_unique<QOperator>(t, w, grid, o);
+  } else if (method == "nufft") {
+    NufftOptions o;
+    o.tolerance = tolerance;
+    o.precision = precision_of(precision);
+    o.backend = backend_of(backend);
+    py::gil_scoped_release release;
+    holder->op = std::make_unique<QOperator>(QOperator::from_q(grid, nufft_q(t, w, grid, o)));
+  } else {
+    detail::invalid_argument("method", "'" + method + "'", "expected exact or nufft");
+  }
+  return holder;
+}
+
+} // namespace
+
+void bind_operators(py::module_ &m) {
+  py::class_<Nufft, std::shared_ptr<Nufft>>(m, "NufftOperator")
+      .def(py::init(&make_nufft), py::arg("points"), py::arg("matrix"), py::arg("tolerance"), py::arg("precision"),
+           py::arg("gridding"), py::arg("backend"), py::arg("threads"), py::arg("width"), py::arg("oversampling"))
+      .def("forward", &Nufft::forward, py::arg("x"))
+      .def("adjoint", &Nufft::adjoint, py::arg("y"))
+      .def_property_readonly("samples", [](const Nufft &n) { return n.samples; })
+      .def_property_readonly("backend", [](const Nufft &n) { return std::string(to_string(n.op.options().backend)); })
+      .def_property_readonly("gridding", [](const Nufft &n) { return std::string(to_string(n.op.options().gridding)); })
+      .def_property_readonly("kernel_width", [](const Nufft &n) { return n.op.kernel().width; })
+      .def_property_readonly("oversampling", [](const Nufft &n) { return n.op.kernel().oversampling; })
+      .def_property_readonly("points", [](const Nufft &n) { return from_trajectory(n.op.trajectory()); });
+
+  py::class_<Exact, std::shared_ptr<Exact>>(m, "ExactOperator")
+      .def(py::init(&make_exact), py::arg("points"), py::arg("matrix"), py::arg("precision"), py::arg("backend"),
+           py::arg("policy"))
+      .def("forward", &Exact::forward, py::arg("x"))
+      .def("adjoint", &Exact::adjoint, py::arg("y"))
+      .def_property_readonly("samples", [](const Exact &e) { return e.samples; })
+      .def_property_readonly("backend", [](const Exact &e) { return std::string(to_string(e.op.options().backend)); })
+      .def_property_readonly("points", [](const Exact &e) { return from_trajectory(e.op.trajectory()); });
+
+  py::class_<Sense, std::shared_ptr<Sense>>(m, "SenseOperator")
+      .def(py::init(&make_sense), py::arg("points"), py::arg("matrix"), py::arg("maps"), py::arg("coils"),
+           py::arg("precision"), py::arg("backend"), py::arg("policy"))
+      .def("forward", &Sense::forward, py::arg("x"))
+      .def("adjoint", &Sense::adjoint, py::arg("y"))
+      .def_property_readonly("samples", [](const Sense &s) { return s.samples; })
+      .def_property_readonly("coils", [](const Sense &s) { return s.coils; })
+      .def_property_readonly("backend",
+                             [](const Sense &s) { return std::string(to_string(s.op.fourier().options().backend)); });
+
+  py::class_<Toeplitz, std::shared_ptr<Toeplitz>>(m, "ToeplitzNormal")
+      .def(py::init(&make_toeplitz), py::arg("points"), py::arg("matrix"), py::arg("weights"), py::arg("method"),
+           py::arg("tolerance"), py::arg("precision"), py::arg("backend"), py::arg("policy"))
+      .def("apply", &Toeplitz::apply, py::arg("x"))
+      .def_property_readonly("q", [](const Toeplitz &t) { return from_image(Image(t.op->q())); });
+}
+
+} // namespace mri::python

@@ -1,0 +1,222 @@
+// mri.reconstruct: ReconOptions from keyword arguments (one key per field, the names of
+// docs/python.md), ReconReport as a dict.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include "arrays.hpp"
+#include "bindings.hpp"
+#include "enums.hpp"
+#include "mri/bart.hpp"
+#include "mri/reconstruct.hpp"
+
+namespace mri::python {
+namespace {
+
+// Reads the options out of `kw`, each key once; a key left over is a TypeError, as Python
+// reports an unexpected keyword argument.
+class Options {
+public:
+  explicit Options(const py::dict &kw) : kw_(kw) {}
+  template <class T> void get(const char *key, T &out) {
+    if (kw_.contains(key)) {
+      used_.insert(key);
+      const py::object v = kw_[key];
+      if (!v.is_none()) out = v.cast<T>();
+    }
+  }
+  template <class Enum> void get_enum(const char *key, Enum &out, std::initializer_list<Enum> values) {
+    std::string name;
+    get(key, name);
+    if (!name.empty()) out = parse_enum(key, name, values);
+  }
+  py::object take(const char *key) {
+    if (!kw_.contains(key)) return py::none();
+    used_.insert(key);
+    return kw_[key];
+  }
+  void finish() const {
+    for (auto item : kw_) {
+      const std::string key = py::str(item.first);
+      if (!used_.count(key)) throw py::type_error("reconstruct() got an unexpected keyword argument '" + key + "'");
+    }
+  }
+
+private:
+  py::dict kw_;
+  std::set<std::string> used_;
+};
+
+SparseTerm term_of(const py::handle &h) {
+  if (py::isinstance<py::str>(h)) return parse_bart_term(h.cast<std::string>());
+  if (!py::isinstance<py::dict>(h))
+    throw py::type_error("terms: each term is a BART spec string ('W:3:0:0.001') or a dict");
+  Options o(h.cast<py::dict>());
+  SparseTerm t;
+  o.get_enum("penalty", t.penalty,
+             {SparsePenalty::L1Wavelet, SparsePenalty::TotalVariation, SparsePenalty::L1Image, SparsePenalty::L2});
+  o.get("lam", t.lambda);
+  o.get("axes", t.axes);
+  o.get("joint", t.joint);
+  o.get_enum("wavelet", t.wavelet, {Wavelet::Haar, Wavelet::Daubechies2, Wavelet::Daubechies4});
+  o.get("isotropic", t.isotropic);
+  o.finish();
+  return t;
+}
+
+ReconOptions recon_options(const py::dict &kw, const Grid &grid, bool &bart_units) {
+  Options o(kw);
+  ReconOptions r;
+  o.get_enum("backend", r.backend, {Backend::Auto, Backend::Cpu, Backend::Cuda});
+  o.get_enum("method", r.method, {Method::Auto, Method::Exact, Method::Nufft});
+  o.get_enum("precision", r.precision, {Precision::Float32, Precision::Float64});
+  SolverOptions &s = r.solver;
+  o.get("iterations", s.iterations);
+  o.get("tolerance", s.tolerance);
+  o.get("lam", s.lambda);
+  o.get_enum("regularizer", s.regularizer, {Regularizer::None, Regularizer::Tikhonov, Regularizer::FiniteDifference});
+  o.get_enum("normal", s.normal, {Normal::Toeplitz, Normal::Direct});
+  if (py::object terms = o.take("terms"); !terms.is_none())
+    for (py::handle h : terms) s.terms.push_back(term_of(h));
+  o.get_enum("solver", s.proximal.algorithm,
+             {ProximalAlgorithm::Auto, ProximalAlgorithm::Fista, ProximalAlgorithm::Admm, ProximalAlgorithm::PrimalDual});
+  o.get("admm_rho", s.proximal.admm_rho);
+  o.get("admm_cg_iterations", s.proximal.admm_cg_iterations);
+  o.get("admm_cg_tolerance", s.proximal.admm_cg_tolerance);
+  o.get("power_iterations", s.proximal.power_iterations);
+  o.get("cycle_spinning", s.proximal.cycle_spinning);
+  o.get("seed", s.proximal.seed);
+  o.get_enum("scaling", s.scaling, {DataScaling::Bart, DataScaling::None});
+  o.get("nufft_tolerance", r.nufft.tolerance);
+  o.get_enum("gridding", r.nufft.gridding, {Gridding::Auto, Gridding::Scatter, Gridding::Gather, Gridding::ScatterFixed});
+  o.get_enum("policy", r.gpu.policy,
+             {KernelPolicy::Auto, KernelPolicy::ScatterAtomic, KernelPolicy::Gather, KernelPolicy::Register,
+              KernelPolicy::ConstantChunked, KernelPolicy::SfuTrig, KernelPolicy::Tuned, KernelPolicy::SeparableGemm});
+  o.get("devices", r.gpu.devices);
+  o.get("memory_limit", r.gpu.memory_limit);
+  o.get_enum("maps", r.coils.maps, {CoilMaps::Estimate, CoilMaps::Require});
+  o.get_enum("map_method", r.coils.estimation.method, {MapEstimate::Direct, MapEstimate::Espirit});
+  o.get("calibration", r.coils.estimation.calibration);
+  o.get("mask_threshold", r.coils.estimation.mask_threshold);
+  o.get("espirit_kernel", r.coils.estimation.espirit_kernel);
+  o.get("espirit_threshold", r.coils.estimation.espirit_threshold);
+  o.get("espirit_crop", r.coils.estimation.espirit_crop);
+  o.get("virtual_coils", r.coils.virtual_coils);
+  o.get("q_cache_dir", r.q_cache_dir);
+  if (py::object f = o.take("on_iteration"); !f.is_none()) {
+    r.on_iteration = [f](int k, const Image &x, double residual) {
+      py::gil_scoped_acquire gil;
+      f(k, from_image(Image(x)), residual);
+    };
+  }
+  if (py::object f = o.take("on_phase"); !f.is_none()) {
+    r.on_phase = [f](const ReconPhase &p) {
+      py::gil_scoped_acquire gil;
+      f(std::string(p.name), p.fraction, p.expected_seconds);
+    };
+  }
+  std::string units = "sdk";
+  o.get("units", units);
+  if (units != "sdk" && units != "bart") detail::invalid_argument("units", "'" + units + "'", "expected sdk or bart");
+  bart_units = units == "bart";
+  o.finish();
+  // BART's pics and nufft use the unitary F / sqrt(N): its l2 weight is ours / N and an l1 weight
+  // ours / sqrt(N) (the rule of `mri recon` on BART inputs, cli/cmd_recon.cpp).
+  if (bart_units) {
+    const double voxels = static_cast<double>(grid.voxels());
+    s.lambda *= voxels;
+    for (SparseTerm &t : s.terms) t.lambda *= std::sqrt(voxels);
+  }
+  if (s.lambda > 0 && s.regularizer == Regularizer::None && !kw.contains("regularizer"))
+    s.regularizer = Regularizer::Tikhonov; // lam alone means Tikhonov, as in the CLI
+  return r;
+}
+
+py::dict report_dict(const ReconReport &r) {
+  py::dict d;
+  d["backend"] = to_string(r.backend);
+  d["backend_note"] = r.backend_note;
+  d["wrapped_samples"] = r.wrapped_samples;
+  d["normal"] = to_string(r.normal);
+  d["method"] = to_string(r.method);
+  d["method_note"] = r.method_note;
+  d["acquired_coils"] = r.acquired_coils;
+  d["coils"] = r.coils;
+  d["coil_energy_kept"] = r.coil_energy_kept;
+  d["maps"] = r.maps;
+  d["setup_seconds"] = r.setup_seconds;
+  d["coil_seconds"] = r.coil_seconds;
+  d["transfer_seconds"] = r.transfer_seconds;
+  d["fhd_seconds"] = r.fhd_seconds;
+  d["q_seconds"] = r.q_seconds;
+  d["fft_setup_seconds"] = r.fft_setup_seconds;
+  d["cg_seconds"] = r.cg_seconds;
+  d["total_seconds"] = r.total_seconds;
+  d["iterations"] = r.iterations;
+  d["status"] = to_string(r.status);
+  d["residuals"] = r.residuals;
+  d["solver"] = r.solver;
+  d["objective"] = r.objective;
+  d["step"] = r.step;
+  d["lipschitz"] = r.lipschitz;
+  d["rejected_steps"] = r.rejected_steps;
+  d["data_scale"] = r.data_scale;
+  d["q_cache"] = to_string(r.q_cache);
+  d["q_cache_message"] = r.q_cache_message;
+  d["q_cache_file"] = r.q_cache_file.string();
+  d["device_bytes"] = r.device_bytes;
+  d["toeplitz_fft"] = r.toeplitz_fft;
+  d["q_method"] = r.q_method;
+  py::list devices;
+  for (const DevicePhaseSeconds &s : r.device_seconds) {
+    py::dict e;
+    e["device"] = s.device;
+    e["fhd_seconds"] = s.fhd_seconds;
+    e["q_seconds"] = s.q_seconds;
+    e["cg_seconds"] = s.cg_seconds;
+    devices.append(e);
+  }
+  d["device_seconds"] = devices;
+  d["device_note"] = r.device_note;
+  d["exchange_seconds"] = r.exchange_seconds;
+  return d;
+}
+
+py::tuple reconstruct_py(const py::array &points, const py::array &samples, const std::optional<py::array> &weights,
+                         int coils, const std::vector<std::int64_t> &matrix, const std::optional<py::array> &sens,
+                         int sens_coils, const py::dict &kw) {
+  const Grid grid = to_grid(matrix);
+  bool bart_units = false;
+  ReconOptions options = recon_options(kw, grid, bart_units);
+  Trajectory t = to_trajectory(points, grid.dims());
+  const auto m = static_cast<std::int64_t>(t.size());
+  std::vector<float> w = weights ? to_vector<float>(*weights, "weights", m) : std::vector<float>{};
+  KSpaceData data(std::move(t), to_vector<cfloat>(samples, "kspace", m * coils), std::move(w), coils);
+  if (sens)
+    options.coils.sensitivities = std::make_shared<const CoilSensitivities>(
+        grid, sens_coils, to_vector<cfloat>(*sens, "sens", grid.voxels() * sens_coils));
+  ReconResult result;
+  {
+    py::gil_scoped_release release;
+    result = reconstruct(data, grid, options);
+  }
+  if (bart_units) { // the image in BART's scale, sqrt(N) times ours (the CLI's to_bart_units)
+    const auto s = static_cast<float>(1.0 / bart::nufft_scale(grid));
+    for (cfloat &v : result.image.values()) v *= s;
+  }
+  return py::make_tuple(from_image(std::move(result.image)), report_dict(result.report));
+}
+
+} // namespace
+
+void bind_reconstruct(py::module_ &m) {
+  m.def("reconstruct", &reconstruct_py, py::arg("points"), py::arg("kspace"), py::arg("weights"), py::arg("coils"),
+        py::arg("matrix"), py::arg("sens"), py::arg("sens_coils"), py::arg("options"));
+}
+
+} // namespace mri::python
