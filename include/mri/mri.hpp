@@ -20,6 +20,7 @@
 #include "mri/toeplitz.hpp"
 #include "mri/toeplitz_cache.hpp"
 #include "mri/nufft.hpp"
+#include "mri/offresonance.hpp"
 #include "mri/density.hpp"
 #include "mri/gridding.hpp"
 #include "mri/vector_ops.hpp"

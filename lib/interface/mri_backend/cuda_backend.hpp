@@ -26,7 +26,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 6;
+inline constexpr int kCudaPluginAbi = 7;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.

@@ -1,0 +1,208 @@
+// The time-segmented field-corrected operator and its Toeplitz normal (offresonance.hpp).
+#include <algorithm>
+#include <cmath>
+#include <omp.h>
+#include <string>
+
+#include "fft/fftw_adapter.hpp"
+#include "fft/grid_fft.hpp"
+#include "mri/error.hpp"
+#include "mri/kspace.hpp"
+#include "mri/offresonance.hpp"
+#include "mri_backend/q_trajectory.hpp"
+#include "operator_checks.hpp"
+
+namespace mri {
+namespace {
+
+// One segment, every factor exactly 1: the plain NUFFT, bitwise (a zero field map).
+bool is_identity(const TimeSegmentation &s) {
+  if (s.segments != 1) return false;
+  const auto one = [](cfloat v) { return v == cfloat(1.0f, 0.0f); };
+  return std::all_of(s.sample_coefficients.begin(), s.sample_coefficients.end(), one) &&
+         std::all_of(s.voxel_phases.begin(), s.voxel_phases.end(), one);
+}
+
+TimeSegmentation checked_segmentation(const FieldMap &field, const Grid &grid, std::span<const float> times,
+                                      std::size_t samples, const SegmentationOptions &o) {
+  if (field.grid() != grid)
+    detail::invalid_argument("field.grid().voxels()", field.grid().voxels(),
+                             "must be on the operator's grid (" + std::to_string(grid.voxels()) + " voxels; FieldMap::resampled)");
+  if (times.size() != samples)
+    detail::invalid_argument("sample_times.size()", times.size(), "must equal trajectory.size() = " + std::to_string(samples));
+  return segment_field(field, times, o);
+}
+
+} // namespace
+
+SegmentedFieldOperator::SegmentedFieldOperator(Trajectory trajectory, Grid grid, const FieldMap &field,
+                                               std::span<const float> times, const SegmentationOptions &segmentation,
+                                               NufftOptions nufft)
+    : nufft_(std::move(trajectory), grid, nufft),
+      segmentation_(std::make_shared<const TimeSegmentation>(
+          checked_segmentation(field, grid, times, nufft_.trajectory().size(), segmentation))) {}
+
+void SegmentedFieldOperator::forward(const Image &image, std::span<cfloat> samples) const {
+  detail::check_image_grid(image, grid());
+  detail::check_sample_count(samples.size(), nufft_.trajectory().size());
+  const TimeSegmentation &s = *segmentation_;
+  if (is_identity(s)) return nufft_.forward(image, samples);
+  const std::size_t M = samples.size(), N = image.size();
+  Image segment(grid());
+  std::vector<cfloat> y(M);
+  std::fill(samples.begin(), samples.end(), cfloat{});
+  for (int l = 0; l < s.segments; ++l) {
+    const cfloat *e = s.voxel_phases.data() + static_cast<std::size_t>(l) * N;
+    const cfloat *b = s.sample_coefficients.data() + static_cast<std::size_t>(l) * M;
+    for (std::size_t x = 0; x < N; ++x) segment[x] = image[x] * e[x];
+    nufft_.forward(segment, y);
+    for (std::size_t m = 0; m < M; ++m) samples[m] += b[m] * y[m];
+  }
+}
+
+void SegmentedFieldOperator::adjoint(std::span<const cfloat> samples, Image &image) const {
+  detail::check_image_grid(image, grid());
+  detail::check_sample_count(samples.size(), nufft_.trajectory().size());
+  const TimeSegmentation &s = *segmentation_;
+  if (is_identity(s)) return nufft_.adjoint(samples, image);
+  const std::size_t M = samples.size(), N = image.size(), L = static_cast<std::size_t>(s.segments);
+  // conj(B_l) .* y for every l, then the L adjoints in one batched call (the plan grids them as coils).
+  std::vector<cfloat> weighted(L * M), images(L * N);
+  for (std::size_t l = 0; l < L; ++l)
+    for (std::size_t m = 0; m < M; ++m) weighted[l * M + m] = std::conj(s.sample_coefficients[l * M + m]) * samples[m];
+  nufft_.adjoint_coils(weighted.data(), s.segments, images.data());
+  for (std::size_t x = 0; x < N; ++x) {
+    cfloat acc{};
+    for (std::size_t l = 0; l < L; ++l) acc += std::conj(s.voxel_phases[l * N + x]) * images[l * N + x];
+    image[x] = acc;
+  }
+}
+
+// The Toeplitz normal. Kernel spectra of the pairs l <= l' (FFT of K_ll' centred as QOperator's
+// load_kernel does, over the padded voxels); K_l'l's spectrum is the conjugate of K_ll''s
+// (K_l'l(d) = conj(K_ll'(-d))).
+struct SegmentedToeplitz::Plan {
+  using Fft = detail::Fftw<float>;
+  Grid padded;
+  int segments = 1;
+  std::shared_ptr<const TimeSegmentation> seg;
+  std::vector<cfloat *> spectra; // pair (l, l'), l <= l'
+  std::vector<cfloat *> buffers; // one padded image per segment
+  detail::GridFft<float> forward, inverse;
+
+  Plan(const Grid &p, int L)
+      : padded(p), segments(L), forward(p.extents(), FFTW_FORWARD, omp_get_max_threads()),
+        inverse(p.extents(), FFTW_BACKWARD, omp_get_max_threads()) {
+    const auto n = static_cast<std::size_t>(p.voxels());
+    for (int i = 0; i < L * (L + 1) / 2; ++i) spectra.push_back(checked(Fft::alloc(n)));
+    for (int i = 0; i < L; ++i) buffers.push_back(checked(Fft::alloc(n)));
+  }
+  ~Plan() {
+    for (cfloat *p : spectra) Fft::free(p);
+    for (cfloat *p : buffers) Fft::free(p);
+  }
+  Plan(const Plan &) = delete;
+  Plan &operator=(const Plan &) = delete;
+  cfloat *checked(cfloat *p) {
+    if (!p) throw Error("SegmentedToeplitz: cannot allocate " + std::to_string(padded.voxels() * 8) + " bytes");
+    return p;
+  }
+  int pair(int l, int lp) const { return l * segments - l * (l - 1) / 2 + (lp - l); } // l <= lp
+};
+
+SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span<const float> weights) : grid_(op.grid()) {
+  const Trajectory &t = op.nufft().trajectory();
+  detail::check_weights(weights, t.size());
+  const TimeSegmentation &s = op.segmentation();
+  const int L = s.segments;
+  plan_ = std::make_unique<Plan>(grid_.doubled(), L);
+  plan_->seg = std::make_shared<const TimeSegmentation>(s);
+  const std::size_t M = t.size(), P = static_cast<std::size_t>(L * (L + 1) / 2);
+  std::vector<cfloat> c(P * M);
+  for (int l = 0; l < L; ++l)
+    for (int lp = l; lp < L; ++lp) {
+      const cfloat *bl = s.sample_coefficients.data() + static_cast<std::size_t>(l) * M;
+      const cfloat *blp = s.sample_coefficients.data() + static_cast<std::size_t>(lp) * M;
+      cfloat *out = c.data() + static_cast<std::size_t>(plan_->pair(l, lp)) * M;
+      for (std::size_t m = 0; m < M; ++m) out[m] = std::conj(bl[m]) * blp[m] * (weights.empty() ? 1.0f : weights[m]);
+    }
+  // All pairs' Q(d) by one batched adjoint NUFFT on the doubled grid (nufft_q's construction).
+  const Grid &p = plan_->padded;
+  const NufftOperator q_nufft(detail::q_trajectory(t, grid_), p, op.nufft().options());
+  const auto n = static_cast<std::size_t>(p.voxels());
+  std::vector<cfloat> q(P * n);
+  q_nufft.adjoint_coils(c.data(), static_cast<int>(P), q.data());
+  const float scale = 1.0f / static_cast<float>(n);
+  for (std::size_t i = 0; i < P; ++i) {
+    cfloat *k = plan_->spectra[i];
+    const cfloat *src = q.data() + i * n;
+    for (std::int64_t z = 0; z < p.nz(); ++z)
+      for (std::int64_t y = 0; y < p.ny(); ++y)
+        for (std::int64_t x = 0; x < p.nx(); ++x)
+          k[p.index((x + p.nx() / 2) % p.nx(), (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz())] =
+              src[p.index(x, y, z)] * scale;
+    plan_->forward.execute(k);
+  }
+}
+
+SegmentedToeplitz::~SegmentedToeplitz() = default;
+SegmentedToeplitz::SegmentedToeplitz(SegmentedToeplitz &&) noexcept = default;
+SegmentedToeplitz &SegmentedToeplitz::operator=(SegmentedToeplitz &&) noexcept = default;
+
+void SegmentedToeplitz::forward(const Image &in, Image &out) const {
+  detail::check_image_grid(in, grid_);
+  detail::check_image_grid(out, grid_);
+  Plan &plan = *plan_;
+  const TimeSegmentation &s = *plan.seg;
+  const int L = s.segments;
+  const Grid &p = plan.padded;
+  const auto N = static_cast<std::size_t>(grid_.voxels());
+  const std::int64_t n = p.voxels();
+  const std::int64_t row = grid_.nx();
+  using Fft = detail::GridFft<float>;
+  const auto region = Fft::corner(grid_.extents());
+  // X_l' = FFT(pad(E_l' .* in))
+  for (int l = 0; l < L; ++l) {
+    cfloat *buf = plan.buffers[static_cast<std::size_t>(l)];
+    const cfloat *e = s.voxel_phases.data() + static_cast<std::size_t>(l) * N;
+    std::fill_n(buf, n, cfloat{});
+    for (std::int64_t z = 0; z < grid_.nz(); ++z)
+      for (std::int64_t y = 0; y < grid_.ny(); ++y) {
+        const std::int64_t src = grid_.index(0, y, z), dst = p.index(0, y, z);
+        for (std::int64_t x = 0; x < row; ++x) buf[dst + x] = in[static_cast<std::size_t>(src + x)] * e[src + x];
+      }
+    plan.forward.execute_pruned(buf, region, Fft::Pruning::ZeroOutside);
+  }
+  // Z_l = sum_l' K_ll' X_l', in place: every output frequency reads the L inputs at that frequency.
+#pragma omp parallel
+  {
+    std::vector<cfloat> xs(static_cast<std::size_t>(L));
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      for (int l = 0; l < L; ++l) xs[static_cast<std::size_t>(l)] = plan.buffers[static_cast<std::size_t>(l)][i];
+      for (int l = 0; l < L; ++l) {
+        cfloat acc{};
+        for (int lp = 0; lp < L; ++lp) {
+          const cfloat k = lp >= l ? plan.spectra[static_cast<std::size_t>(plan.pair(l, lp))][i]
+                                   : std::conj(plan.spectra[static_cast<std::size_t>(plan.pair(lp, l))][i]);
+          acc += k * xs[static_cast<std::size_t>(lp)];
+        }
+        plan.buffers[static_cast<std::size_t>(l)][i] = acc;
+      }
+    }
+  }
+  // out = sum_l conj(E_l) .* crop(IFFT(Z_l))
+  std::fill(out.values().begin(), out.values().end(), cfloat{});
+  for (int l = 0; l < L; ++l) {
+    cfloat *buf = plan.buffers[static_cast<std::size_t>(l)];
+    const cfloat *e = s.voxel_phases.data() + static_cast<std::size_t>(l) * N;
+    plan.inverse.execute_pruned(buf, region, Fft::Pruning::OnlyImageRead);
+    for (std::int64_t z = 0; z < grid_.nz(); ++z)
+      for (std::int64_t y = 0; y < grid_.ny(); ++y) {
+        const std::int64_t dst = grid_.index(0, y, z), src = p.index(0, y, z);
+        for (std::int64_t x = 0; x < row; ++x) out[static_cast<std::size_t>(dst + x)] += std::conj(e[dst + x]) * buf[src + x];
+      }
+  }
+}
+
+} // namespace mri
