@@ -1,0 +1,67 @@
+"""mri.torch.LinearOp: autograd through the SDK's operators (backward = adjoint)."""
+
+import numpy as np
+import pytest
+
+import mri
+
+torch = pytest.importorskip("torch")
+import mri.torch  # noqa: E402
+
+
+def exact_op(matrix=(8, 8), samples=40, seed=0):
+    points = np.random.default_rng(seed).uniform(-4, 4, (samples, 2)).astype(np.float32)
+    return mri.ExactOperator(points, matrix, precision="float64")
+
+
+def test_gradcheck_in_float64():
+    # The issue's acceptance case. The SDK takes and returns complex64, so a float64 input is
+    # rounded at the boundary: central differences with eps = 1e-6 would see that rounding
+    # (about 5e-7 on outputs of magnitude 8, i.e. 0.25 after dividing by 2 eps). The operator is
+    # linear, so differences with eps = 1e-2 have no truncation error and leave the rounding at
+    # 5e-5, below gradcheck's default rtol of 1e-3 on entries of magnitude 1.
+    op = mri.torch.LinearOp(exact_op())
+    x = torch.randn(8, 8, dtype=torch.complex128, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    assert torch.autograd.gradcheck(op, (x,), eps=1e-2)
+    y = torch.randn(40, dtype=torch.complex128, generator=torch.Generator().manual_seed(2), requires_grad=True)
+    assert torch.autograd.gradcheck(op.adjoint, (y,), eps=1e-2)
+
+
+def test_backward_is_the_adjoint():
+    op = exact_op()
+    module = mri.torch.LinearOp(op)
+    x = torch.randn(8, 8, dtype=torch.complex64, requires_grad=True)
+    g = torch.randn(40, dtype=torch.complex64)
+    module(x).backward(g)
+    np.testing.assert_array_equal(x.grad.numpy(), op.adjoint(g.numpy()))
+
+
+def test_batched_leading_dimension_and_dtypes():
+    op = exact_op()
+    module = mri.torch.LinearOp(op)
+    x = torch.randn(3, 8, 8, dtype=torch.complex128)
+    y = module(x)
+    assert y.shape == (3, 40) and y.dtype == torch.complex128
+    for b in range(3):
+        np.testing.assert_array_equal(y[b].numpy(), op.forward(x[b].numpy()).astype(np.complex128))
+    real = torch.randn(8, 8, dtype=torch.float32, requires_grad=True)
+    out = module(real)
+    assert out.dtype == torch.complex64
+    out.abs().sum().backward()
+    assert real.grad.dtype == torch.float32 and real.grad.shape == (8, 8)
+    with pytest.raises(ValueError, match=r"^x: shape \(8, 7\)"):
+        module(torch.zeros(8, 7, dtype=torch.complex64))
+
+
+def test_normal_of_a_nufft_through_autograd():
+    points = mri.traj.radial((16, 16), 16, 32)
+    module = mri.torch.LinearOp(mri.NufftOperator(points, (16, 16)))
+    x = torch.randn(16, 16, dtype=torch.complex64, requires_grad=True)
+    loss = module.normal(x).abs().pow(2).sum()
+    loss.backward()
+    # d/dx* of ||A^H A x||^2 = (A^H A)^2 x (A^H A Hermitian); PyTorch's gradient convention is
+    # twice that derivative for real losses of complex inputs.
+    n = module.normal
+    expected = 2 * n(n(x.detach()))
+    assert torch.linalg.norm(x.grad - expected) / torch.linalg.norm(expected) < 1e-5
+    assert module.H(module(x)).shape == (16, 16)
