@@ -38,6 +38,7 @@
 #include "mri/conjugate_gradient.hpp"
 #include "mri/kspace.hpp"
 #include "mri/nufft.hpp"
+#include "mri/offresonance.hpp"
 #include "mri/options.hpp"
 #include "mri/proximal_solvers.hpp"
 #include "mri/regularizer.hpp"
@@ -190,6 +191,20 @@ struct CoilOptions {
   int virtual_coils = 0;
 };
 
+// Off-resonance (B0) correction (mri/offresonance.hpp, docs/offresonance.md): with a field map the
+// reconstruction uses the model y(t_m) = sum_x S(x) rho(x) exp(-2 pi i (k_m . x / n + f(x) t_m)) and
+// needs the data's sample times (KSpaceData::sample_times). method = Exact: the exact field-corrected
+// sums (the normal applied directly: it has no Toeplitz form); Nufft or Auto: time segmentation
+// (segmentation: interpolator, L or its automatic choice), the normal by its Toeplitz kernels
+// (solver.normal = Toeplitz) or by the segmented NUFFTs (Direct). CPU only in this build: backend
+// = auto runs it on the CPU (the report says so), backend = cuda is Unsupported. A map on another
+// grid is resampled (FieldMap::resampled; ReconReport::offresonance_note says so); a map that is
+// zero everywhere runs the uncorrected model, which it equals. The Q cache is not used.
+struct OffResonanceOptions {
+  std::shared_ptr<const FieldMap> field_map; // null: no correction
+  SegmentationOptions segmentation;
+};
+
 struct ReconOptions {
   Backend backend = Backend::Auto;
   Method method = Method::Auto;
@@ -198,6 +213,7 @@ struct ReconOptions {
   NufftSettings nufft;
   GpuOptions gpu;
   CoilOptions coils;
+  OffResonanceOptions offresonance;
   // Directory of the Toeplitz kernel cache (mri/toeplitz_cache.hpp); empty: no cache. Entries
   // are keyed by a hash of trajectory, weights, grid, precision and how Q was computed (exact, or
   // NUFFT at its tolerance).
@@ -276,6 +292,15 @@ struct ReconReport {
   // the fastest device's time for its two collectives (the others' include waiting for the
   // slowest device's coils). 0 when the coils were not split.
   double exchange_seconds = 0;
+  // Off-resonance: "none", "exact" or "time-segmented"; with segments, the interpolator, the
+  // stated error bound (TimeSegmentation::error) and its worst pair; offresonance_note: the map's
+  // resampling, a zero map, or where it ran.
+  std::string offresonance = "none";
+  int segments = 0;
+  std::string segment_interpolator;
+  double segment_error = 0;
+  double segment_max_error = 0;
+  std::string offresonance_note;
 };
 
 struct ReconResult {

@@ -28,6 +28,9 @@ constexpr int kErrorBins = 1024;
 // Sample times the error is evaluated at: all distinct ones up to this many, else this many
 // spread evenly over them in sorted order (first and last included).
 constexpr std::size_t kErrorTimes = 1024;
+// The automatic L's search screens each L on this many of them, then states the error of the L
+// it keeps on all kErrorTimes (moving on while that misses the tolerance).
+constexpr std::size_t kSearchTimes = 128;
 
 // Non-empty bins of the map relative to f0: the mean field of each bin (Hz) and its count.
 struct Histogram {
@@ -174,10 +177,10 @@ std::vector<double> distinct_times(std::span<const float> times) {
   return t;
 }
 
-std::vector<double> evaluation_times(const std::vector<double> &distinct) {
-  if (distinct.size() <= kErrorTimes) return distinct;
-  std::vector<double> t(kErrorTimes);
-  for (std::size_t i = 0; i < kErrorTimes; ++i) t[i] = distinct[i * (distinct.size() - 1) / (kErrorTimes - 1)];
+std::vector<double> evaluation_times(const std::vector<double> &distinct, std::size_t count) {
+  if (distinct.size() <= count) return distinct;
+  std::vector<double> t(count);
+  for (std::size_t i = 0; i < count; ++i) t[i] = distinct[i * (distinct.size() - 1) / (count - 1)];
   return t;
 }
 
@@ -199,7 +202,8 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
   validate(o, times);
   const double lo = field.min_hz(), hi = field.max_hz(), f0 = 0.5 * (lo + hi);
   const std::vector<double> distinct = distinct_times(times);
-  const std::vector<double> eval = evaluation_times(distinct);
+  const std::vector<double> eval = evaluation_times(distinct, kErrorTimes);
+  const std::vector<double> screen = evaluation_times(distinct, kSearchTimes);
   const double t0 = distinct.front(), t1 = distinct.back();
   const Histogram fit = histogram(field.hz(), f0, lo, hi, o.histogram_bins);
   const Histogram fine = histogram(field.hz(), f0, lo, hi, kErrorBins);
@@ -216,8 +220,11 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
     // The smallest L meeting the tolerance; beyond the cap the search goes on to twice it, so that
     // the refusal can name the L needed.
     for (L = 1;; ++L) {
-      errors = segmentation_error(make(L), fine, eval);
-      if (errors.rms <= o.tolerance) break;
+      const Interpolator candidate = make(L);
+      if (segmentation_error(candidate, fine, screen).rms <= o.tolerance) {
+        errors = segmentation_error(candidate, fine, eval);
+        if (errors.rms <= o.tolerance) break;
+      }
       if (L >= 2 * o.max_segments) {
         L = 2 * o.max_segments + 1;
         break;

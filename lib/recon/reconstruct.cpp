@@ -11,6 +11,7 @@
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/recon_report.hpp"
 #include "method_choice.hpp"
+#include "offresonance/recon_offresonance.hpp"
 #include "recon_cpu.hpp"
 
 namespace mri {
@@ -43,29 +44,28 @@ using Clock = std::chrono::steady_clock;
 // F^H D and Q.
 void validate_terms(const Grid &grid, const SolverOptions &s) {
   for (std::size_t i = 0; i < s.terms.size(); ++i) {
-    const SparseTerm &t = s.terms[i];
-    const std::string name = "options.solver.terms[" + std::to_string(i) + "] (" + to_string(t) + ")";
-    if (!(t.lambda >= 0) || !std::isfinite(t.lambda)) detail::invalid_argument(name + ".lambda", t.lambda, "must be finite and >= 0");
-    if (t.joint != 0)
-      detail::invalid_argument(name + ".joint", t.joint, "joint thresholding needs a dimension beyond the image (coils, frames)");
-    if (t.penalty == SparsePenalty::L2)
-      detail::invalid_argument(name, "l2", "is quadratic: give it as solver.lambda with Regularizer::Tikhonov");
-    const unsigned axes = resolve_axes(grid, t.axes);
-    if (t.penalty == SparsePenalty::L1Wavelet) wavelet_levels(grid, axes, t.wavelet);
+    validate(s.terms[i], grid, "options.solver.terms[" + std::to_string(i) + "] (" + to_string(s.terms[i]) + ")");
   }
   if (s.terms.empty()) return;
   resolve_proximal_algorithm(s.proximal.algorithm, s.terms);
-  const ProximalSettings &p = s.proximal;
-  if (!(p.admm_rho > 0) || !std::isfinite(p.admm_rho))
-    detail::invalid_argument("options.solver.proximal.admm_rho", p.admm_rho, "must be finite and > 0");
-  if (p.admm_cg_iterations < 1)
-    detail::invalid_argument("options.solver.proximal.admm_cg_iterations", p.admm_cg_iterations, "must be >= 1");
-  if (p.power_iterations < 1)
-    detail::invalid_argument("options.solver.proximal.power_iterations", p.power_iterations, "must be >= 1");
+  validate(s.proximal, "options.solver.proximal");
+}
+
+// A field map needs the samples' times and the CPU (issue 43's GPU half is not built yet): refuse
+// rather than return an uncorrected image.
+void validate_offresonance(const KSpaceData &data, const ReconOptions &o) {
+  if (!o.offresonance.field_map) return;
+  if (!data.has_sample_times())
+    detail::invalid_argument("data.sample_times().size()", 0,
+                             "options.offresonance.field_map needs the samples' times (KSpaceData's sample_times)");
+  if (o.backend == Backend::Cuda || !o.gpu.devices.empty())
+    throw Unsupported("reconstruct: off-resonance correction (options.offresonance.field_map) runs on the CPU in "
+                      "this build; use backend = cpu or auto, without gpu.devices");
 }
 
 void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
   const SolverOptions &s = o.solver;
+  validate_offresonance(data, o);
   validate_terms(grid, s);
   if (s.iterations < 0) detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
   if (!(s.tolerance >= 0) || !std::isfinite(s.tolerance))
@@ -127,7 +127,10 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   if (outside > 0) wrapped.emplace(data.trajectory().wrapped(grid), data.samples(), data.weights(), data.coils());
   const KSpaceData &inside = wrapped ? *wrapped : data;
   ReconReport report;
-  const Backend backend = detail::recon_backend(options);
+  const bool field_correction = options.offresonance.field_map != nullptr;
+  const Backend backend = field_correction ? Backend::Cpu : detail::recon_backend(options);
+  if (field_correction && options.backend == Backend::Auto)
+    report.backend_note = "auto: cpu (off-resonance correction runs on the CPU in this build)";
   MethodChoice method = detail::resolve_method(inside, grid, options, backend);
   ReconOptions resolved = options; // the backends see Exact or Nufft, never Auto
   resolved.method = method.method;
@@ -140,6 +143,24 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   });
   const KSpaceData &used = coils.compressed ? *coils.compressed : inside;
   const CoilSensitivities *maps = coils.maps.get();
+  if (field_correction) {
+    const FieldMap &given = *options.offresonance.field_map;
+    if (given.grid() != grid) {
+      resolved.offresonance.field_map = std::make_shared<const FieldMap>(given.resampled(grid));
+      report.offresonance_note = "field map resampled from " + std::to_string(given.grid().nx()) + "x" +
+                                 std::to_string(given.grid().ny()) + "x" + std::to_string(given.grid().nz()) + " to " +
+                                 std::to_string(grid.nx()) + "x" + std::to_string(grid.ny()) + "x" +
+                                 std::to_string(grid.nz()) + " (linear, same field of view)";
+    }
+    if (!resolved.offresonance.field_map->is_zero()) {
+      ReconResult r = detail::reconstruct_offresonance_cpu(used, data.sample_times(), grid, resolved, maps,
+                                                           std::move(report), t_start);
+      r.report.wrapped_samples = outside;
+      return r;
+    }
+    report.offresonance_note += std::string(report.offresonance_note.empty() ? "" : "; ") +
+                                "field map zero everywhere: the uncorrected model is exact";
+  }
   ReconResult r = backend == Backend::Cuda
                       ? detail::require_cuda("reconstruct").reconstruct(used, grid, resolved, maps, std::move(report), t_start)
                       : detail::reconstruct_cpu(used, grid, resolved, maps, std::move(report), t_start);
