@@ -53,3 +53,36 @@ def to_bart_trajectory(points, lines=1):
     full = np.zeros((points.shape[0], 3), dtype=np.float32)
     full[:, : points.shape[1]] = points
     return np.asarray(full.T, dtype=np.complex64).reshape(3, -1, lines, order="F")
+
+
+def _io():
+    from . import _mri_io  # libmri_io and HDF5, loaded on first use
+
+    return _mri_io
+
+
+def read_nifti(path):
+    """A NIfTI-1 file (.nii, .nii.gz; float32 or complex64) through libmri_io: a dict with "data"
+    (nx, ny, nz, series) complex64 (magnitude files as real values), "voxel_mm", "values"
+    ("magnitude" or "complex"), "qform" and "sform" (3 x 4 voxel -> RAS mm)."""
+    return _io().read_nifti(os.fspath(path))
+
+
+def write_nifti(path, images, voxel_mm=(1.0, 1.0, 1.0), complex=False):
+    """images (nx, ny[, nz[, series]]) as NIfTI-1 (.nii or .nii.gz): float32 magnitude, or
+    complex64 with complex=True; identity orientation (mri/io/nifti.hpp)."""
+    data = complex_array("images", images)
+    if data.ndim < 2 or data.ndim > 4:
+        raise ValueError(f"images: shape {data.shape}, expected (nx, ny[, nz[, series]])")
+    dims = list(data.shape) + [1] * (4 - data.ndim)
+    _io().write_nifti(os.fspath(path), data.reshape(-1, order="F"), dims,
+                      [float(v) for v in voxel_mm], bool(complex))
+
+
+def read_ismrmrd(path, units="auto", group="dataset"):
+    """ISMRMRD raw data through libmri_io: {"header": {...}, "items": [{"points" (M, d),
+    "kspace" (M, coils), "weights", "slice", "repetition", ..., "geometry"}], "units", "notes"}.
+    Each item's points, kspace and weights go to mri.reconstruct as they are."""
+    if units not in ("auto", "cycles-per-fov", "normalized"):
+        raise ValueError(f"units: {units!r}, expected auto, cycles-per-fov or normalized")
+    return _io().read_ismrmrd(os.fspath(path), units, group)
