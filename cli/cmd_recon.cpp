@@ -2,6 +2,7 @@
 // outputs by extension, --report FILE.json. Multi-coil data: SENSE, with --sens maps or maps
 // estimated per item (--coil-maps, --maps), optionally compressed (--virtual-coils).
 #include <cmath>
+#include <cstdio>
 #include <set>
 #include <thread>
 
@@ -9,6 +10,7 @@
 #include "outputs.hpp"
 #include "batch.hpp"
 #include "batch_mpi.hpp"
+#include "field_inputs.hpp"
 #include "process_clock.hpp"
 #include "recon_inputs.hpp"
 #include "report.hpp"
@@ -19,7 +21,7 @@ namespace {
 struct ReconArgs {
   InputArgs input;
   std::vector<std::string> out;
-  std::string report, sens;
+  std::string report, sens, fieldmap;
   ReconOptions options;
   double device_memory_mib = 0;
   bool quiet = false, complex = false;
@@ -50,6 +52,8 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd.add_option("--admm-cg-tolerance", o.solver.proximal.admm_cg_tolerance, "relative residual at which each ADMM step's CG stops")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd.add_option("--tv-prox-iterations", o.solver.proximal.tv_prox_iterations,
+                 "FISTA with a TV term: inner TV-denoising iterations per step")->check(CLI::PositiveNumber)->capture_default_str();
   cmd.add_flag("!--no-cycle-spinning", o.solver.proximal.cycle_spinning, "wavelet terms: no random shifts");
   add_enum(cmd, "--method", o.method, kMethods,
            "F^H D and Q by the exact sums or the gridding NUFFT; auto: the NUFFT on the CPU, the faster of the two "
@@ -74,6 +78,25 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("--devices", o.gpu.devices, "CUDA devices the exact F^H D and Q are split over by voxel slabs, e.g. 0,1 "
                                              "(the first: the current device, where the rest runs; default: it alone)")
       ->delimiter(',');
+}
+
+const std::map<std::string, SegmentInterpolator> kSegmentInterpolators = {
+    {"least-squares", SegmentInterpolator::LeastSquares}, {"hanning", SegmentInterpolator::Hanning}};
+
+// Off-resonance correction (issue 43, docs/offresonance.md).
+void add_field_options(CLI::App &cmd, ReconArgs &a) {
+  SegmentationOptions &s = a.options.offresonance.segmentation;
+  cmd.add_option("--fieldmap", a.fieldmap, "field map in Hz (BART .cfl or .nii/.nii.gz), on the reconstruction matrix "
+                                           "(else resampled, with a warning); needs --readout-times");
+  cmd.add_option("--readout-times", a.input.readout_times,
+                 "BART .cfl of the samples' times in seconds from the echo, shaped like the k-space without coils");
+  cmd.add_option("--segments", s.segments, "time segments L of the field correction (0: the smallest L meeting --segment-tolerance)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  add_enum(cmd, "--segment-interpolator", s.interpolator, kSegmentInterpolators,
+           "time segmentation's interpolator: least-squares over the field histogram (Fessler et al. 2005) or hanning");
+  cmd.add_option("--segment-tolerance", s.tolerance, "the error bound the automatic L meets (RMS phase-factor error)")
+      ->capture_default_str();
+  cmd.add_option("--max-segments", s.max_segments, "refuse an automatic L beyond this")->check(CLI::PositiveNumber)->capture_default_str();
 }
 
 void add_io_options(CLI::App &cmd, ReconArgs &a) {
@@ -147,6 +170,17 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
     o.coils.sensitivities = std::make_shared<const CoilSensitivities>(in.grid, static_cast<int>(maps.data.size() / n),
                                                                       std::move(maps.data));
   }
+  if (!a.fieldmap.empty()) {
+    if (a.input.readout_times.empty()) throw UsageError("--fieldmap needs --readout-times (the samples' times)");
+    o.offresonance.field_map = read_field_map(a.fieldmap);
+    const Grid &g = o.offresonance.field_map->grid();
+    if (g != in.grid)
+      std::fprintf(stderr, "mri recon: warning: --fieldmap %s is %lldx%lldx%lld, resampled to the matrix %lldx%lldx%lld "
+                           "(linear, same field of view)\n",
+                   a.fieldmap.c_str(), static_cast<long long>(g.nx()), static_cast<long long>(g.ny()),
+                   static_cast<long long>(g.nz()), static_cast<long long>(in.grid.nx()),
+                   static_cast<long long>(in.grid.ny()), static_cast<long long>(in.grid.nz()));
+  }
   apply_regularization(a, in, regularizer_given, o.solver);
   o.gpu.memory_limit = static_cast<std::size_t>(a.device_memory_mib * 1024.0 * 1024.0);
   return o;
@@ -163,6 +197,13 @@ void say_methods(const nlohmann::json &reports) {
   for (const nlohmann::json &r : reports) {
     const std::string note = r.value("method_note", std::string());
     if (!note.empty() && said.insert(note).second) say("recon", note);
+    if (r.value("offresonance", std::string("none")) == "time-segmented") {
+      const std::string line = "field correction: time-segmented, L = " + std::to_string(r.value("segments", 0)) + ", " +
+                               r.value("segment_interpolator", std::string()) + " interpolator, error bound " +
+                               std::to_string(r.value("segment_error", 0.0)) + " (RMS phase-factor error)";
+      if (said.insert(line).second) say("recon", line);
+    } else if (r.value("offresonance", std::string("none")) == "exact" && said.insert("exact").second)
+      say("recon", "field correction: exact field-corrected sums");
   }
 }
 
@@ -230,6 +271,7 @@ Runner add_recon(CLI::App &app) {
   auto a = std::make_shared<ReconArgs>();
   add_io_options(*cmd, *a);
   add_solver_options(*cmd, *a);
+  add_field_options(*cmd, *a);
   CLI::Option *regularizer = cmd->get_option("--regularizer");
   cmd->final_callback([a] { check_recon(*a); });
   return [a, regularizer] { return run_recon(*a, regularizer->count() > 0); };

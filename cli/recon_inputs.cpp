@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "field_inputs.hpp"
 #include "report.hpp"
 
 namespace mri::cli {
@@ -79,7 +80,8 @@ ReconInputs load_cfl(const InputArgs &a) {
   ReconInputs r;
   r.bart = true;
   r.grid = r.output = parse_matrix(a.matrix, "--matrix");
-  const Trajectory t = bart::to_trajectory(bart::read_cfl(cfl_base(a.traj)), r.grid.dims());
+  const bart::CflArray traj = bart::read_cfl(cfl_base(a.traj));
+  const Trajectory t = bart::to_trajectory(traj, r.grid.dims());
   bart::CflArray k = bart::read_cfl(cfl_base(a.kspace));
   if (k.data.size() % t.size() != 0)
     throw InvalidArgument(a.kspace + ": " + std::to_string(k.data.size()) + " samples are not a whole number of coils of " +
@@ -88,7 +90,10 @@ ReconInputs load_cfl(const InputArgs &a) {
   if (!a.weights.empty())
     for (const cfloat v : bart::read_cfl(cfl_base(a.weights)).data) w.push_back(v.real());
   const int coils = static_cast<int>(k.data.size() / t.size());
-  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils), std::nullopt});
+  std::vector<float> times;
+  if (!a.readout_times.empty())
+    times = read_readout_times(a.readout_times, t.size(), traj.dims.size() > 1 ? static_cast<std::size_t>(traj.dims[1]) : 1);
+  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils, std::move(times)), std::nullopt});
   if (!a.fov.empty()) std::copy_n(voxel_sizes(a, r.grid).begin(), r.grid.dims(), r.voxel_mm.begin());
   r.source = {{"traj", a.traj},   {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils},
               {"orientation", "identity: BART files carry no scanner geometry"}};
@@ -98,6 +103,8 @@ ReconInputs load_cfl(const InputArgs &a) {
 } // namespace
 
 void check_inputs(const InputArgs &a) {
+  if (!a.in.empty() && !a.readout_times.empty())
+    throw UsageError("--readout-times needs BART inputs (--traj/--kspace): ISMRMRD sample times are not read yet");
   if (!a.in.empty() && (!a.traj.empty() || !a.kspace.empty() || !a.weights.empty()))
     throw UsageError("--in (ISMRMRD) and --traj/--kspace/--weights (BART) contradict each other: give one");
   if (!a.matrix.empty()) (void)parse_matrix(a.matrix, "--matrix");

@@ -40,6 +40,7 @@ struct ReconInputs {
 
 struct InputArgs {
   std::string in, traj, kspace, weights, matrix, fov;
+  std::string readout_times; // BART: the samples' times (s), shaped like the k-space without coils
   std::string group = "dataset"; // ISMRMRD: the HDF5 group
   TrajUnits units = TrajUnits::Auto;
   bool prewhiten = true; // ISMRMRD: with the noise scans' covariance, when there are noise scans

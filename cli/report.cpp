@@ -52,7 +52,13 @@ nlohmann::json to_json(const ReconReport &r) {
           {"q_method", r.q_method},
           {"device_seconds", device_seconds_json(r.device_seconds)},
           {"device_note", r.device_note},
-          {"exchange_seconds", r.exchange_seconds}};
+          {"exchange_seconds", r.exchange_seconds},
+          {"offresonance", r.offresonance},
+          {"segments", r.segments},
+          {"segment_interpolator", r.segment_interpolator},
+          {"segment_error", r.segment_error},
+          {"segment_max_error", r.segment_max_error},
+          {"offresonance_note", r.offresonance_note}};
 }
 
 nlohmann::json to_json(const IsmrmrdData &d) {

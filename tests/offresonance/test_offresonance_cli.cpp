@@ -1,0 +1,145 @@
+// `mri recon --fieldmap F --readout-times T` (issue 43): BART files of a simulated spiral with a
+// 200 Hz field over 16 ms; the report names L, the interpolator and the bound; bad inputs end
+// with one stderr line and the data or usage exit code.
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "catch.hpp"
+#include "mri/mri.hpp"
+#include "test_support.hpp"
+
+using namespace mri;
+
+namespace {
+
+struct Run {
+  int code;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path &p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Run mri_cli(const test::TempDir &dir, const std::string &args) {
+  const std::string cmd = "cd '" + dir.path().string() + "' && OMP_WAIT_POLICY=passive '" MRI_TEST_CLI "' " + args +
+                          " > out.txt 2> err.txt";
+  const int status = std::system(cmd.c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / "err.txt")};
+}
+
+long lines(const std::string &s) { return std::count(s.begin(), s.end(), '\n'); }
+
+constexpr int kN = 24, kInterleaves = 4, kPer = 500;
+
+// traj, k (one coil), times and the field map as BART files in `dir`; returns the truth.
+Image write_problem(const test::TempDir &dir) {
+  const Grid g(kN, kN);
+  const Image truth = Phantom::shepp_logan_2d().rasterize(g);
+  std::vector<float> f(static_cast<std::size_t>(g.voxels()));
+  for (std::int64_t y = 0; y < kN; ++y)
+    for (std::int64_t x = 0; x < kN; ++x) {
+      const double u = static_cast<double>(x) / kN - 0.5, v = static_cast<double>(y) / kN - 0.5;
+      f[static_cast<std::size_t>(g.index(x, y))] = static_cast<float>(200 * (0.6 * std::exp(-10 * (u * u + v * v)) + 0.4 * (u + 0.5)) - 80);
+    }
+  const Trajectory t = traj::spiral(g, kInterleaves, kPer);
+  std::vector<float> times;
+  for (int i = 0; i < kInterleaves; ++i)
+    for (int s = 0; s < kPer; ++s) times.push_back(0.016f * static_cast<float>(s) / kPer);
+  const auto field = std::make_shared<const FieldMap>(g, f);
+  const std::vector<cfloat> y = mri::forward(FieldFourierOperator(t, g, field, times, {Backend::Cpu, Precision::Float64}), truth);
+  bart::CflArray traj = bart::from_trajectory(t);
+  bart::write_cfl(dir / "t", {3, kPer, kInterleaves}, traj.data);
+  bart::write_cfl(dir / "k", {1, kPer, kInterleaves}, y);
+  std::vector<cfloat> tc(times.begin(), times.end());
+  bart::write_cfl(dir / "times", {1, kPer, kInterleaves}, tc);
+  std::vector<cfloat> fc(f.begin(), f.end());
+  bart::write_cfl(dir / "f", {kN, kN, 1}, fc);
+  return truth;
+}
+
+// PSNR after the best complex scale (BART inputs give the image in BART's unitary units).
+double psnr_of(const test::TempDir &dir, const std::string &base, const Image &truth) {
+  Image image = bart::to_image(bart::read_cfl(dir / base));
+  const cfloat scale = best_scale(image, truth);
+  for (cfloat &v : image.values()) v *= scale;
+  return psnr(image, truth);
+}
+
+} // namespace
+
+TEST_CASE("mri recon --fieldmap --readout-times corrects the field and reports L, the interpolator and the bound",
+          "[offresonance]") {
+  const test::TempDir dir("b0cli");
+  const Image truth = write_problem(dir);
+  const std::string common = "recon --traj t --kspace k --matrix 24,24 --iterations 10 --backend cpu ";
+  const Run plain = mri_cli(dir, common + "--out plain --quiet");
+  REQUIRE(plain.code == 0);
+  const Run fixed = mri_cli(dir, common + "--fieldmap f --readout-times times --out fixed --report r.json");
+  INFO(fixed.err);
+  REQUIRE(fixed.code == 0);
+  CHECK(fixed.err.find("field correction: time-segmented, L = ") != std::string::npos);
+  CHECK(fixed.err.find("least-squares interpolator, error bound") != std::string::npos);
+  const nlohmann::json report = nlohmann::json::parse(slurp(dir / "r.json"))["reconstructions"][0];
+  CHECK(report["offresonance"] == "time-segmented");
+  CHECK(report["segments"].get<int>() >= 2);
+  CHECK(report["segment_error"].get<double>() <= 1e-3);
+  CHECK(psnr_of(dir, "fixed", truth) > psnr_of(dir, "plain", truth) + 5);
+
+  // A map on a coarser grid: resampled with one warning line.
+  Grid coarse(12, 12);
+  const FieldMap fine(Grid(kN, kN), [&] {
+    std::vector<float> v;
+    for (const cfloat c : bart::read_cfl(dir / "f").data) v.push_back(c.real());
+    return v;
+  }());
+  const FieldMap small = fine.resampled(coarse);
+  bart::write_cfl(dir / "f12", {12, 12, 1}, std::vector<cfloat>(small.hz().begin(), small.hz().end()));
+  const Run resampled = mri_cli(dir, common + "--fieldmap f12 --readout-times times --out r12 --quiet");
+  CHECK(resampled.code == 0);
+  CHECK(resampled.err.find("warning: --fieldmap f12 is 12x12x1, resampled to the matrix 24x24x1") != std::string::npos);
+  CHECK(lines(resampled.err) == 1);
+}
+
+TEST_CASE("mri recon refuses bad off-resonance inputs with one line and an exit code", "[offresonance][bad-input]") {
+  const test::TempDir dir("b0cli_bad");
+  write_problem(dir);
+  const std::string common = "recon --traj t --kspace k --matrix 24,24 --iterations 2 --backend cpu --out x ";
+  const Run no_times = mri_cli(dir, common + "--fieldmap f");
+  CHECK(no_times.code == 2);
+  CHECK(no_times.err == "mri: --fieldmap needs --readout-times (the samples' times)\n");
+
+  bart::write_cfl(dir / "short", {1, 10}, std::vector<cfloat>(10));
+  const Run short_times = mri_cli(dir, common + "--fieldmap f --readout-times short");
+  CHECK(short_times.code == 1);
+  CHECK(lines(short_times.err) == 1);
+  CHECK(short_times.err.find("--readout-times = short: 10 values") != std::string::npos);
+
+  std::vector<cfloat> backwards(kPer * kInterleaves, cfloat(0.001f));
+  backwards[7] = cfloat(0.0005f);
+  bart::write_cfl(dir / "backwards", {1, kPer, kInterleaves}, backwards);
+  const Run decreasing = mri_cli(dir, common + "--fieldmap f --readout-times backwards");
+  CHECK(decreasing.code == 1);
+  CHECK(lines(decreasing.err) == 1);
+  CHECK(decreasing.err.find("time 7 (0.000500 s) is before the one preceding it in readout 0") != std::string::npos);
+
+  std::vector<cfloat> nan_map(kN * kN, cfloat(5.0f));
+  nan_map[3] = cfloat(NAN, 0.0f);
+  bart::write_cfl(dir / "fnan", {kN, kN, 1}, nan_map);
+  const Run nan = mri_cli(dir, common + "--fieldmap fnan --readout-times times");
+  CHECK(nan.code == 1);
+  CHECK(lines(nan.err) == 1);
+  CHECK(nan.err.find("--fieldmap = fnan: value 3 is nan") != std::string::npos);
+
+  const Run cuda = mri_cli(dir, common + "--fieldmap f --readout-times times --backend cuda");
+  CHECK(cuda.code != 0);
+  CHECK(lines(cuda.err) == 1);
+}
