@@ -29,7 +29,7 @@ def test_installed_tree_imports(tmp_path):
                    stdout=subprocess.DEVNULL)
     site = tmp_path / "lib" / "python3" / "dist-packages"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "LD_LIBRARY_PATH": ""}
-    out = subprocess.run(["/usr/bin/python3", "-c", "import mri; print(mri.__version__, mri.__file__)"],
+    out = subprocess.run(["/usr/bin/python3", "-c", "import mri; mri.io._io(); print(mri.__version__, mri.__file__)"],
                          env=env, cwd=tmp_path, check=True, capture_output=True, text=True).stdout.split()
     assert out[0] == mri.__version__
     assert pathlib.Path(out[1]).is_relative_to(site)
