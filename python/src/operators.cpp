@@ -42,25 +42,24 @@ template <class Op> struct Holder {
   Holder(Op o, Grid g, std::size_t m, int c = 1) : op(std::move(o)), grid(g), samples(m), coils(c) {}
 
   py::array_t<cfloat> forward(const py::array &image) const {
-    Image x = to_image(image, grid, "x");
-    std::vector<cfloat> y(samples * static_cast<std::size_t>(coils));
+    const Image x = to_image(image, grid, "x");
+    std::vector<cfloat> y;
     {
       py::gil_scoped_release release;
       std::lock_guard lock(mutex);
-      op.forward(x, y);
+      y = mri::forward(op, x); // the value form: NaN/Inf refused, naming the first ("image[3]")
     }
     if (coils == 1) return to_array(std::move(y), {static_cast<py::ssize_t>(samples)});
     return to_array(std::move(y), {static_cast<py::ssize_t>(samples), coils});
   }
 
   py::array_t<cfloat> adjoint(const py::array &samples_in) const {
-    const std::span<const cfloat> y =
-        values<cfloat>(samples_in, "y", static_cast<std::int64_t>(samples) * coils);
-    Image x(grid);
+    const std::vector<cfloat> y = to_vector<cfloat>(samples_in, "y", static_cast<std::int64_t>(samples) * coils);
+    Image x;
     {
       py::gil_scoped_release release;
       std::lock_guard lock(mutex);
-      op.adjoint(y, x);
+      x = mri::adjoint(op, y); // NaN/Inf refused ("samples[7]")
     }
     return from_image(std::move(x));
   }
@@ -77,12 +76,12 @@ struct Toeplitz {
   mutable std::mutex mutex;
 
   py::array_t<cfloat> apply(const py::array &image) const {
-    Image x = to_image(image, grid, "x");
-    Image out(grid);
+    const Image x = to_image(image, grid, "x");
+    Image out;
     {
       py::gil_scoped_release release;
       std::lock_guard lock(mutex);
-      op->forward(x, out);
+      out = mri::forward(*op, x); // NaN/Inf refused ("image[3]")
     }
     return from_image(std::move(out));
   }

@@ -134,3 +134,16 @@ def test_operators_run_from_several_python_threads(rng):
         threaded = list(pool.map(op.forward, xs))
     for a, b in zip(serial, threaded):
         np.testing.assert_array_equal(a, b)
+
+
+def test_nan_values_are_refused_naming_the_first(rng):
+    # The C++ value forms (mri::forward / mri::adjoint) check their input before the sums.
+    op = mri.NufftOperator(mri.traj.radial((16, 16), 8, 32), (16, 16))
+    x = random_image(rng, (16, 16))
+    x[3, 0] = np.nan
+    with pytest.raises(mri.InvalidArgument, match=r"^image\[3\] = \(nan,"):
+        op.forward(x)
+    y = random_image(rng, (256,))
+    y[7] = np.inf
+    with pytest.raises(ValueError, match=r"^samples\[7\]"):
+        op.adjoint(y)
