@@ -91,7 +91,7 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
 // The exact field-corrected F (forward) and F^H (adjoint), unnormalised like FourierOperator:
 //   (A x)_m   = sum_x x(x) exp(-2 pi i (k_m . x / n + f(x) t_m))
 //   (A^H y)_x = sum_m y_m exp(+2 pi i (k_m . x / n + f(x) t_m))
-// Float64: sums in double; Float32: the phase and trig in float, sums in double. A map that is
+// Float64: sums in double; Float32: the phase and a vectorised sine/cosine in float, chunks of 256 terms summed in float then in double. A map that is
 // zero everywhere (or times all zero) makes the field term vanish: today's FourierOperator runs,
 // bitwise. CPU only in this build (backend = Cuda: Unsupported).
 class FieldFourierOperator {
