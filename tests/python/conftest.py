@@ -6,6 +6,7 @@ skipped, exits with MRI_PYTEST_SKIPPED_EXIT (77: ctest's SKIP_RETURN_CODE, as th
 """
 
 import os
+import zlib
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ def pytest_sessionfinish(session, exitstatus):
 @pytest.fixture
 def rng(request):
     """A generator seeded per test (its name), so every test draws fresh, reproducible inputs."""
-    return np.random.default_rng(abs(hash(request.node.name)) % (2**32))
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def random_image(rng, shape):
