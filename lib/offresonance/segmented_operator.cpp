@@ -80,13 +80,14 @@ void SegmentedFieldOperator::adjoint(std::span<const cfloat> samples, Image &ima
 
 // The Toeplitz normal. Kernel spectra of the pairs l <= l' (FFT of K_ll' centred as QOperator's
 // load_kernel does, over the padded voxels); K_l'l's spectrum is the conjugate of K_ll''s
-// (K_l'l(d) = conj(K_ll'(-d))).
+// (K_l'l(d) = conj(K_ll'(-d))). Stored frequency-major (the L(L+1)/2 pairs of one frequency
+// together): the product at a frequency reads one contiguous block.
 struct SegmentedToeplitz::Plan {
   using Fft = detail::Fftw<float>;
   Grid padded;
   int segments = 1;
   std::shared_ptr<const TimeSegmentation> seg;
-  std::vector<cfloat *> spectra; // pair (l, l'), l <= l'
+  cfloat *spectra = nullptr;     // [frequency][pair (l, l'), l <= l']
   std::vector<cfloat *> buffers; // one padded image per segment
   detail::GridFft<float> forward, inverse;
 
@@ -94,11 +95,11 @@ struct SegmentedToeplitz::Plan {
       : padded(p), segments(L), forward(p.extents(), FFTW_FORWARD, omp_get_max_threads()),
         inverse(p.extents(), FFTW_BACKWARD, omp_get_max_threads()) {
     const auto n = static_cast<std::size_t>(p.voxels());
-    for (int i = 0; i < L * (L + 1) / 2; ++i) spectra.push_back(checked(Fft::alloc(n)));
+    spectra = checked(Fft::alloc(n * static_cast<std::size_t>(L * (L + 1) / 2)));
     for (int i = 0; i < L; ++i) buffers.push_back(checked(Fft::alloc(n)));
   }
   ~Plan() {
-    for (cfloat *p : spectra) Fft::free(p);
+    if (spectra) Fft::free(spectra);
     for (cfloat *p : buffers) Fft::free(p);
   }
   Plan(const Plan &) = delete;
@@ -133,8 +134,8 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
   std::vector<cfloat> q(P * n);
   q_nufft.adjoint_coils(c.data(), static_cast<int>(P), q.data());
   const float scale = 1.0f / static_cast<float>(n);
+  cfloat *k = plan_->buffers[0]; // free until the first application
   for (std::size_t i = 0; i < P; ++i) {
-    cfloat *k = plan_->spectra[i];
     const cfloat *src = q.data() + i * n;
     for (std::int64_t z = 0; z < p.nz(); ++z)
       for (std::int64_t y = 0; y < p.ny(); ++y)
@@ -142,6 +143,7 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
           k[p.index((x + p.nx() / 2) % p.nx(), (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz())] =
               src[p.index(x, y, z)] * scale;
     plan_->forward.execute(k);
+    for (std::size_t f = 0; f < n; ++f) plan_->spectra[f * P + i] = k[f];
   }
 }
 
@@ -174,21 +176,23 @@ void SegmentedToeplitz::forward(const Image &in, Image &out) const {
     plan.forward.execute_pruned(buf, region, Fft::Pruning::ZeroOutside);
   }
   // Z_l = sum_l' K_ll' X_l', in place: every output frequency reads the L inputs at that frequency.
+  const std::size_t P = static_cast<std::size_t>(L * (L + 1) / 2);
 #pragma omp parallel
   {
-    std::vector<cfloat> xs(static_cast<std::size_t>(L));
+    std::vector<cfloat> xs(static_cast<std::size_t>(L)), zs(static_cast<std::size_t>(L));
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
       for (int l = 0; l < L; ++l) xs[static_cast<std::size_t>(l)] = plan.buffers[static_cast<std::size_t>(l)][i];
+      std::fill(zs.begin(), zs.end(), cfloat{});
+      const cfloat *k = plan.spectra + static_cast<std::size_t>(i) * P;
       for (int l = 0; l < L; ++l) {
-        cfloat acc{};
-        for (int lp = 0; lp < L; ++lp) {
-          const cfloat k = lp >= l ? plan.spectra[static_cast<std::size_t>(plan.pair(l, lp))][i]
-                                   : std::conj(plan.spectra[static_cast<std::size_t>(plan.pair(lp, l))][i]);
-          acc += k * xs[static_cast<std::size_t>(lp)];
+        zs[static_cast<std::size_t>(l)] += *k++ * xs[static_cast<std::size_t>(l)];
+        for (int lp = l + 1; lp < L; ++lp, ++k) {
+          zs[static_cast<std::size_t>(l)] += *k * xs[static_cast<std::size_t>(lp)];
+          zs[static_cast<std::size_t>(lp)] += std::conj(*k) * xs[static_cast<std::size_t>(l)];
         }
-        plan.buffers[static_cast<std::size_t>(l)][i] = acc;
       }
+      for (int l = 0; l < L; ++l) plan.buffers[static_cast<std::size_t>(l)][i] = zs[static_cast<std::size_t>(l)];
     }
   }
   // out = sum_l conj(E_l) .* crop(IFFT(Z_l))
