@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _mri
 from ._arrays import (complex_array, image_shape, matrix_tuple, points_array, real_array,
-                      trajectory_points, with_coils)
+                      seed_value, trajectory_points, with_coils)
 from ._mri import CudaError, Error, InvalidArgument, IoError, Unsupported
 from ._operators import ExactOperator, LinearOperator, NufftOperator, SenseOperator, ToeplitzNormal
 
@@ -67,8 +67,9 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     sens_coils = 0
     if sens is not None:
         sens, sens_coils = with_coils("sens", sens, matrix)
-    options.update(lam=float(lam), iterations=int(iterations), method=method, backend=backend,
-                   units=units)
+    options.update(lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    if options.get("seed") is not None:
+        options["seed"] = seed_value(options["seed"])
     return _mri.reconstruct(points, samples, weights, coils, matrix, sens, sens_coils, options)
 
 
@@ -90,7 +91,7 @@ def simulated_maps(matrix, coils):
 
 def add_noise(samples, snr, seed=0):
     """A copy of samples with complex Gaussian noise: RMS signal / noise std = snr (linear)."""
-    return _mri.add_noise(complex_array("samples", samples), float(snr), int(seed))
+    return _mri.add_noise(complex_array("samples", samples), float(snr), seed_value(seed))
 
 
 def psnr(image, reference):
@@ -149,7 +150,7 @@ class MotionEstimator:
 
 def synthetic_motion(matrix, motion="translation", amplitude=1.0, seed=0):
     """(fixed, moving, truth): a textured volume, the volume moved by a known field, the field."""
-    return _mri.motion_synthetic(matrix_tuple(matrix), motion, float(amplitude), int(seed))
+    return _mri.motion_synthetic(matrix_tuple(matrix), motion, float(amplitude), seed_value(seed))
 
 
 from . import density, io, traj  # noqa: E402  (submodules that use the names above)

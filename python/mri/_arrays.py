@@ -98,8 +98,8 @@ def trajectory_points(traj):
 def matrix_tuple(matrix):
     try:
         values = tuple(int(n) for n in matrix)
-    except TypeError:
-        raise TypeError(f"matrix: {matrix!r} is not a sequence of 2 or 3 extents") from None
+    except (TypeError, ValueError):
+        raise TypeError(f"matrix: {matrix!r} is not a sequence of 2 or 3 integer extents") from None
     if len(values) not in (2, 3):
         raise ValueError(f"matrix: {values} needs 2 or 3 extents: (nx, ny) or (nx, ny, nz)")
     return values
@@ -118,3 +118,11 @@ def with_coils(name, value, matrix):
     if array.size % voxels != 0 or array.shape[: len(shape)] != shape:
         raise ValueError(f"{name}: shape {array.shape}, expected {shape + ('coils',)}")
     return np.asarray(array, dtype=np.complex64, order="F"), array.size // voxels
+
+
+def seed_value(seed):
+    """A random seed as the SDK takes it (uint64)."""
+    seed = int(seed)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed = {seed}: must be in [0, 2^64)")
+    return seed

@@ -2,7 +2,7 @@
 inside [-n/2, n/2) per axis, readout fastest. d = 2 for a 2D matrix, 3 for a 3D one."""
 
 from . import _mri
-from ._arrays import matrix_tuple
+from ._arrays import matrix_tuple, seed_value
 
 
 def cartesian(matrix):
@@ -36,4 +36,4 @@ def koosh(matrix, spokes, readout):
 
 
 def uniform_random(matrix, points, seed=0):
-    return _mri.traj_uniform_random(matrix_tuple(matrix), int(points), int(seed))
+    return _mri.traj_uniform_random(matrix_tuple(matrix), int(points), seed_value(seed))

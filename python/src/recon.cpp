@@ -22,12 +22,21 @@ namespace {
 // reports an unexpected keyword argument.
 class Options {
 public:
-  explicit Options(const py::dict &kw) : kw_(kw) {}
+  // what: how finish() names a key left over ("reconstruct() got an unexpected keyword argument",
+  // "terms: unexpected key").
+  explicit Options(const py::dict &kw, std::string what = "reconstruct() got an unexpected keyword argument")
+      : kw_(kw), what_(std::move(what)) {}
   template <class T> void get(const char *key, T &out) {
     if (kw_.contains(key)) {
       used_.insert(key);
       const py::object v = kw_[key];
-      if (!v.is_none()) out = v.cast<T>();
+      if (v.is_none()) return;
+      try {
+        out = v.cast<T>();
+      } catch (const py::cast_error &) {
+        throw py::type_error(std::string(key) + ": " + py::repr(v).cast<std::string>() + " (" +
+                             py::str(py::type::of(v).attr("__name__")).cast<std::string>() + ") is not a valid value");
+      }
     }
   }
   template <class Enum> void get_enum(const char *key, Enum &out, std::initializer_list<Enum> values) {
@@ -43,12 +52,13 @@ public:
   void finish() const {
     for (auto item : kw_) {
       const std::string key = py::str(item.first);
-      if (!used_.count(key)) throw py::type_error("reconstruct() got an unexpected keyword argument '" + key + "'");
+      if (!used_.count(key)) throw py::type_error(what_ + " '" + key + "'");
     }
   }
 
 private:
   py::dict kw_;
+  std::string what_;
   std::set<std::string> used_;
 };
 
@@ -56,7 +66,7 @@ SparseTerm term_of(const py::handle &h) {
   if (py::isinstance<py::str>(h)) return parse_bart_term(h.cast<std::string>());
   if (!py::isinstance<py::dict>(h))
     throw py::type_error("terms: each term is a BART spec string ('W:3:0:0.001') or a dict");
-  Options o(h.cast<py::dict>());
+  Options o(h.cast<py::dict>(), "terms: unexpected key");
   SparseTerm t;
   o.get_enum("penalty", t.penalty,
              {SparsePenalty::L1Wavelet, SparsePenalty::TotalVariation, SparsePenalty::L1Image, SparsePenalty::L2});

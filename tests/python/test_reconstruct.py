@@ -136,3 +136,21 @@ def test_motion_estimator_finds_a_translation():
     assert estimator.report["total_ms"] > 0
     fields = estimator.estimate_sequence(np.stack([fixed, moving, fixed], axis=-1))
     assert len(fields) == 2
+
+
+def test_option_values_of_the_wrong_type_name_the_option(radial_data):
+    matrix, points, kspace = radial_data
+    with pytest.raises(TypeError, match=r"^tolerance: 'x' \(str\) is not a valid value"):
+        mri.reconstruct(points, kspace, matrix, tolerance="x")
+    with pytest.raises(TypeError, match="^terms: unexpected key 'lamda'"):
+        mri.reconstruct(points, kspace, matrix, terms=[{"penalty": "l1-image", "lamda": 1}])
+    with pytest.raises(ValueError, match=r"^seed = -1"):
+        mri.reconstruct(points, kspace, matrix, seed=-1)
+    with pytest.raises(TypeError, match="^matrix"):
+        mri.reconstruct(points, kspace, "ab")
+
+
+def test_a_python_exception_in_a_callback_propagates(radial_data):
+    matrix, points, kspace = radial_data
+    with pytest.raises(ZeroDivisionError):
+        mri.reconstruct(points, kspace, matrix, backend="cpu", on_iteration=lambda k, x, r: 1 / 0)
