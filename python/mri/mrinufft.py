@@ -111,8 +111,11 @@ class MRIFourierOperator:
             y = y * self.density
         images = np.empty(y.shape[:2] + self.shape, dtype=np.complex64)
         for b in range(y.shape[0]):
-            for c in range(y.shape[1]):
-                images[b, c] = self._op.adjoint(y[b, c])
+            if isinstance(self._op, NufftOperator):  # all coils in one pass
+                images[b] = np.moveaxis(self._op.adjoint_coils(y[b].T), -1, 0)
+            else:
+                for c in range(y.shape[1]):
+                    images[b, c] = self._op.adjoint(y[b, c])
         if self.uses_sense:
             images = np.sum(np.conj(self.smaps)[None] * images, axis=1, keepdims=True)
         return self._squeeze(images)

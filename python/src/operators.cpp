@@ -66,6 +66,21 @@ template <class Op> struct Holder {
 };
 
 using Nufft = Holder<NufftOperator>;
+
+// F^H of every coil at once (NufftOperator::adjoint_coils: each image bitwise adjoint()'s, the
+// samples' kernel weights evaluated once per block of coils): (M, coils) -> (*image, coils).
+py::array_t<cfloat> nufft_adjoint_coils(const Nufft &n, const py::array &samples_in, int coils) {
+  const std::vector<cfloat> y =
+      to_vector<cfloat>(samples_in, "y", static_cast<std::int64_t>(n.samples) * coils);
+  detail::check_finite(y);
+  std::vector<cfloat> images(static_cast<std::size_t>(n.grid.voxels()) * static_cast<std::size_t>(coils));
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(n.mutex);
+    n.op.adjoint_coils(y.data(), coils, images.data());
+  }
+  return to_array(std::move(images), image_shape(n.grid, {coils}));
+}
 using Exact = Holder<FourierOperator>;
 using Sense = Holder<SenseOperator>;
 
@@ -174,6 +189,7 @@ void bind_operators(py::module_ &m) {
            py::arg("gridding"), py::arg("backend"), py::arg("threads"), py::arg("width"), py::arg("oversampling"))
       .def("forward", &Nufft::forward, py::arg("x"))
       .def("adjoint", &Nufft::adjoint, py::arg("y"))
+      .def("adjoint_coils", &nufft_adjoint_coils, py::arg("y"), py::arg("coils"))
       .def_property_readonly("samples", [](const Nufft &n) { return n.samples; })
       .def_property_readonly("backend", [](const Nufft &n) { return std::string(to_string(n.op.options().backend)); })
       .def_property_readonly("gridding", [](const Nufft &n) { return std::string(to_string(n.op.options().gridding)); })

@@ -147,3 +147,12 @@ def test_nan_values_are_refused_naming_the_first(rng):
     y[7] = np.inf
     with pytest.raises(ValueError, match=r"^samples\[7\]"):
         op.adjoint(y)
+
+
+def test_nufft_adjoint_coils_is_the_adjoint_of_each_coil_bitwise(points, rng):
+    op = mri.NufftOperator(points, MATRIX, tolerance=1e-4)
+    y = random_image(rng, (points.shape[0], 5))
+    images = op.adjoint_coils(y)
+    assert images.shape == MATRIX + (5,)
+    for c in range(5):
+        np.testing.assert_array_equal(images[..., c], op.adjoint(y[:, c]))
