@@ -37,7 +37,8 @@ void bind_errors(py::module_ &m) {
     return h;
   };
   error = make("Error", PyExc_RuntimeError);
-  invalid = make("InvalidArgument", py::make_tuple(error, py::handle(PyExc_ValueError)).release());
+  const py::tuple invalid_bases = py::make_tuple(error, py::handle(PyExc_ValueError));
+  invalid = make("InvalidArgument", invalid_bases);
   io = make("IoError", error);
   cuda = make("CudaError", error);
   unsupported = make("Unsupported", error);
