@@ -80,23 +80,36 @@ void SegmentedFieldOperator::adjoint(std::span<const cfloat> samples, Image &ima
 
 // The Toeplitz normal. Kernel spectra of the pairs l <= l' (FFT of K_ll' centred as QOperator's
 // load_kernel does, over the padded voxels); K_l'l's spectrum is the conjugate of K_ll''s
-// (K_l'l(d) = conj(K_ll'(-d))). Stored frequency-major (the L(L+1)/2 pairs of one frequency
-// together): the product at a frequency reads one contiguous block.
+// (K_l'l(d) = conj(K_ll'(-d))). Stored in blocks of kBlock frequencies, pair by pair within a block:
+// the product of a block (its L inputs, L(L+1)/2 kernels, L outputs) stays in cache and its inner
+// loops run over contiguous frequencies (vectorised).
 struct SegmentedToeplitz::Plan {
   using Fft = detail::Fftw<float>;
+  using GridFft = detail::GridFft<float>;
+  static constexpr std::size_t kBlock = 256;
   Grid padded;
   int segments = 1;
+  std::size_t pairs = 1, blocks = 1;
   std::shared_ptr<const TimeSegmentation> seg;
-  cfloat *spectra = nullptr;     // [frequency][pair (l, l'), l <= l']
+  cfloat *spectra = nullptr;     // [block][pair (l, l'), l <= l'][frequency in the block]
   std::vector<cfloat *> buffers; // one padded image per segment
-  detail::GridFft<float> forward, inverse;
+  GridFft forward, inverse;      // a team per transform (fewer segments than threads)
+  // One single-threaded plan pair per segment, the segments' transforms run in parallel (as many
+  // segments as threads or more: one parallel region instead of one per pass of each transform).
+  std::vector<std::unique_ptr<GridFft>> segment_forward, segment_inverse;
 
   Plan(const Grid &p, int L)
-      : padded(p), segments(L), forward(p.extents(), FFTW_FORWARD, omp_get_max_threads()),
-        inverse(p.extents(), FFTW_BACKWARD, omp_get_max_threads()) {
+      : padded(p), segments(L), pairs(static_cast<std::size_t>(L * (L + 1) / 2)),
+        blocks((static_cast<std::size_t>(p.voxels()) + kBlock - 1) / kBlock),
+        forward(p.extents(), FFTW_FORWARD, omp_get_max_threads()), inverse(p.extents(), FFTW_BACKWARD, omp_get_max_threads()) {
     const auto n = static_cast<std::size_t>(p.voxels());
-    spectra = checked(Fft::alloc(n * static_cast<std::size_t>(L * (L + 1) / 2)));
+    spectra = checked(Fft::alloc(blocks * pairs * kBlock));
     for (int i = 0; i < L; ++i) buffers.push_back(checked(Fft::alloc(n)));
+    if (L >= omp_get_max_threads() && omp_get_max_threads() > 1)
+      for (int i = 0; i < L; ++i) {
+        segment_forward.push_back(std::make_unique<GridFft>(p.extents(), FFTW_FORWARD, 1));
+        segment_inverse.push_back(std::make_unique<GridFft>(p.extents(), FFTW_BACKWARD, 1));
+      }
   }
   ~Plan() {
     if (spectra) Fft::free(spectra);
@@ -109,6 +122,20 @@ struct SegmentedToeplitz::Plan {
     return p;
   }
   int pair(int l, int lp) const { return l * segments - l * (l - 1) / 2 + (lp - l); } // l <= lp
+  cfloat &spectrum(std::size_t frequency, std::size_t pair_index) {
+    return spectra[(frequency / kBlock) * pairs * kBlock + pair_index * kBlock + frequency % kBlock];
+  }
+  // f(l, transform) for every segment: in parallel with the single-threaded plans, else in turn
+  // with the team's.
+  template <class F> void each_segment(bool inverse_transform, F &&f) {
+    if (segment_forward.empty()) {
+      for (int l = 0; l < segments; ++l) f(l, inverse_transform ? inverse : forward);
+      return;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int l = 0; l < segments; ++l)
+      f(l, inverse_transform ? *segment_inverse[static_cast<std::size_t>(l)] : *segment_forward[static_cast<std::size_t>(l)]);
+  }
 };
 
 SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span<const float> weights) : grid_(op.grid()) {
@@ -143,7 +170,7 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
           k[p.index((x + p.nx() / 2) % p.nx(), (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz())] =
               src[p.index(x, y, z)] * scale;
     plan_->forward.execute(k);
-    for (std::size_t f = 0; f < n; ++f) plan_->spectra[f * P + i] = k[f];
+    for (std::size_t f = 0; f < n; ++f) plan_->spectrum(f, i) = k[f];
   }
 }
 
@@ -159,12 +186,12 @@ void SegmentedToeplitz::forward(const Image &in, Image &out) const {
   const int L = s.segments;
   const Grid &p = plan.padded;
   const auto N = static_cast<std::size_t>(grid_.voxels());
-  const std::int64_t n = p.voxels();
+  const auto n = static_cast<std::size_t>(p.voxels());
   const std::int64_t row = grid_.nx();
   using Fft = detail::GridFft<float>;
   const auto region = Fft::corner(grid_.extents());
   // X_l' = FFT(pad(E_l' .* in))
-  for (int l = 0; l < L; ++l) {
+  plan.each_segment(false, [&](int l, const Fft &fft) {
     cfloat *buf = plan.buffers[static_cast<std::size_t>(l)];
     const cfloat *e = s.voxel_phases.data() + static_cast<std::size_t>(l) * N;
     std::fill_n(buf, n, cfloat{});
@@ -173,39 +200,54 @@ void SegmentedToeplitz::forward(const Image &in, Image &out) const {
         const std::int64_t src = grid_.index(0, y, z), dst = p.index(0, y, z);
         for (std::int64_t x = 0; x < row; ++x) buf[dst + x] = in[static_cast<std::size_t>(src + x)] * e[src + x];
       }
-    plan.forward.execute_pruned(buf, region, Fft::Pruning::ZeroOutside);
-  }
-  // Z_l = sum_l' K_ll' X_l', in place: every output frequency reads the L inputs at that frequency.
-  const std::size_t P = static_cast<std::size_t>(L * (L + 1) / 2);
+    fft.execute_pruned(buf, region, Fft::Pruning::ZeroOutside);
+  });
+  // Z_l = sum_l' K_ll' X_l', block by block, in place (a block's outputs are written after all its
+  // inputs were read).
+  constexpr std::size_t B = Plan::kBlock;
+  const auto blocks = static_cast<std::int64_t>(plan.blocks);
 #pragma omp parallel
   {
-    std::vector<cfloat> xs(static_cast<std::size_t>(L)), zs(static_cast<std::size_t>(L));
+    std::vector<cfloat> z(static_cast<std::size_t>(L) * B);
 #pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      for (int l = 0; l < L; ++l) xs[static_cast<std::size_t>(l)] = plan.buffers[static_cast<std::size_t>(l)][i];
-      std::fill(zs.begin(), zs.end(), cfloat{});
-      const cfloat *k = plan.spectra + static_cast<std::size_t>(i) * P;
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::size_t i0 = static_cast<std::size_t>(b) * B, count = std::min(B, n - i0);
+      std::fill(z.begin(), z.end(), cfloat{});
+      const cfloat *k = plan.spectra + static_cast<std::size_t>(b) * plan.pairs * B;
       for (int l = 0; l < L; ++l) {
-        zs[static_cast<std::size_t>(l)] += *k++ * xs[static_cast<std::size_t>(l)];
-        for (int lp = l + 1; lp < L; ++lp, ++k) {
-          zs[static_cast<std::size_t>(l)] += *k * xs[static_cast<std::size_t>(lp)];
-          zs[static_cast<std::size_t>(lp)] += std::conj(*k) * xs[static_cast<std::size_t>(l)];
+        const cfloat *xl = plan.buffers[static_cast<std::size_t>(l)] + i0;
+        cfloat *zl = z.data() + static_cast<std::size_t>(l) * B;
+        for (std::size_t j = 0; j < count; ++j) zl[j] += k[j] * xl[j];
+        k += B;
+        for (int lp = l + 1; lp < L; ++lp, k += B) {
+          const cfloat *xlp = plan.buffers[static_cast<std::size_t>(lp)] + i0;
+          cfloat *zlp = z.data() + static_cast<std::size_t>(lp) * B;
+          for (std::size_t j = 0; j < count; ++j) {
+            zl[j] += k[j] * xlp[j];
+            zlp[j] += std::conj(k[j]) * xl[j];
+          }
         }
       }
-      for (int l = 0; l < L; ++l) plan.buffers[static_cast<std::size_t>(l)][i] = zs[static_cast<std::size_t>(l)];
+      for (int l = 0; l < L; ++l)
+        std::copy_n(z.data() + static_cast<std::size_t>(l) * B, count, plan.buffers[static_cast<std::size_t>(l)] + i0);
     }
   }
-  // out = sum_l conj(E_l) .* crop(IFFT(Z_l))
-  std::fill(out.values().begin(), out.values().end(), cfloat{});
-  for (int l = 0; l < L; ++l) {
-    cfloat *buf = plan.buffers[static_cast<std::size_t>(l)];
-    const cfloat *e = s.voxel_phases.data() + static_cast<std::size_t>(l) * N;
-    plan.inverse.execute_pruned(buf, region, Fft::Pruning::OnlyImageRead);
-    for (std::int64_t z = 0; z < grid_.nz(); ++z)
-      for (std::int64_t y = 0; y < grid_.ny(); ++y) {
-        const std::int64_t dst = grid_.index(0, y, z), src = p.index(0, y, z);
-        for (std::int64_t x = 0; x < row; ++x) out[static_cast<std::size_t>(dst + x)] += std::conj(e[dst + x]) * buf[src + x];
-      }
+  plan.each_segment(true, [&](int l, const Fft &fft) {
+    fft.execute_pruned(plan.buffers[static_cast<std::size_t>(l)], region, Fft::Pruning::OnlyImageRead);
+  });
+  // out = sum_l conj(E_l) .* crop(IFFT(Z_l)), row by row.
+  const std::int64_t rows = grid_.ny() * grid_.nz();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::int64_t y = r % grid_.ny(), z = r / grid_.ny();
+    const std::int64_t dst = grid_.index(0, y, z), src = p.index(0, y, z);
+    cfloat *o = out.data() + dst;
+    std::fill_n(o, row, cfloat{});
+    for (int l = 0; l < L; ++l) {
+      const cfloat *buf = plan.buffers[static_cast<std::size_t>(l)] + src;
+      const cfloat *e = s.voxel_phases.data() + static_cast<std::size_t>(l) * N + dst;
+      for (std::int64_t x = 0; x < row; ++x) o[x] += std::conj(e[x]) * buf[x];
+    }
   }
 }
 
