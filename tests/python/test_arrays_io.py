@@ -111,25 +111,40 @@ def test_nan_trajectory_is_a_value_error_from_the_sdk():
     assert isinstance(error.value, ValueError) and isinstance(error.value, mri.Error)
 
 
+def bart_scaled(values, scale):
+    """values times BART's float scale part by part, as the CLI's cfloat *= float does."""
+    out = np.array(values, dtype=np.complex64, order="F")
+    out.real *= scale
+    out.imag *= scale
+    return out
+
+
 @pytest.mark.skipif(not CLI, reason="MRI_TEST_CLI (the mri tool) not set")
-def test_bart_files_written_from_python_give_the_clis_nufft_bitwise(tmp_path, rng):
-    # `mri nufft` reads our files with the C++ reader and runs NufftOperator at its defaults
-    # (tolerance 1e-3, CPU) times BART's scale 1/sqrt(N): the same bits as Python's operator.
+@pytest.mark.parametrize("exact", [False, True])
+def test_bart_files_written_from_python_give_the_clis_nufft_bitwise(tmp_path, rng, exact):
+    # `mri nufft` reads our files with the C++ reader and runs NufftOperator (tolerance 1e-3) or
+    # the exact FourierOperator on the CPU, times BART's scale 1/sqrt(N): the same bits as
+    # Python's operators, forward and adjoint.
     matrix = (24, 20)
     points = mri.traj.radial(matrix, 10, 48)
     y = random_image(rng, (points.shape[0],))
+    x = random_image(rng, matrix)
     mri.io.write_cfl(tmp_path / "t", mri.io.to_bart_trajectory(points, lines=10))
     mri.io.write_cfl(tmp_path / "k", y.reshape(1, 48, 10, order="F"))
-    subprocess.run([CLI, "nufft", "--adjoint", "--traj", str(tmp_path / "t"), "--matrix", "24,20",
-                    str(tmp_path / "k"), str(tmp_path / "x")], check=True, capture_output=True)
-    cli = mri.io.read_cfl(tmp_path / "x")
-    op = mri.NufftOperator(points, matrix)
+    mri.io.write_cfl(tmp_path / "x", x)
+    flags = ["--exact"] if exact else []
+    run = [CLI, "nufft", "--traj", str(tmp_path / "t")] + flags
+    subprocess.run(run + ["--adjoint", "--matrix", "24,20", str(tmp_path / "k"), str(tmp_path / "adj")],
+                   check=True, capture_output=True)
+    subprocess.run(run + [str(tmp_path / "x"), str(tmp_path / "fwd")], check=True, capture_output=True)
+    op = mri.ExactOperator(points, matrix) if exact else mri.NufftOperator(points, matrix)
     scale = np.float32(mri._mri.bart_nufft_scale(matrix))
-    ours = op.adjoint(y)
-    ours.real *= scale  # the CLI's cfloat *= float: each part times the float scale
-    ours.imag *= scale
-    assert cli.shape == matrix
-    np.testing.assert_array_equal(cli, ours)
+    adjoint = mri.io.read_cfl(tmp_path / "adj")
+    assert adjoint.shape == matrix
+    np.testing.assert_array_equal(adjoint, bart_scaled(op.adjoint(y), scale))
+    forward = mri.io.read_cfl(tmp_path / "fwd")
+    assert forward.shape == (1, 48, 10)
+    np.testing.assert_array_equal(forward.reshape(-1, order="F"), bart_scaled(op.forward(x), scale))
 
 
 def test_nifti_round_trip_through_libmri_io(tmp_path, rng):
