@@ -5,11 +5,9 @@ trajectories are (M, d) points in cycles per field of view (or BART's [3, sample
 where a function says so); multi-coil k-space (M, coils); coil maps (nx, ny[, nz], coils).
 """
 
-import numpy as np
-
 from . import _mri
-from ._arrays import (complex_array, image_shape, matrix_tuple, points_array, real_array,
-                      seed_value, trajectory_points, with_coils)
+from ._arrays import (complex_array, matrix_tuple, points_array, real_array, seed_value,
+                      trajectory_points, with_coils)
 from ._mri import CudaError, Error, InvalidArgument, IoError, Unsupported
 from ._operators import ExactOperator, LinearOperator, NufftOperator, SenseOperator, ToeplitzNormal
 
