@@ -5,6 +5,7 @@ marked gpu need a CUDA device; the python-gpu entry runs only those and, where e
 skipped, exits with MRI_PYTEST_SKIPPED_EXIT (77: ctest's SKIP_RETURN_CODE, as the C++ GPU tests).
 """
 
+import ctypes
 import os
 import zlib
 
@@ -34,3 +35,11 @@ def rng(request):
 
 def random_image(rng, shape):
     return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+
+def cli_env():
+    """The environment for the mri tool run beside this process: its OpenMP team as large as ours.
+    The exact float32 sums split by thread (docs/reliability.md, Determinism), and importing torch
+    (test_torch.py, collected with the others) sets this process's team to torch's thread count."""
+    threads = ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
+    return dict(os.environ, OMP_NUM_THREADS=str(threads))

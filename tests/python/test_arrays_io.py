@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mri
-from conftest import random_image
+from conftest import random_image, cli_env
 
 CLI = os.environ.get("MRI_TEST_CLI")
 
@@ -135,8 +135,9 @@ def test_bart_files_written_from_python_give_the_clis_nufft_bitwise(tmp_path, rn
     flags = ["--exact"] if exact else []
     run = [CLI, "nufft", "--traj", str(tmp_path / "t")] + flags
     subprocess.run(run + ["--adjoint", "--matrix", "24,20", str(tmp_path / "k"), str(tmp_path / "adj")],
-                   check=True, capture_output=True)
-    subprocess.run(run + [str(tmp_path / "x"), str(tmp_path / "fwd")], check=True, capture_output=True)
+                   check=True, capture_output=True, env=cli_env())
+    subprocess.run(run + [str(tmp_path / "x"), str(tmp_path / "fwd")], check=True, capture_output=True,
+                   env=cli_env())
     op = mri.ExactOperator(points, matrix) if exact else mri.NufftOperator(points, matrix)
     scale = np.float32(mri._mri.bart_nufft_scale(matrix))
     adjoint = mri.io.read_cfl(tmp_path / "adj")
@@ -166,9 +167,11 @@ def test_ismrmrd_items_reconstruct_as_mri_recon_does(tmp_path):
     # `mri phantom` writes a 4-coil radial ISMRMRD file; its item, read by libmri_io from Python
     # and reconstructed with estimated maps, is the image `mri recon --in` writes (our units).
     subprocess.run([CLI, "phantom", "--matrix", "32,32", "--traj", "radial", "--spokes", "32", "--readout", "64",
-                    "--snr", "40", "--coils", "4", "--out", str(tmp_path / "raw.h5")], check=True, capture_output=True)
+                    "--snr", "40", "--coils", "4", "--out", str(tmp_path / "raw.h5")],
+                   check=True, capture_output=True, env=cli_env())
     subprocess.run([CLI, "recon", "--in", str(tmp_path / "raw.h5"), "--iterations", "8", "--backend", "cpu",
-                    "--quiet", "--out", str(tmp_path / "x.cfl")], check=True, capture_output=True)
+                    "--quiet", "--out", str(tmp_path / "x.cfl")], check=True, capture_output=True,
+                   env=cli_env())
     raw = mri.io.read_ismrmrd(tmp_path / "raw.h5")
     assert raw["header"]["coils"] == 4 and len(raw["items"]) == 1
     item = raw["items"][0]

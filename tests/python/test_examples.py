@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import mri
+from conftest import cli_env
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
 CLI = os.environ.get("MRI_TEST_CLI")
@@ -22,10 +23,10 @@ def test_bart_recon_example_is_mri_recon_on_barts_files(tmp_path):
     subprocess.run(["bart", "traj", "-r", "-x", "64", "-y", "33", str(tmp_path / "t")], check=True)
     subprocess.run(["bart", "phantom", "-k", "-t", str(tmp_path / "t"), str(tmp_path / "k")], check=True)
     subprocess.run([sys.executable, str(EXAMPLES / "bart_recon.py"), str(tmp_path / "t"), str(tmp_path / "k"),
-                    str(tmp_path / "x"), "64", "64"], check=True, capture_output=True)
+                    str(tmp_path / "x"), "64", "64"], check=True, capture_output=True, env=cli_env())
     subprocess.run([CLI, "recon", "--traj", str(tmp_path / "t"), "--kspace", str(tmp_path / "k"), "--matrix", "64,64",
                     "--lambda", "0.01", "--iterations", "30", "--quiet", "--out", str(tmp_path / "ref")],
-                   check=True, capture_output=True)
+                   check=True, capture_output=True, env=cli_env())
     np.testing.assert_array_equal(mri.io.read_cfl(tmp_path / "x"), mri.io.read_cfl(tmp_path / "ref"))
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import mri
+from conftest import cli_env
 
 CLI = os.environ.get("MRI_TEST_CLI")
 
@@ -29,7 +30,7 @@ def test_reconstruct_on_bart_files_is_mri_recon(tmp_path, radial_data):
     mri.io.write_cfl(tmp_path / "k", kspace.reshape(1, 64, 24, order="F"))
     subprocess.run([CLI, "recon", "--traj", str(tmp_path / "t"), "--kspace", str(tmp_path / "k"),
                     "--matrix", "32,32", "--lambda", "0.01", "--iterations", "10", "--backend", "cpu",
-                    "--quiet", "--out", str(tmp_path / "x")], check=True, capture_output=True)
+                    "--quiet", "--out", str(tmp_path / "x")], check=True, capture_output=True, env=cli_env())
     cli = mri.io.read_cfl(tmp_path / "x")
     traj, ksp = mri.io.read_cfl(tmp_path / "t"), mri.io.read_cfl(tmp_path / "k")
     image, report = mri.reconstruct(traj, ksp, matrix=matrix, lam=0.01, iterations=10,
