@@ -126,6 +126,21 @@ class MRIFourierOperator:
         return self.adj_op(residual.reshape(-1, self.n_coils, self.n_samples))
 
 
+    def get_lipschitz_cst(self, max_iter=10):
+        """The largest eigenvalue of adj_op(op(.)) by power iteration (MRI-NUFFT's name): the
+        Lipschitz constant of data_consistency, for gradient steps."""
+        rng = np.random.default_rng(0)
+        shape = self.shape if self.uses_sense else (self.n_coils,) + self.shape
+        x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+        x /= np.linalg.norm(x)
+        value = 0.0
+        for _ in range(max_iter):
+            y = np.asarray(self.adj_op(self.op(x))).reshape(shape)
+            value = float(np.linalg.norm(y))
+            x = (y / value).astype(np.complex64)
+        return value
+
+
 def get_operator(backend_name="mri"):
     """MRI-NUFFT's factory: the class for a backend name ("mri" is this one)."""
     if backend_name != "mri":

@@ -69,3 +69,11 @@ def test_get_operator_and_bad_samples():
     assert mri.mrinufft.get_operator("mri") is mri.mrinufft.MRIFourierOperator
     with pytest.raises(ValueError, match="^samples: 3 coordinates for a 2-D shape"):
         mri.mrinufft.MRIFourierOperator(np.zeros((4, 3), dtype=np.float32), SHAPE)
+
+
+def test_lipschitz_constant_is_the_largest_eigenvalue_of_the_normal(samples):
+    nufft = mri.mrinufft.MRIFourierOperator(samples, SHAPE, method="exact", precision="float64")
+    f = dft_matrix(samples * np.asarray(SHAPE, dtype=np.float32), SHAPE)
+    largest = np.linalg.eigvalsh(f.conj().T @ f)[-1]
+    # Power iteration approaches it from below: 6.7e-3 off after 10 iterations, 2.7e-6 after 50 here.
+    assert abs(nufft.get_lipschitz_cst(max_iter=50) - largest) / largest < 1e-4
