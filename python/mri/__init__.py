@@ -6,16 +6,18 @@ where a function says so); multi-coil k-space (M, coils); coil maps (nx, ny[, nz
 """
 
 from . import _mri
-from ._arrays import (complex_array, matrix_tuple, points_array, real_array, seed_value,
-                      trajectory_points, with_coils)
+from ._arrays import (complex_array, image_shape, matrix_tuple, points_array, real_array,
+                      seed_value, trajectory_points, with_coils)
 from ._mri import CudaError, Error, InvalidArgument, IoError, Unsupported
-from ._operators import ExactOperator, LinearOperator, NufftOperator, SenseOperator, ToeplitzNormal
+from ._operators import (ExactOperator, FieldFourierOperator, LinearOperator, NufftOperator,
+                         SegmentedFieldOperator, SenseOperator, ToeplitzNormal)
 
 __version__ = _mri.__version__
 
 __all__ = [
     "Error", "InvalidArgument", "IoError", "CudaError", "Unsupported",
     "LinearOperator", "NufftOperator", "ExactOperator", "SenseOperator", "ToeplitzNormal",
+    "FieldFourierOperator", "SegmentedFieldOperator",
     "reconstruct", "cuda_available", "cuda_unavailable_reason",
     "phantom", "phantom_kspace", "simulated_maps", "add_noise", "psnr",
     "estimate_sensitivities", "MotionEstimator", "synthetic_motion", "traj", "density", "io",
@@ -41,7 +43,7 @@ def _kspace(kspace, samples):
 
 
 def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0, iterations=20,
-                method="auto", backend="auto", units="sdk", **options):
+                method="auto", backend="auto", units="sdk", field_map=None, times=None, **options):
     """mri::reconstruct: CG on (F^H W F + lam R^H R) x = F^H W D, SENSE with several coils, or a
     proximal solver with sparse `terms`. Returns (image, report): the image (nx, ny[, nz])
     complex64 and the ReconReport as a dict.
@@ -49,13 +51,16 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     trajectory: (M, d) points or BART's [3, samples, lines] array (cycles/FOV).
     kspace: BART's [1, samples, lines, coils] or (M,) / (M, coils).
     weights: density compensation, M values. sens: maps (nx, ny[, nz], coils).
+    field_map: off-resonance in Hz on the image grid (nx, ny[, nz]), with times: each sample's
+    time in seconds from the echo (M values; mri/offresonance.hpp).
     units: "sdk" (lam ours, image ours) or "bart" (lam in BART's pics units, image in BART's
     scale: what `mri recon` does with BART inputs).
     options: every other ReconOptions field by name (docs/python.md): tolerance, regularizer,
     normal, precision, terms (BART -R specs or dicts), solver, admm_rho, admm_cg_iterations,
     admm_cg_tolerance, power_iterations, cycle_spinning, seed, scaling, nufft_tolerance, gridding,
     policy, devices, memory_limit, maps, map_method, calibration, mask_threshold, espirit_kernel,
-    espirit_threshold, espirit_crop, virtual_coils, q_cache_dir, on_iteration, on_phase.
+    espirit_threshold, espirit_crop, virtual_coils, segments, segment_interpolator,
+    segment_tolerance, max_segments, histogram_bins, q_cache_dir, on_iteration, on_phase.
     """
     matrix = matrix_tuple(matrix)
     points = trajectory_points(trajectory)
@@ -65,10 +70,15 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     sens_coils = 0
     if sens is not None:
         sens, sens_coils = with_coils("sens", sens, matrix)
+    if field_map is not None:
+        field_map = real_array("field_map", field_map, image_shape(matrix))
+    if times is not None:
+        times = real_array("times", times).reshape(-1, order="F")
     options.update(lam=lam, iterations=iterations, method=method, backend=backend, units=units)
     if options.get("seed") is not None:
         options["seed"] = seed_value(options["seed"])
-    return _mri.reconstruct(points, samples, weights, coils, matrix, sens, sens_coils, options)
+    return _mri.reconstruct(points, samples, weights, times, coils, matrix, sens, sens_coils, field_map,
+                            options)
 
 
 def phantom(matrix, supersample=4):

@@ -103,6 +103,50 @@ class SenseOperator(LinearOperator):
         self.oshape = (points.shape[0], coils)
 
 
+class FieldFourierOperator(LinearOperator):
+    """The exact off-resonance-corrected F (mri/offresonance.hpp):
+    (A x)_m = sum_x x(x) exp(-2 pi i (k_m . x / n + f(x) t_m)), f the field map in Hz on the image
+    grid, t_m the sample times in seconds from the echo; adjoint its conjugate transpose. CPU."""
+
+    def __init__(self, points, matrix, field_map, times, *, precision="float32", backend="cpu"):
+        matrix = matrix_tuple(matrix)
+        points = points_array("points", points)
+        self.ishape = image_shape(matrix)
+        field_map = real_array("field_map", field_map, self.ishape)
+        times = real_array("times", times, (points.shape[0],))
+        self._op = _mri.FieldFourierOperator(points, matrix, field_map, times, precision, backend)
+        self.matrix = matrix
+        self.oshape = (points.shape[0],)
+
+
+class SegmentedFieldOperator(LinearOperator):
+    """The time-segmented off-resonance F: sum_l B_l .* NUFFT(E_l .* x), L segments (0: the
+    smallest L whose stated error meets segment_tolerance), interpolator "least-squares" or
+    "hanning"; tolerance is the NUFFT's. segments and segment_error tell what was chosen."""
+
+    def __init__(self, points, matrix, field_map, times, *, segments=0, interpolator="least-squares",
+                 segment_tolerance=1e-3, max_segments=32, histogram_bins=64, tolerance=1e-3,
+                 precision="float32", backend="cpu"):
+        matrix = matrix_tuple(matrix)
+        points = points_array("points", points)
+        self.ishape = image_shape(matrix)
+        field_map = real_array("field_map", field_map, self.ishape)
+        times = real_array("times", times, (points.shape[0],))
+        self._op = _mri.SegmentedFieldOperator(points, matrix, field_map, times, int(segments), interpolator,
+                                               float(segment_tolerance), int(max_segments),
+                                               int(histogram_bins), float(tolerance), precision, backend)
+        self.matrix = matrix
+        self.oshape = (points.shape[0],)
+
+    @property
+    def segments(self):
+        return self._op.segments
+
+    @property
+    def segment_error(self):
+        return self._op.segment_error
+
+
 class ToeplitzNormal(LinearOperator):
     """F^H W F by Toeplitz embedding (mri/toeplitz.hpp): self-adjoint, image -> image, two FFTs on
     the 2x grid per call. Q by the exact sums (method="exact") or one NUFFT ("nufft", tolerance).

@@ -13,6 +13,7 @@
 #include "enums.hpp"
 #include "mri/fourier.hpp"
 #include "mri/nufft.hpp"
+#include "mri/offresonance.hpp"
 #include "mri/sense.hpp"
 #include "mri/toeplitz.hpp"
 
@@ -82,6 +83,8 @@ py::array_t<cfloat> nufft_adjoint_coils(const Nufft &n, const py::array &samples
   return to_array(std::move(images), image_shape(n.grid, {coils}));
 }
 using Exact = Holder<FourierOperator>;
+using FieldExact = Holder<FieldFourierOperator>;
+using FieldSegmented = Holder<SegmentedFieldOperator>;
 using Sense = Holder<SenseOperator>;
 
 // The Toeplitz normal F^H W F: image -> image.
@@ -155,6 +158,57 @@ std::shared_ptr<Sense> make_sense(const py::array &points, const std::vector<std
   return std::make_shared<Sense>(SenseOperator(std::move(t), grid, std::move(s), o), grid, m, coils);
 }
 
+std::shared_ptr<const FieldMap> field_of(const py::array &field_map, const Grid &grid) {
+  return std::make_shared<const FieldMap>(grid, to_vector<float>(field_map, "field_map", grid.voxels()));
+}
+
+std::shared_ptr<FieldExact> make_field_exact(const py::array &points, const std::vector<std::int64_t> &matrix,
+                                             const py::array &field_map, const py::array &times,
+                                             const std::string &precision, const std::string &backend) {
+  const Grid grid = to_grid(matrix);
+  const OperatorOptions o = operator_options(precision, backend, "auto");
+  Trajectory t = to_trajectory(points, grid.dims());
+  const std::size_t m = t.size();
+  auto field = field_of(field_map, grid);
+  std::vector<float> tm = to_vector<float>(times, "times", static_cast<std::int64_t>(m));
+  py::gil_scoped_release release;
+  return std::make_shared<FieldExact>(FieldFourierOperator(std::move(t), grid, std::move(field), std::move(tm), o),
+                                      grid, m);
+}
+
+SegmentationOptions segmentation_options(int segments, const std::string &interpolator, double tolerance,
+                                         int max_segments, int histogram_bins) {
+  SegmentationOptions s;
+  s.segments = segments;
+  s.interpolator = parse_enum("interpolator", interpolator,
+                              {SegmentInterpolator::LeastSquares, SegmentInterpolator::Hanning});
+  s.tolerance = tolerance;
+  s.max_segments = max_segments;
+  s.histogram_bins = histogram_bins;
+  return s;
+}
+
+std::shared_ptr<FieldSegmented> make_field_segmented(const py::array &points, const std::vector<std::int64_t> &matrix,
+                                                     const py::array &field_map, const py::array &times,
+                                                     int segments, const std::string &interpolator,
+                                                     double segment_tolerance, int max_segments,
+                                                     int histogram_bins, double tolerance,
+                                                     const std::string &precision, const std::string &backend) {
+  const Grid grid = to_grid(matrix);
+  NufftOptions n;
+  n.tolerance = tolerance;
+  n.precision = precision_of(precision);
+  n.backend = backend_of(backend);
+  const SegmentationOptions s =
+      segmentation_options(segments, interpolator, segment_tolerance, max_segments, histogram_bins);
+  Trajectory t = to_trajectory(points, grid.dims());
+  const std::size_t m = t.size();
+  auto field = field_of(field_map, grid);
+  const std::vector<float> tm = to_vector<float>(times, "times", static_cast<std::int64_t>(m));
+  py::gil_scoped_release release;
+  return std::make_shared<FieldSegmented>(SegmentedFieldOperator(std::move(t), grid, *field, tm, s, n), grid, m);
+}
+
 std::shared_ptr<Toeplitz> make_toeplitz(const py::array &points, const std::vector<std::int64_t> &matrix,
                                         const std::optional<py::array> &weights, const std::string &method,
                                         double tolerance, const std::string &precision, const std::string &backend,
@@ -215,6 +269,22 @@ void bind_operators(py::module_ &m) {
       .def_property_readonly("coils", [](const Sense &s) { return s.coils; })
       .def_property_readonly("backend",
                              [](const Sense &s) { return std::string(to_string(s.op.fourier().options().backend)); });
+
+  py::class_<FieldExact, std::shared_ptr<FieldExact>>(m, "FieldFourierOperator")
+      .def(py::init(&make_field_exact), py::arg("points"), py::arg("matrix"), py::arg("field_map"), py::arg("times"),
+           py::arg("precision"), py::arg("backend"))
+      .def("forward", &FieldExact::forward, py::arg("x"))
+      .def("adjoint", &FieldExact::adjoint, py::arg("y"));
+
+  py::class_<FieldSegmented, std::shared_ptr<FieldSegmented>>(m, "SegmentedFieldOperator")
+      .def(py::init(&make_field_segmented), py::arg("points"), py::arg("matrix"), py::arg("field_map"),
+           py::arg("times"), py::arg("segments"), py::arg("interpolator"), py::arg("segment_tolerance"),
+           py::arg("max_segments"), py::arg("histogram_bins"), py::arg("tolerance"), py::arg("precision"),
+           py::arg("backend"))
+      .def("forward", &FieldSegmented::forward, py::arg("x"))
+      .def("adjoint", &FieldSegmented::adjoint, py::arg("y"))
+      .def_property_readonly("segments", [](const FieldSegmented &f) { return f.op.segmentation().segments; })
+      .def_property_readonly("segment_error", [](const FieldSegmented &f) { return f.op.segmentation().error; });
 
   py::class_<Toeplitz, std::shared_ptr<Toeplitz>>(m, "ToeplitzNormal")
       .def(py::init(&make_toeplitz), py::arg("points"), py::arg("matrix"), py::arg("weights"), py::arg("method"),

@@ -13,6 +13,7 @@
 #include "bindings.hpp"
 #include "enums.hpp"
 #include "mri/bart.hpp"
+#include "mri/offresonance.hpp"
 #include "mri/reconstruct.hpp"
 
 namespace mri::python {
@@ -117,6 +118,12 @@ ReconOptions recon_options(const py::dict &kw, const Grid &grid, bool &bart_unit
   o.get("espirit_threshold", r.coils.estimation.espirit_threshold);
   o.get("espirit_crop", r.coils.estimation.espirit_crop);
   o.get("virtual_coils", r.coils.virtual_coils);
+  SegmentationOptions &seg = r.offresonance.segmentation;
+  o.get("segments", seg.segments);
+  o.get_enum("segment_interpolator", seg.interpolator, {SegmentInterpolator::LeastSquares, SegmentInterpolator::Hanning});
+  o.get("segment_tolerance", seg.tolerance);
+  o.get("max_segments", seg.max_segments);
+  o.get("histogram_bins", seg.histogram_bins);
   o.get("q_cache_dir", r.q_cache_dir);
   if (py::object f = o.take("on_iteration"); !f.is_none()) {
     r.on_iteration = [f](int k, const Image &x, double residual) {
@@ -194,19 +201,30 @@ py::dict report_dict(const ReconReport &r) {
   d["device_seconds"] = devices;
   d["device_note"] = r.device_note;
   d["exchange_seconds"] = r.exchange_seconds;
+  d["offresonance"] = r.offresonance;
+  d["segments"] = r.segments;
+  d["segment_interpolator"] = r.segment_interpolator;
+  d["segment_error"] = r.segment_error;
+  d["segment_max_error"] = r.segment_max_error;
+  d["offresonance_note"] = r.offresonance_note;
   return d;
 }
 
 py::tuple reconstruct_py(const py::array &points, const py::array &samples, const std::optional<py::array> &weights,
-                         int coils, const std::vector<std::int64_t> &matrix, const std::optional<py::array> &sens,
-                         int sens_coils, const py::dict &kw) {
+                         const std::optional<py::array> &times, int coils, const std::vector<std::int64_t> &matrix,
+                         const std::optional<py::array> &sens, int sens_coils, const std::optional<py::array> &field_map,
+                         const py::dict &kw) {
   const Grid grid = to_grid(matrix);
   bool bart_units = false;
   ReconOptions options = recon_options(kw, grid, bart_units);
   Trajectory t = to_trajectory(points, grid.dims());
   const auto m = static_cast<std::int64_t>(t.size());
   std::vector<float> w = weights ? to_vector<float>(*weights, "weights", m) : std::vector<float>{};
-  KSpaceData data(std::move(t), to_vector<cfloat>(samples, "kspace", m * coils), std::move(w), coils);
+  std::vector<float> tm = times ? to_vector<float>(*times, "times", m) : std::vector<float>{};
+  KSpaceData data(std::move(t), to_vector<cfloat>(samples, "kspace", m * coils), std::move(w), coils, std::move(tm));
+  if (field_map)
+    options.offresonance.field_map =
+        std::make_shared<const FieldMap>(grid, to_vector<float>(*field_map, "field_map", grid.voxels()));
   if (sens)
     options.coils.sensitivities = std::make_shared<const CoilSensitivities>(
         grid, sens_coils, to_vector<cfloat>(*sens, "sens", grid.voxels() * sens_coils));
@@ -225,8 +243,9 @@ py::tuple reconstruct_py(const py::array &points, const py::array &samples, cons
 } // namespace
 
 void bind_reconstruct(py::module_ &m) {
-  m.def("reconstruct", &reconstruct_py, py::arg("points"), py::arg("kspace"), py::arg("weights"), py::arg("coils"),
-        py::arg("matrix"), py::arg("sens"), py::arg("sens_coils"), py::arg("options"));
+  m.def("reconstruct", &reconstruct_py, py::arg("points"), py::arg("kspace"), py::arg("weights"), py::arg("times"),
+        py::arg("coils"), py::arg("matrix"), py::arg("sens"), py::arg("sens_coils"), py::arg("field_map"),
+        py::arg("options"));
 }
 
 } // namespace mri::python
