@@ -41,18 +41,22 @@ class NufftOperator(LinearOperator):
     forward (F x)_m ~ sum_n x_n exp(-i 2 pi k_m . x_n / n), adjoint its transpose, unnormalised.
 
     points: (M, d) float array in cycles/FOV ([-n/2, n/2) per axis; samples up to 3n/2 are used as
-    their periodic images). matrix: (nx, ny) or (nx, ny, nz).
+    their periodic images). matrix: (nx, ny) or (nx, ny, nz). precision: None picks float32 where
+    it reaches the tolerance (down to 1e-5, nufft_min_tolerance in mri/nufft.hpp), float64 below.
     """
 
-    def __init__(self, points, matrix, *, tolerance=1e-3, precision="float32", gridding="auto",
+    def __init__(self, points, matrix, *, tolerance=1e-3, precision=None, gridding="auto",
                  backend="cpu", threads=0, width=0, oversampling=0.0):
         matrix = matrix_tuple(matrix)
         points = points_array("points", points)
+        if precision is None:
+            precision = "float64" if tolerance < _mri.NUFFT_FLOAT32_MIN_TOLERANCE else "float32"
         self._op = _mri.NufftOperator(points, matrix, float(tolerance), precision, gridding, backend,
                                       int(threads), int(width), float(oversampling))
         self.matrix = matrix
         self.ishape = image_shape(matrix)
         self.oshape = (points.shape[0],)
+        self.precision = precision
 
     @property
     def backend(self):
@@ -153,9 +157,12 @@ class ToeplitzNormal(LinearOperator):
     weights: None (ones) or one non-negative weight per sample."""
 
     def __init__(self, points, matrix, *, weights=None, method="exact", tolerance=1e-3,
-                 precision="float32", backend="cpu", policy="auto"):
+                 precision=None, backend="cpu", policy="auto"):
         matrix = matrix_tuple(matrix)
         points = points_array("points", points)
+        if precision is None:  # as NufftOperator's rule for method="nufft"
+            nufft64 = method == "nufft" and tolerance < _mri.NUFFT_FLOAT32_MIN_TOLERANCE
+            precision = "float64" if nufft64 else "float32"
         if weights is not None:
             weights = real_array("weights", weights, (points.shape[0],))
         self._op = _mri.ToeplitzNormal(points, matrix, weights, method, float(tolerance), precision,

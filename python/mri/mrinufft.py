@@ -41,7 +41,7 @@ class MRIFourierOperator:
     backend = "mri"
 
     def __init__(self, samples, shape, density=False, n_coils=1, smaps=None, squeeze_dims=True,
-                 *, method="nufft", tolerance=1e-3, precision="float32", backend="cpu"):
+                 *, method="nufft", tolerance=1e-3, precision=None, backend="cpu"):
         self.shape = tuple(int(n) for n in shape)
         self.ndim = len(self.shape)
         self.samples = _normalised_samples(samples)
@@ -52,7 +52,7 @@ class MRIFourierOperator:
             self._op = NufftOperator(points, self.shape, tolerance=tolerance, precision=precision,
                                      backend=backend)
         elif method == "exact":
-            self._op = ExactOperator(points, self.shape, precision=precision, backend=backend)
+            self._op = ExactOperator(points, self.shape, precision=precision or "float32", backend=backend)
         else:
             raise ValueError(f"method: {method!r}, expected 'nufft' or 'exact'")
         self.n_coils = int(n_coils)

@@ -238,6 +238,8 @@ std::shared_ptr<Toeplitz> make_toeplitz(const py::array &points, const std::vect
 } // namespace
 
 void bind_operators(py::module_ &m) {
+  m.attr("NUFFT_FLOAT32_MIN_TOLERANCE") = kNufftFloat32MinTolerance;
+  m.attr("NUFFT_MIN_TOLERANCE") = kNufftMinTolerance;
   py::class_<Nufft, std::shared_ptr<Nufft>>(m, "NufftOperator")
       .def(py::init(&make_nufft), py::arg("points"), py::arg("matrix"), py::arg("tolerance"), py::arg("precision"),
            py::arg("gridding"), py::arg("backend"), py::arg("threads"), py::arg("width"), py::arg("oversampling"))

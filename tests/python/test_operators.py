@@ -156,3 +156,14 @@ def test_nufft_adjoint_coils_is_the_adjoint_of_each_coil_bitwise(points, rng):
     assert images.shape == MATRIX + (5,)
     for c in range(5):
         np.testing.assert_array_equal(images[..., c], op.adjoint(y[:, c]))
+
+
+def test_nufft_precision_follows_the_tolerance_by_default(points, rng):
+    # The example: tolerance 1e-6 needs float64 (nufft_min_tolerance); None picks it.
+    op = mri.NufftOperator(points, MATRIX, tolerance=1e-6, backend="cpu")
+    assert op.precision == "float64"
+    assert mri.NufftOperator(points, MATRIX, tolerance=1e-5).precision == "float32"
+    x = random_image(rng, MATRIX)
+    assert rel(op.forward(x), dft_matrix(points, MATRIX) @ flat(x)) < 1e-6
+    with pytest.raises(mri.InvalidArgument):
+        mri.NufftOperator(points, MATRIX, tolerance=1e-6, precision="float32")
