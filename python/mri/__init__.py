@@ -6,8 +6,8 @@ where a function says so); multi-coil k-space (M, coils); coil maps (nx, ny[, nz
 """
 
 from . import _mri
-from ._arrays import (complex_array, image_shape, matrix_tuple, points_array, real_array,
-                      seed_value, trajectory_points, with_coils)
+from ._arrays import (_asarray, complex_array, image_shape, is_points, matrix_tuple, points_array,
+                      real_array, seed_value, trajectory_points, with_coils)
 from ._mri import CudaError, Error, InvalidArgument, IoError, Unsupported
 from ._operators import (ExactOperator, FieldFourierOperator, LinearOperator, NufftOperator,
                          SegmentedFieldOperator, SenseOperator, ToeplitzNormal)
@@ -43,7 +43,7 @@ def _kspace(kspace, samples):
 
 
 def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0, iterations=20,
-                method="auto", backend="auto", units="sdk", field_map=None, times=None, **options):
+                method="auto", backend="auto", units="auto", field_map=None, times=None, **options):
     """mri::reconstruct: CG on (F^H W F + lam R^H R) x = F^H W D, SENSE with several coils, or a
     proximal solver with sparse `terms`. Returns (image, report): the image (nx, ny[, nz])
     complex64 and the ReconReport as a dict.
@@ -53,8 +53,9 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     weights: density compensation, M values. sens: maps (nx, ny[, nz], coils).
     field_map: off-resonance in Hz on the image grid (nx, ny[, nz]), with times: each sample's
     time in seconds from the echo (M values; mri/offresonance.hpp).
-    units: "sdk" (lam ours, image ours) or "bart" (lam in BART's pics units, image in BART's
-    scale: what `mri recon` does with BART inputs).
+    units: "bart" (lam in BART's pics units, image in BART's scale: what `mri recon` does with
+    BART inputs), "sdk" (lam and image ours, as with ISMRMRD input), or "auto" (the tool's rule:
+    "bart" for a BART trajectory array, "sdk" for (M, d) points); report["units"] says which.
     options: every other ReconOptions field by name (docs/python.md): tolerance, regularizer,
     normal, precision, terms (BART -R specs or dicts), solver, admm_rho, admm_cg_iterations,
     admm_cg_tolerance, power_iterations, cycle_spinning, seed, scaling, nufft_tolerance, gridding,
@@ -63,6 +64,8 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     segment_tolerance, max_segments, histogram_bins, q_cache_dir, on_iteration, on_phase.
     """
     matrix = matrix_tuple(matrix)
+    if units == "auto":
+        units = "sdk" if is_points(_asarray("trajectory", trajectory)) else "bart"
     points = trajectory_points(trajectory)
     samples, coils = _kspace(kspace, points.shape[0])
     if weights is not None:
@@ -77,8 +80,10 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     options.update(lam=lam, iterations=iterations, method=method, backend=backend, units=units)
     if options.get("seed") is not None:
         options["seed"] = seed_value(options["seed"])
-    return _mri.reconstruct(points, samples, weights, times, coils, matrix, sens, sens_coils, field_map,
-                            options)
+    image, report = _mri.reconstruct(points, samples, weights, times, coils, matrix, sens, sens_coils,
+                                     field_map, options)
+    report["units"] = units
+    return image, report
 
 
 def phantom(matrix, supersample=4):

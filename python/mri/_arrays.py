@@ -86,13 +86,16 @@ def bart_points(traj):
     return np.ascontiguousarray(array.reshape(3, -1, order="F").T, dtype=np.float32)
 
 
+def is_points(array):
+    """A 2-D (M, 2) or (M, 3) array is points (so a (3, 3) array is three points); anything else
+    is taken as a BART [3, samples, ...] trajectory."""
+    return array.ndim == 2 and array.shape[1] in (2, 3)
+
+
 def trajectory_points(traj):
-    """Points from either form: (M, 2) / (M, 3) points, or a BART [3, samples, ...] array.
-    A 2-D (M, 2) or (M, 3) array is points (so a (3, 3) array is three points)."""
+    """Points from either form: (M, 2) / (M, 3) points, or a BART [3, samples, ...] array."""
     array = _asarray("trajectory", traj)
-    if array.ndim == 2 and array.shape[1] in (2, 3):
-        return points_array("trajectory", array)
-    return bart_points(array)
+    return points_array("trajectory", array) if is_points(array) else bart_points(array)
 
 
 def matrix_tuple(matrix):

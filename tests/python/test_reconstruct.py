@@ -33,8 +33,10 @@ def test_reconstruct_on_bart_files_is_mri_recon(tmp_path, radial_data):
                     "--quiet", "--out", str(tmp_path / "x")], check=True, capture_output=True, env=cli_env())
     cli = mri.io.read_cfl(tmp_path / "x")
     traj, ksp = mri.io.read_cfl(tmp_path / "t"), mri.io.read_cfl(tmp_path / "k")
+    # The call: BART arrays in, so BART's units (lam, image scale) as the tool uses.
     image, report = mri.reconstruct(traj, ksp, matrix=matrix, lam=0.01, iterations=10,
-                                    backend="cpu", units="bart")
+                                    method="nufft", backend="cpu")
+    assert report["units"] == "bart"
     assert image.shape == cli.shape == matrix
     assert np.linalg.norm(image - cli) / np.linalg.norm(cli) < 1e-5
     np.testing.assert_array_equal(image, cli)
@@ -45,8 +47,13 @@ def test_units_bart_is_the_sdks_units_rescaled(radial_data):
     # lam_bart = lam_sdk / N and image_bart = sqrt(N) image_sdk (BART's unitary F).
     matrix, points, kspace = radial_data
     n = matrix[0] * matrix[1]
-    sdk, _ = mri.reconstruct(points, kspace, matrix, lam=0.01 * n, iterations=5, backend="cpu")
+    sdk, report = mri.reconstruct(points, kspace, matrix, lam=0.01 * n, iterations=5, backend="cpu")
+    assert report["units"] == "sdk"  # (M, d) points: the SDK's units
     bart, _ = mri.reconstruct(points, kspace, matrix, lam=0.01, iterations=5, backend="cpu", units="bart")
+    traj = mri.io.to_bart_trajectory(points, lines=24)
+    auto, report = mri.reconstruct(traj, kspace, matrix, lam=0.01, iterations=5, backend="cpu")
+    assert report["units"] == "bart"
+    np.testing.assert_array_equal(auto, bart)
     scale = np.float32(1 / mri._mri.bart_nufft_scale(matrix))
     np.testing.assert_allclose(bart, sdk * scale, rtol=0, atol=1e-6 * np.abs(bart).max())
 
