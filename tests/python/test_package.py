@@ -29,7 +29,11 @@ def test_installed_tree_imports(tmp_path):
                    stdout=subprocess.DEVNULL)
     site = tmp_path / "lib" / "python3" / "dist-packages"
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "LD_LIBRARY_PATH": ""}
-    out = subprocess.run(["/usr/bin/python3", "-c", "import mri; mri.io._io(); print(mri.__version__, mri.__file__)"],
+    script = ("import mri; mri.io._io()\n"
+              "op = mri.NufftOperator(mri.traj.radial((32, 32), 8, 64), (32, 32), tolerance=1e-6, backend='cpu')\n"
+              "z = op.adjoint(op.forward(mri.phantom((32, 32))))\n"
+              "print(mri.__version__, mri.__file__)")
+    out = subprocess.run(["/usr/bin/python3", "-c", script],
                          env=env, cwd=tmp_path, check=True, capture_output=True, text=True).stdout.split()
     assert out[0] == mri.__version__
     assert pathlib.Path(out[1]).is_relative_to(site)
