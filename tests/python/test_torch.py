@@ -65,3 +65,21 @@ def test_normal_of_a_nufft_through_autograd():
     expected = 2 * n(n(x.detach()))
     assert torch.linalg.norm(x.grad - expected) / torch.linalg.norm(expected) < 1e-5
     assert module.H(module(x)).shape == (16, 16)
+
+
+def test_sense_and_toeplitz_operators_through_autograd(rng):
+    points = rng.uniform(-6, 5, (120, 2)).astype(np.float32)
+    maps = (rng.standard_normal((10, 8, 3)) + 1j * rng.standard_normal((10, 8, 3))).astype(np.complex64)
+    sense = mri.torch.LinearOp(mri.SenseOperator(points, (10, 8), maps))
+    x = torch.randn(10, 8, dtype=torch.complex64, requires_grad=True)
+    y = sense(x)
+    assert y.shape == (120, 3)
+    g = torch.randn(120, 3, dtype=torch.complex64)
+    y.backward(g)
+    np.testing.assert_array_equal(x.grad.numpy(), sense.op.adjoint(g.numpy()))
+    # The Toeplitz normal is self-adjoint: its backward is itself.
+    normal = mri.torch.LinearOp(mri.ToeplitzNormal(points, (10, 8)))
+    x.grad = None
+    h = torch.randn(10, 8, dtype=torch.complex64)
+    normal(x).backward(h)
+    np.testing.assert_array_equal(x.grad.numpy(), normal.op.forward(h.numpy()))
