@@ -18,7 +18,7 @@ __all__ = [
     "Error", "InvalidArgument", "IoError", "CudaError", "Unsupported",
     "LinearOperator", "NufftOperator", "ExactOperator", "SenseOperator", "ToeplitzNormal",
     "FieldFourierOperator", "SegmentedFieldOperator",
-    "reconstruct", "cuda_available", "cuda_unavailable_reason",
+    "reconstruct", "reconstruct_batch", "cuda_available", "cuda_unavailable_reason",
     "phantom", "phantom_kspace", "simulated_maps", "add_noise", "psnr",
     "estimate_sensitivities", "MotionEstimator", "synthetic_motion", "traj", "density", "io",
 ]
@@ -64,26 +64,94 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     segment_tolerance, max_segments, histogram_bins, q_cache_dir, on_iteration, on_phase.
     """
     matrix = matrix_tuple(matrix)
+    units = _units(units, trajectory)
+    item = _item(trajectory, kspace, weights, times)
+    sens, sens_coils, field_map = _shared(matrix, sens, field_map)
+    options = _options(options, lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    image, report = _mri.reconstruct(*item, matrix, sens, sens_coils, field_map, options)
+    report["units"] = units
+    return image, report
+
+
+def reconstruct_batch(items, matrix, *, jobs=1, share_q=True, errors="raise", sens=None, lam=0.0,
+                      iterations=20, method="auto", backend="auto", units="auto", field_map=None,
+                      **options):
+    """mri::reconstruct_batch: every item through reconstruct with the same options, `jobs` at a
+    time on host threads, one Q per distinct trajectory (mri/batch.hpp). items: dicts with
+    "trajectory" (or "points", as read_ismrmrd's items), "kspace", optional "weights", "times";
+    or (trajectory, kspace) pairs. Returns [(image, report), ...] in the items' order, each
+    report with "threads" (its OpenMP team). errors: "raise" raises the first failed item's
+    exception (its attribute `item` the index) after the batch; "return" puts the exception in
+    that item's place. Images are bitwise reconstruct's on each item at its team (mri/batch.hpp).
+    units "auto": from the first item's trajectory."""
+    if errors not in ("raise", "return"):
+        raise ValueError(f"errors: {errors!r}, expected 'raise' or 'return'")
+    matrix = matrix_tuple(matrix)
+    prepared, first = [], None
+    for i, entry in enumerate(items):
+        if isinstance(entry, dict):
+            unknown = set(entry) - {"trajectory", "points", "kspace", "weights", "times"}
+            known = {k: entry.get(k) for k in ("weights", "times")}
+            trajectory = entry["trajectory"] if "trajectory" in entry else entry["points"]
+            kspace = entry["kspace"]
+        else:
+            unknown, known = set(), {"weights": None, "times": None}
+            trajectory, kspace = entry
+        if unknown:
+            raise TypeError(f"items[{i}]: unexpected keys {sorted(unknown)}")
+        first = trajectory if first is None else first
+        prepared.append(_item(trajectory, kspace, known["weights"], known["times"]))
+    units = _units(units, first) if prepared else "sdk"
+    sens, sens_coils, field_map = _shared(matrix, sens, field_map)
+    options = _options(options, lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    results = []
+    for i, (image, report, error, threads) in enumerate(
+            _mri.reconstruct_batch(prepared, matrix, sens, sens_coils, field_map, int(jobs), bool(share_q),
+                                   options)):
+        if error is not None:
+            error.item = i
+            if errors == "raise":
+                raise error
+            results.append(error)
+        else:
+            report.update(units=units, threads=threads)
+            results.append((image, report))
+    return results
+
+
+def _units(units, trajectory):
+    """reconstruct's units: "auto" is the mri tool's rule by input."""
     if units == "auto":
-        units = "sdk" if is_points(_asarray("trajectory", trajectory)) else "bart"
+        return "sdk" if is_points(_asarray("trajectory", trajectory)) else "bart"
+    return units
+
+
+def _item(trajectory, kspace, weights, times):
+    """(points, samples, weights, times, coils) of one item, as the extension takes them."""
     points = trajectory_points(trajectory)
     samples, coils = _kspace(kspace, points.shape[0])
     if weights is not None:
         weights = real_array("weights", weights).reshape(-1, order="F")
+    if times is not None:
+        times = real_array("times", times).reshape(-1, order="F")
+    return points, samples, weights, times, coils
+
+
+def _shared(matrix, sens, field_map):
+    """The maps (and their coil count) and the field map every item shares."""
     sens_coils = 0
     if sens is not None:
         sens, sens_coils = with_coils("sens", sens, matrix)
     if field_map is not None:
         field_map = real_array("field_map", field_map, image_shape(matrix))
-    if times is not None:
-        times = real_array("times", times).reshape(-1, order="F")
-    options.update(lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    return sens, sens_coils, field_map
+
+
+def _options(options, **named):
+    options.update(named)
     if options.get("seed") is not None:
         options["seed"] = seed_value(options["seed"])
-    image, report = _mri.reconstruct(points, samples, weights, times, coils, matrix, sens, sens_coils,
-                                     field_map, options)
-    report["units"] = units
-    return image, report
+    return options
 
 
 def phantom(matrix, supersample=4):

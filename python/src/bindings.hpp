@@ -1,8 +1,14 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
+#include <exception>
+
 namespace mri::python {
 namespace py = pybind11;
+// The SDK's exception classes (mri.Error and subclasses) and their translator.
+void bind_errors(py::module_ &m);
+// The Python exception object for a C++ exception (an item's error in reconstruct_batch).
+py::object python_error(std::exception_ptr error);
 void bind_operators(py::module_ &m);
 void bind_reconstruct(py::module_ &m);
 } // namespace mri::python

@@ -25,40 +25,6 @@
 namespace mri::python {
 namespace {
 
-// The SDK's exceptions as Python classes of the same hierarchy: mri.Error(RuntimeError) and its
-// subclasses; InvalidArgument is also a ValueError, the exception Python code expects for a bad
-// argument. Each keeps the C++ message.
-void bind_errors(py::module_ &m) {
-  static py::handle error, invalid, io, cuda, unsupported;
-  const auto make = [&m](const char *name, py::handle bases) {
-    py::handle h(PyErr_NewException((std::string("mri.") + name).c_str(), bases.ptr(), nullptr));
-    if (!h) throw py::error_already_set();
-    m.add_object(name, h);
-    return h;
-  };
-  error = make("Error", PyExc_RuntimeError);
-  const py::tuple invalid_bases = py::make_tuple(error, py::handle(PyExc_ValueError));
-  invalid = make("InvalidArgument", invalid_bases);
-  io = make("IoError", error);
-  cuda = make("CudaError", error);
-  unsupported = make("Unsupported", error);
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const InvalidArgument &e) {
-      PyErr_SetString(invalid.ptr(), e.what());
-    } catch (const IoError &e) {
-      PyErr_SetString(io.ptr(), e.what());
-    } catch (const CudaError &e) {
-      PyErr_SetString(cuda.ptr(), e.what());
-    } catch (const Unsupported &e) {
-      PyErr_SetString(unsupported.ptr(), e.what());
-    } catch (const Error &e) {
-      PyErr_SetString(error.ptr(), e.what());
-    }
-  });
-}
-
 // ---- trajectories ----------------------------------------------------------------------------
 traj::SpokeOrder order_of(bool golden) { return golden ? traj::SpokeOrder::GoldenAngle : traj::SpokeOrder::Uniform; }
 

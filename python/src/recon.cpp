@@ -13,6 +13,7 @@
 #include "bindings.hpp"
 #include "enums.hpp"
 #include "mri/bart.hpp"
+#include "mri/batch.hpp"
 #include "mri/offresonance.hpp"
 #include "mri/reconstruct.hpp"
 
@@ -210,34 +211,87 @@ py::dict report_dict(const ReconReport &r) {
   return d;
 }
 
-py::tuple reconstruct_py(const py::array &points, const py::array &samples, const std::optional<py::array> &weights,
-                         const std::optional<py::array> &times, int coils, const std::vector<std::int64_t> &matrix,
-                         const std::optional<py::array> &sens, int sens_coils, const std::optional<py::array> &field_map,
-                         const py::dict &kw) {
-  const Grid grid = to_grid(matrix);
-  bool bart_units = false;
-  ReconOptions options = recon_options(kw, grid, bart_units);
+// One item's data: (points, kspace, weights or None, times or None, coils), as the Python layer
+// prepares it.
+KSpaceData item_data(const py::array &points, const py::array &samples, const std::optional<py::array> &weights,
+                     const std::optional<py::array> &times, int coils, const Grid &grid) {
   Trajectory t = to_trajectory(points, grid.dims());
   const auto m = static_cast<std::int64_t>(t.size());
   std::vector<float> w = weights ? to_vector<float>(*weights, "weights", m) : std::vector<float>{};
   std::vector<float> tm = times ? to_vector<float>(*times, "times", m) : std::vector<float>{};
-  KSpaceData data(std::move(t), to_vector<cfloat>(samples, "kspace", m * coils), std::move(w), coils, std::move(tm));
+  return KSpaceData(std::move(t), to_vector<cfloat>(samples, "kspace", m * coils), std::move(w), coils, std::move(tm));
+}
+
+// The options of kw plus the maps and field map shared by every item.
+ReconOptions options_for(const py::dict &kw, const Grid &grid, const std::optional<py::array> &sens, int sens_coils,
+                         const std::optional<py::array> &field_map, bool &bart_units) {
+  ReconOptions options = recon_options(kw, grid, bart_units);
   if (field_map)
     options.offresonance.field_map =
         std::make_shared<const FieldMap>(grid, to_vector<float>(*field_map, "field_map", grid.voxels()));
   if (sens)
     options.coils.sensitivities = std::make_shared<const CoilSensitivities>(
         grid, sens_coils, to_vector<cfloat>(*sens, "sens", grid.voxels() * sens_coils));
+  return options;
+}
+
+// The image as NumPy, in BART's scale (sqrt(N) times ours: the CLI's to_bart_units) with BART units.
+py::array_t<cfloat> image_out(Image &&image, bool bart_units) {
+  if (bart_units) {
+    const auto s = static_cast<float>(1.0 / bart::nufft_scale(image.grid()));
+    for (cfloat &v : image.values()) v *= s;
+  }
+  return from_image(std::move(image));
+}
+
+py::tuple reconstruct_py(const py::array &points, const py::array &samples, const std::optional<py::array> &weights,
+                         const std::optional<py::array> &times, int coils, const std::vector<std::int64_t> &matrix,
+                         const std::optional<py::array> &sens, int sens_coils, const std::optional<py::array> &field_map,
+                         const py::dict &kw) {
+  const Grid grid = to_grid(matrix);
+  bool bart_units = false;
+  const ReconOptions options = options_for(kw, grid, sens, sens_coils, field_map, bart_units);
+  const KSpaceData data = item_data(points, samples, weights, times, coils, grid);
   ReconResult result;
   {
     py::gil_scoped_release release;
     result = reconstruct(data, grid, options);
   }
-  if (bart_units) { // the image in BART's scale, sqrt(N) times ours (the CLI's to_bart_units)
-    const auto s = static_cast<float>(1.0 / bart::nufft_scale(grid));
-    for (cfloat &v : result.image.values()) v *= s;
+  return py::make_tuple(image_out(std::move(result.image), bart_units), report_dict(result.report));
+}
+
+// mri::reconstruct_batch: items (tuples as item_data takes them) -> a list of (image, report,
+// None) or (None, None, the item's exception), in the items' order, and each item's OpenMP team.
+py::list reconstruct_batch_py(const py::list &items, const std::vector<std::int64_t> &matrix,
+                              const std::optional<py::array> &sens, int sens_coils,
+                              const std::optional<py::array> &field_map, int jobs, bool share_q, const py::dict &kw) {
+  const Grid grid = to_grid(matrix);
+  bool bart_units = false;
+  const ReconOptions options = options_for(kw, grid, sens, sens_coils, field_map, bart_units);
+  std::vector<KSpaceData> data;
+  for (py::handle h : items) {
+    const py::tuple t = h.cast<py::tuple>();
+    data.push_back(item_data(t[0].cast<py::array>(), t[1].cast<py::array>(), t[2].cast<std::optional<py::array>>(),
+                             t[3].cast<std::optional<py::array>>(), t[4].cast<int>(), grid));
   }
-  return py::make_tuple(from_image(std::move(result.image)), report_dict(result.report));
+  BatchOptions batch;
+  batch.jobs = jobs;
+  batch.share_q = share_q;
+  std::vector<BatchResult> results;
+  {
+    py::gil_scoped_release release;
+    results = reconstruct_batch(data, grid, options, batch);
+  }
+  py::list out;
+  for (BatchResult &r : results) {
+    if (r.error) {
+      out.append(py::make_tuple(py::none(), py::none(), python_error(r.error), r.threads));
+    } else {
+      out.append(py::make_tuple(image_out(std::move(r.image), bart_units), report_dict(r.report), py::none(),
+                                r.threads));
+    }
+  }
+  return out;
 }
 
 } // namespace
@@ -246,6 +300,8 @@ void bind_reconstruct(py::module_ &m) {
   m.def("reconstruct", &reconstruct_py, py::arg("points"), py::arg("kspace"), py::arg("weights"), py::arg("times"),
         py::arg("coils"), py::arg("matrix"), py::arg("sens"), py::arg("sens_coils"), py::arg("field_map"),
         py::arg("options"));
+  m.def("reconstruct_batch", &reconstruct_batch_py, py::arg("items"), py::arg("matrix"), py::arg("sens"),
+        py::arg("sens_coils"), py::arg("field_map"), py::arg("jobs"), py::arg("share_q"), py::arg("options"));
 }
 
 } // namespace mri::python

@@ -162,3 +162,30 @@ def test_a_python_exception_in_a_callback_propagates(radial_data):
     matrix, points, kspace = radial_data
     with pytest.raises(ZeroDivisionError):
         mri.reconstruct(points, kspace, matrix, backend="cpu", on_iteration=lambda k, x, r: 1 / 0)
+
+
+def test_reconstruct_batch_is_reconstruct_per_item(radial_data):
+    matrix, points, kspace = radial_data
+    items = [{"points": points, "kspace": mri.add_noise(kspace, snr=20, seed=s)} for s in range(3)]
+    results = mri.reconstruct_batch(items, matrix, jobs=2, iterations=6, backend="cpu")
+    assert len(results) == 3
+    assert [r["q_cache"] for _, r in results].count("miss") == 1  # one Q for the shared trajectory
+    for item, (image, report) in zip(items, results):
+        single, _ = mri.reconstruct(item["points"], item["kspace"], matrix, iterations=6, backend="cpu")
+        assert report["threads"] >= 1 and report["units"] == "sdk"
+        # NUFFT reconstructions are measured bitwise across thread counts (docs/reliability.md);
+        # the test allows the documented cross-count tolerance.
+        assert np.linalg.norm(image - single) <= 1e-5 * np.linalg.norm(single)
+
+
+def test_reconstruct_batch_keeps_each_items_error(radial_data):
+    matrix, points, kspace = radial_data
+    beyond = points * 4  # beyond 3n/2: reconstruct refuses the item, the others run
+    items = [(points, kspace), (beyond, kspace), (points, kspace)]
+    results = mri.reconstruct_batch(items, matrix, iterations=3, backend="cpu", errors="return")
+    assert isinstance(results[1], mri.InvalidArgument) and results[1].item == 1
+    assert "beyond 3n/2" in str(results[1])
+    assert results[0][0].shape == results[2][0].shape == matrix
+    with pytest.raises(mri.InvalidArgument) as error:
+        mri.reconstruct_batch(items, matrix, iterations=3, backend="cpu")
+    assert error.value.item == 1
