@@ -43,3 +43,10 @@ def cli_env():
     (test_torch.py, collected with the others) sets this process's team to torch's thread count."""
     threads = ctypes.CDLL("libgomp.so.1").omp_get_max_threads()
     return dict(os.environ, OMP_NUM_THREADS=str(threads))
+
+
+def mri_tool():
+    """The mri command-line tool of this build (MRI_TEST_CLI, set by ctest), or None when it is
+    not set or not built (the comparisons with it are then skipped)."""
+    path = os.environ.get("MRI_TEST_CLI")
+    return path if path and os.path.exists(path) else None

@@ -1,16 +1,15 @@
 """Arrays in and out (the conversion rule of python/mri/_arrays.py) and BART files in NumPy
 layout, read back by the C++ command-line tool."""
 
-import os
 import subprocess
 
 import numpy as np
 import pytest
 
 import mri
-from conftest import random_image, cli_env
+from conftest import random_image, cli_env, mri_tool
 
-CLI = os.environ.get("MRI_TEST_CLI")
+CLI = mri_tool()
 
 
 def test_cfl_round_trip_keeps_values_and_bart_axis_order(tmp_path, rng):
@@ -119,7 +118,7 @@ def bart_scaled(values, scale):
     return out
 
 
-@pytest.mark.skipif(not CLI, reason="MRI_TEST_CLI (the mri tool) not set")
+@pytest.mark.skipif(not CLI, reason="the mri tool is not built (MRI_TEST_CLI)")
 @pytest.mark.parametrize("exact", [False, True])
 def test_bart_files_written_from_python_give_the_clis_nufft_bitwise(tmp_path, rng, exact):
     # `mri nufft` reads our files with the C++ reader and runs NufftOperator (tolerance 1e-3) or
@@ -162,7 +161,7 @@ def test_nifti_round_trip_through_libmri_io(tmp_path, rng):
         mri.io.read_nifti(tmp_path / "missing.nii")
 
 
-@pytest.mark.skipif(not CLI, reason="MRI_TEST_CLI (the mri tool) not set")
+@pytest.mark.skipif(not CLI, reason="the mri tool is not built (MRI_TEST_CLI)")
 def test_ismrmrd_items_reconstruct_as_mri_recon_does(tmp_path):
     # `mri phantom` writes a 4-coil radial ISMRMRD file; its item, read by libmri_io from Python
     # and reconstructed with estimated maps, is the image `mri recon --in` writes (our units).

@@ -2,7 +2,6 @@
 `mri recon`) and one training run of the unrolled network."""
 
 import importlib.util
-import os
 import pathlib
 import shutil
 import subprocess
@@ -12,10 +11,10 @@ import numpy as np
 import pytest
 
 import mri
-from conftest import cli_env
+from conftest import cli_env, mri_tool
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
-CLI = os.environ.get("MRI_TEST_CLI")
+CLI = mri_tool()
 
 
 @pytest.mark.skipif(not CLI or not shutil.which("bart"), reason="needs the mri tool and BART")

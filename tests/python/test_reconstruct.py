@@ -1,16 +1,15 @@
 """mri.reconstruct against the C++ command-line tool on the same BART files, its options and
 report, and the other functions of the API (coil maps, density, phantom, motion)."""
 
-import os
 import subprocess
 
 import numpy as np
 import pytest
 
 import mri
-from conftest import cli_env
+from conftest import cli_env, mri_tool
 
-CLI = os.environ.get("MRI_TEST_CLI")
+CLI = mri_tool()
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +20,7 @@ def radial_data():
     return matrix, points, kspace
 
 
-@pytest.mark.skipif(not CLI, reason="MRI_TEST_CLI (the mri tool) not set")
+@pytest.mark.skipif(not CLI, reason="the mri tool is not built (MRI_TEST_CLI)")
 def test_reconstruct_on_bart_files_is_mri_recon(tmp_path, radial_data):
     # The issue's acceptance: the CLI's image on the same BART files (relative difference below
     # 1e-5); both run reconstruct() on the CPU with the same options, so the bits agree too.
