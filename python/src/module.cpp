@@ -4,6 +4,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <memory>
+#include <mutex>
+#include <optional>
+
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "enums.hpp"
