@@ -22,7 +22,7 @@ Tool make_tool() {
                        }));
   app.require_subcommand(1);
   app.failure_message(one_line);
-  for (auto add : {add_phantom, add_traj, add_nufft, add_recon, add_sens, add_motion}) {
+  for (auto add : {add_phantom, add_traj, add_nufft, add_recon, add_sens, add_motion, add_fieldmap}) {
     Runner runner = add(app);
     tool.commands.push_back({app.get_subcommands([](CLI::App *) { return true; }).back(), std::move(runner)});
   }

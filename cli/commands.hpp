@@ -12,5 +12,6 @@ Runner add_nufft(CLI::App &app);   // cmd_nufft.cpp
 Runner add_recon(CLI::App &app);   // cmd_recon.cpp
 Runner add_sens(CLI::App &app);    // cmd_sens.cpp
 Runner add_motion(CLI::App &app);  // cmd_motion.cpp
+Runner add_fieldmap(CLI::App &app); // cmd_fieldmap.cpp
 
 } // namespace mri::cli

@@ -49,6 +49,23 @@ private:
   float min_ = 0, max_ = 0;
 };
 
+// A field map from two echoes of one acquisition at echo times TE1 and TE2 = TE1 + delta_te (a
+// dual-echo prescan): by the model's sign (docs/conventions.md) echo2 / echo1 = exp(-2 pi i f delta_te),
+// so f = -arg(conj(echo1) echo2) / (2 pi delta_te), unambiguous for |f| < 1 / (2 delta_te).
+// Unwrap-free: the complex product conj(echo1) echo2 (magnitude-weighted by construction) is
+// smoothed by a box of (2 smooth + 1) voxels per axis before its angle is taken, so noise in
+// weak voxels does not wrap the estimate; voxels below `mask` of the largest |echo1| (air) take the
+// field of the nearest signal by widening that box until it reaches signal (a smooth extension, as
+// the reconstruction needs the map everywhere).
+struct FieldMapEstimation {
+  double mask = 0.1; // fraction of the largest |echo1|, in [0, 1)
+  int smooth = 1;    // half-width of the box, voxels, in [0, 16]
+};
+// Throws InvalidArgument for echoes on different grids, NaN/Inf values, delta_te not finite and
+// > 0, options outside their ranges, or no voxel above the mask.
+FieldMap estimate_field_map(const Image &echo1, const Image &echo2, double delta_te,
+                            const FieldMapEstimation &options = {});
+
 // How b_l(t) is chosen (Fessler, Lee, Olafsson, Shi, Noll, IEEE TSP 2005, "Toeplitz-based
 // iterative image reconstruction for MRI with correction for magnetic field inhomogeneity").
 enum class SegmentInterpolator {

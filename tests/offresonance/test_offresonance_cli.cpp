@@ -109,6 +109,33 @@ TEST_CASE("mri recon --fieldmap --readout-times corrects the field and reports L
   CHECK(lines(resampled.err) == 1);
 }
 
+TEST_CASE("mri fieldmap estimates the map from two echoes that mri recon then uses", "[offresonance]") {
+  const test::TempDir dir("b0cli_fieldmap");
+  const Image truth = write_problem(dir);
+  std::vector<float> f;
+  for (const cfloat c : bart::read_cfl(dir / "f").data) f.push_back(c.real());
+  // Two noiseless echoes 2 ms apart, TE1 = 1 ms (the model's sign: exp(-2 pi i f TE)).
+  std::vector<cfloat> e1(truth.size()), e2(truth.size());
+  for (std::size_t i = 0; i < truth.size(); ++i) {
+    const double w = -2 * M_PI * f[i];
+    e1[i] = cfloat(cdouble(truth[i]) * std::polar(1.0, w * 1e-3));
+    e2[i] = cfloat(cdouble(truth[i]) * std::polar(1.0, w * 3e-3));
+  }
+  bart::write_cfl(dir / "e1", {kN, kN, 1}, e1);
+  bart::write_cfl(dir / "e2", {kN, kN, 1}, e2);
+  const Run est = mri_cli(dir, "fieldmap --echo1 e1 --echo2 e2 --delta-te 2 --out fest");
+  INFO(est.err);
+  REQUIRE(est.code == 0);
+  CHECK(est.err.find("mri fieldmap: 24x24x1") != std::string::npos);
+  const std::string common = "recon --traj t --kspace k --matrix 24,24 --iterations 10 --backend cpu --quiet ";
+  REQUIRE(mri_cli(dir, common + "--out plain").code == 0);
+  REQUIRE(mri_cli(dir, common + "--fieldmap fest --readout-times times --out fixed").code == 0);
+  CHECK(psnr_of(dir, "fixed", truth) > psnr_of(dir, "plain", truth) + 5);
+  const Run bad = mri_cli(dir, "fieldmap --echo1 e1 --echo2 e2 --delta-te 0 --out x");
+  CHECK(bad.code == 2);
+  CHECK(lines(bad.err) <= 2); // CLI11's message and its "Run with --help" line
+}
+
 TEST_CASE("mri recon refuses bad off-resonance inputs with one line and an exit code", "[offresonance][bad-input]") {
   const test::TempDir dir("b0cli_bad");
   write_problem(dir);
