@@ -82,7 +82,30 @@ def write_nifti(path, images, voxel_mm=(1.0, 1.0, 1.0), complex=False):
 def read_ismrmrd(path, units="auto", group="dataset"):
     """ISMRMRD raw data through libmri_io: {"header": {...}, "items": [{"points" (M, d),
     "kspace" (M, coils), "weights", "slice", "repetition", ..., "geometry"}], "units", "notes"}.
-    Each item's points, kspace and weights go to mri.reconstruct as they are."""
-    if units not in ("auto", "cycles-per-fov", "normalized"):
-        raise ValueError(f"units: {units!r}, expected auto, cycles-per-fov or normalized")
+    Each item's points, kspace and weights go to mri.reconstruct as they are. units: how the
+    file's trajectory is read, "auto", "cycles" (cycles/FOV) or "normalized" ([-0.5, 0.5))."""
     return _io().read_ismrmrd(os.fspath(path), units, group)
+
+
+def write_ismrmrd(path, items, matrix, *, fov_mm=None, trajectory="other", readouts=1, units="cycles"):
+    """Raw data as a new ISMRMRD file (mri/io/ismrmrd.hpp: written through a temporary file):
+    items are dicts with "points" (M, d) and "kspace" (M,) or (M, coils), optionally "geometry"
+    (read_dir, phase_dir, slice_dir, position), each one slice split into `readouts`
+    acquisitions; every item has the same coils and samples. The header: matrix as encoded and
+    recon matrix, fov_mm (default 1 mm voxels), the trajectory name, the coils. units: the stored
+    trajectory's, "cycles" (cycles/FOV) or "normalized"."""
+    from ._arrays import matrix_tuple, points_array
+
+    matrix = matrix_tuple(matrix)
+    full = list(matrix) + [1] * (3 - len(matrix))
+    fov = [float(v) for v in (fov_mm if fov_mm is not None else full)]
+    prepared, coils = [], None
+    for i, item in enumerate(items):
+        kspace = complex_array(f"items[{i}].kspace", item["kspace"])
+        kspace = kspace.reshape(kspace.shape[0], -1, order="F")
+        coils = kspace.shape[1] if coils is None else coils
+        prepared.append({"points": points_array(f"items[{i}].points", item["points"]),
+                         "kspace": np.asfortranarray(kspace), "geometry": item.get("geometry")})
+    header = {"encoded_matrix": full, "recon_matrix": full, "encoded_fov_mm": fov, "recon_fov_mm": fov,
+              "trajectory": trajectory, "coils": coils or 1}
+    _io().write_ismrmrd(os.fspath(path), prepared, header, int(readouts), units)

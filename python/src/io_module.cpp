@@ -6,6 +6,7 @@
 #include <pybind11/stl/filesystem.h>
 
 #include "arrays.hpp"
+#include "enums.hpp"
 #include "mri/error.hpp"
 #include "mri/io/ismrmrd.hpp"
 #include "mri/io/nifti.hpp"
@@ -54,10 +55,7 @@ void write_nifti_py(const std::filesystem::path &path, const py::array &images, 
 
 py::dict read_ismrmrd_py(const std::filesystem::path &path, const std::string &units, const std::string &group) {
   IsmrmrdReadOptions o;
-  if (units == "auto") o.units = TrajUnits::Auto;
-  else if (units == "cycles-per-fov") o.units = TrajUnits::CyclesPerFov;
-  else if (units == "normalized") o.units = TrajUnits::Normalized;
-  else detail::invalid_argument("units", "'" + units + "'", "expected auto, cycles-per-fov or normalized");
+  o.units = parse_enum("units", units, {TrajUnits::Auto, TrajUnits::CyclesPerFov, TrajUnits::Normalized});
   o.group = group;
   IsmrmrdData data;
   {
@@ -98,6 +96,45 @@ py::dict read_ismrmrd_py(const std::filesystem::path &path, const std::string &u
   return out;
 }
 
+std::array<double, 3> triple(const py::handle &h) { return h.cast<std::array<double, 3>>(); }
+
+// items: dicts with "points" (M, d) float32 C-ordered, "kspace" (M, coils) complex64 Fortran-ordered
+// and optionally "geometry" (read_dir, phase_dir, slice_dir, position), as mri.io prepares them.
+void write_ismrmrd_py(const std::filesystem::path &path, const py::list &items, const py::dict &header_in,
+                      int readouts, const std::string &units) {
+  IsmrmrdHeader header;
+  header.encoded_matrix = header_in["encoded_matrix"].cast<std::array<int, 3>>();
+  header.recon_matrix = header_in["recon_matrix"].cast<std::array<int, 3>>();
+  header.encoded_fov_mm = triple(header_in["encoded_fov_mm"]);
+  header.recon_fov_mm = triple(header_in["recon_fov_mm"]);
+  header.trajectory = header_in["trajectory"].cast<std::string>();
+  header.coils = header_in["coils"].cast<int>();
+  const Grid grid = header.recon_grid();
+  std::vector<KSpaceData> data;
+  std::vector<std::optional<ScannerGeometry>> geometry;
+  data.reserve(items.size());
+  for (py::handle h : items) {
+    const py::dict item = h.cast<py::dict>();
+    Trajectory t = to_trajectory(item["points"].cast<py::array>(), grid.dims());
+    const auto m = static_cast<std::int64_t>(t.size());
+    data.emplace_back(std::move(t), to_vector<cfloat>(item["kspace"].cast<py::array>(), "kspace", m * header.coils),
+                      std::vector<float>{}, header.coils);
+    std::optional<ScannerGeometry> g;
+    if (item.contains("geometry") && !item["geometry"].is_none()) {
+      const py::dict d = item["geometry"].cast<py::dict>();
+      g = ScannerGeometry{triple(d["read_dir"]), triple(d["phase_dir"]), triple(d["slice_dir"]), triple(d["position"])};
+    }
+    geometry.push_back(g);
+  }
+  IsmrmrdWriteInput input;
+  input.header = header;
+  for (std::size_t i = 0; i < data.size(); ++i) input.slices.push_back({&data[i], geometry[i]});
+  input.readouts = readouts;
+  input.units = parse_enum("units", units, {TrajUnits::CyclesPerFov, TrajUnits::Normalized});
+  py::gil_scoped_release release;
+  write_ismrmrd(path, input);
+}
+
 } // namespace
 } // namespace mri::python
 
@@ -109,4 +146,5 @@ PYBIND11_MODULE(_mri_io, m) {
   m.def("read_nifti", &read_nifti_py);
   m.def("write_nifti", &write_nifti_py);
   m.def("read_ismrmrd", &read_ismrmrd_py);
+  m.def("write_ismrmrd", &write_ismrmrd_py);
 }

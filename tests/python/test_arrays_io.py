@@ -179,3 +179,21 @@ def test_ismrmrd_items_reconstruct_as_mri_recon_does(tmp_path):
                                     weights=item["weights"], iterations=8, backend="cpu")
     assert report["maps"].startswith("estimated")
     np.testing.assert_array_equal(image, mri.io.read_cfl(tmp_path / "x"))
+
+
+def test_ismrmrd_written_from_python_reads_back_bitwise(tmp_path, rng):
+    matrix = (32, 32)
+    points = mri.traj.radial(matrix, 16, 64)
+    slices = [{"points": points, "kspace": random_image(rng, (points.shape[0], 3)),
+               "geometry": {"read_dir": [1, 0, 0], "phase_dir": [0, 1, 0], "slice_dir": [0, 0, 1],
+                            "position": [0, 0, 5.0 * s]}} for s in range(2)]
+    mri.io.write_ismrmrd(tmp_path / "raw.h5", slices, matrix, trajectory="radial", readouts=16)
+    raw = mri.io.read_ismrmrd(tmp_path / "raw.h5")
+    assert raw["header"]["coils"] == 3 and raw["header"]["trajectory"] == "radial"
+    assert [item["slice"] for item in raw["items"]] == [0, 1]
+    for written, item in zip(slices, raw["items"]):
+        np.testing.assert_array_equal(item["points"], points)
+        np.testing.assert_array_equal(item["kspace"], written["kspace"])
+        assert item["geometry"]["position"] == written["geometry"]["position"]
+    with pytest.raises(ValueError, match="units = 'furlongs'"):
+        mri.io.read_ismrmrd(tmp_path / "raw.h5", units="furlongs")
