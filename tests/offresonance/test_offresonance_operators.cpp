@@ -206,6 +206,29 @@ TEST_CASE("time-segmented operator: forward within the stated bound of the exact
   }
 }
 
+TEST_CASE("time-segmented operator in 3D: forward within the bound, Toeplitz normal", "[offresonance]") {
+  const Grid g(12, 10, 8);
+  const Trajectory t = test::random_trajectory(g, 3000, 81);
+  const auto times = readout_times(10, 300, 0.012, 82);
+  std::mt19937_64 rng(83);
+  std::uniform_real_distribution<float> u(-60.0f, 90.0f);
+  std::vector<float> f(static_cast<std::size_t>(g.voxels()));
+  for (float &v : f) v = u(rng);
+  const auto field = std::make_shared<const FieldMap>(g, f);
+  NufftOptions nufft;
+  nufft.tolerance = 1e-5;
+  const SegmentedFieldOperator seg(t, g, *field, times, {}, nufft);
+  const FieldFourierOperator exact(t, g, field, times, {Backend::Cpu, Precision::Float64});
+  const Image x = test::random_image(g, 84);
+  CAPTURE(seg.segmentation().segments, seg.segmentation().error);
+  CHECK(test::relative_error(mri::forward(seg, x), mri::forward(exact, x)) <= 1.2 * seg.segmentation().error + 1e-4);
+  const auto w = test::random_weights(t.size(), 85);
+  const SegmentedToeplitz toeplitz(seg, w);
+  std::vector<cfloat> ax = mri::forward(seg, x);
+  for (std::size_t m = 0; m < ax.size(); ++m) ax[m] *= w[m];
+  CHECK(test::relative_error(mri::forward(toeplitz, x), mri::adjoint(seg, ax)) < 1e-4);
+}
+
 TEST_CASE("time-segmented operator: a zero field is the NUFFT bitwise", "[offresonance]") {
   const Grid g(16, 16);
   const Trajectory t = traj::spiral(g, 2, 300);
