@@ -105,8 +105,9 @@ std::vector<BatchResult> reconstruct_batch(const BatchFeed &feed, const Grid &gr
                                            const BatchOptions &batch = {});
 
 // The Toeplitz cache key under which reconstruct(data, grid, options) stores or loads Q: items
-// with one key share Q. None where it has no Q to share: normal = Direct, or a key that cannot be
-// made (weights of the wrong length: reconstruct then says why).
+// with one key share Q. None where it has no Q to share: normal = Direct, a non-zero field map
+// (options.offresonance: its kernels are not cached), or a key that cannot be made (weights of the
+// wrong length: reconstruct then says why).
 std::optional<ToeplitzCacheKey> reconstruct_q_key(const KSpaceData &data, const Grid &grid, const ReconOptions &options);
 
 // A Q cache directory of its own under TMPDIR (std::filesystem::temp_directory_path()), removed

@@ -99,6 +99,8 @@ void feed_items(Batch &b) {
 // The key names the method that will run: Method::Auto resolved as reconstruct() resolves it.
 std::optional<ToeplitzCacheKey> reconstruct_q_key(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
   if (o.solver.normal != Normal::Toeplitz) return std::nullopt;
+  // A non-zero field map: the field-corrected kernels are the item's own (not cached).
+  if (o.offresonance.field_map && !o.offresonance.field_map->is_zero()) return std::nullopt;
   try {
     const Method method = detail::resolve_method(data, grid, o, detail::recon_backend(o)).method;
     return toeplitz_cache_key(data.trajectory(), data.weights(), grid, o.precision,
