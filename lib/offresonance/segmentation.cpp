@@ -212,8 +212,9 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
   int L = o.segments;
   Errors errors;
   if (!(hi > lo)) {
-    // A uniform field is exp(-2 pi i f0 t) exactly: one segment, b = 1, no error.
-    L = std::max(L, 1);
+    // A uniform field is exp(-2 pi i f0 t) exactly: one segment, b = 1 (Hanning's single window),
+    // E = 1, no error, whatever L was asked.
+    L = 1;
   } else if (L > 0) {
     errors = segmentation_error(make(L), fine, eval);
   } else {
@@ -238,7 +239,8 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
               " Hz over " + std::to_string((t1 - t0) * 1e3) + " ms, beyond max_segments = " +
               std::to_string(o.max_segments) + " (raise it, or the tolerance)");
   }
-  const Interpolator interp = make(L);
+  const Interpolator interp =
+      hi > lo ? make(L) : Interpolator(SegmentInterpolator::Hanning, uniform_centres(1, t0, t1), fit);
 
   TimeSegmentation s;
   s.segments = L;
