@@ -44,7 +44,7 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
   cmd.add_option("-R", a.bart_terms, "a term in BART pics' syntax, repeatable: W:DIMS:0:L (l1-wavelet), T:DIMS:0:L "
                  "(total variation), I:DIMS:0:L (l1), Q:L (l2); DIMS a bit mask of x=1, y=2, z=4")->allow_extra_args(false);
   add_enum(cmd, "--solver", o.solver.proximal.algorithm, kProximalAlgorithms,
-           "with sparse terms: auto (fista for one wavelet/l1 term, else admm) | fista | admm | primal-dual");
+           "with sparse terms: auto (fista for one term, else admm) | fista | admm | primal-dual");
   add_enum(cmd, "--wavelet", a.wavelet, kWavelets, "the l1-wavelet terms' family (db2: BART's)");
   add_enum(cmd, "--scaling", o.solver.scaling, kDataScalings, "with sparse terms: scale the data as bart pics does (lambda in BART's sense) or not");
   cmd.add_option("--rho", o.solver.proximal.admm_rho, "ADMM's penalty parameter, relative to the normal operator's largest eigenvalue")->check(CLI::PositiveNumber)->capture_default_str();

@@ -161,6 +161,28 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// One dual step of TV denoising at every voxel (mri/detail/sparse_stencil.hpp's tv_dual_step_voxel).
+__global__ void __launch_bounds__(kThreads)
+    tv_dual_step_kernel(const float2 *__restrict__ u, float2 *__restrict__ p, float2 *__restrict__ q, Extents grid,
+                        AxisList axes, bool isotropic, float step, float radius, float momentum) {
+  const long long voxels = voxel_count(grid);
+  const float *uf = reinterpret_cast<const float *>(u);
+  float *pf = reinterpret_cast<float *>(p), *qf = reinterpret_cast<float *>(q);
+  for (long long v = first_index(); v < voxels; v += grid_stride()) {
+    long long c[3];
+    coordinates(v, grid, c);
+    std::int64_t pos[3], extent[3], stride[3];
+    for (int b = 0; b < axes.count; ++b) {
+      const int a = axes.axis[b];
+      pos[b] = pick(c, a);
+      extent[b] = pick(grid.n, a);
+      stride[b] = axis_stride(grid, a);
+    }
+    ::mri::detail::tv_dual_step_voxel(uf, pf, qf, v, voxels, axes.count, pos, extent, stride, isotropic, step, radius,
+                                      momentum);
+  }
+}
+
 // Sum over the block in a fixed order (shuffles, then the warps' sums in order); valid in thread 0.
 __device__ double block_sum(double v) {
   __shared__ double warp_sums[kThreads / 32];
@@ -406,6 +428,22 @@ void SparseOps<DeviceImage>::gradient_adjoint(const Grid &grid, unsigned axes, c
   ensure_grid(x, grid, g.stream());
   gradient_adjoint_kernel<<<elementwise_blocks(grid.voxels()), kThreads, 0, as_stream(x.stream())>>>(
       dev(g), dev(x), extents_of(grid.extents()), list);
+  check_launch();
+}
+
+void SparseOps<DeviceImage>::tv_dual_step(const Grid &grid, unsigned axes, bool isotropic, const DeviceImage &u,
+                                          double step, double radius, double momentum, DeviceImage &p,
+                                          DeviceImage &q) {
+  const AxisList list = axis_list(grid, axes);
+  require_grid(u, grid, "tv_dual_step u");
+  const Grid stacked = stacked_grid(grid, list.count);
+  require_grid(p, stacked, "tv_dual_step p");
+  require_grid(q, stacked, "tv_dual_step q");
+  if (p.data() == q.data()) mri::detail::invalid_argument("tv_dual_step q", "p", "the dual and its extrapolation must be two vectors");
+  if (!(radius >= 0) || !std::isfinite(radius)) mri::detail::invalid_argument("tv_dual_step radius", radius, "must be finite and >= 0");
+  tv_dual_step_kernel<<<elementwise_blocks(grid.voxels()), kThreads, 0, as_stream(q.stream())>>>(
+      dev(u), dev(p), dev(q), extents_of(grid.extents()), list, isotropic, static_cast<float>(step),
+      static_cast<float>(radius), static_cast<float>(momentum));
   check_launch();
 }
 

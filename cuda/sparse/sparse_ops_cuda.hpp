@@ -30,6 +30,9 @@ template <> struct SparseOps<cuda::DeviceImage> {
   // g = (D_a x) stacked over the axes of `axes` (resolved); x = sum_a D_a^H g_a.
   static void gradient_forward(const Grid &grid, unsigned axes, const Vec &x, Vec &g);
   static void gradient_adjoint(const Grid &grid, unsigned axes, const Vec &g, Vec &x);
+  // One step of TV denoising's dual iteration at every voxel (see SparseOps<Image>), on q's stream.
+  static void tv_dual_step(const Grid &grid, unsigned axes, bool isotropic, const Vec &u, double step, double radius,
+                           double momentum, Vec &p, Vec &q);
   // Block soft-thresholding of the groups outside `keep`, in place; returns the sum of their
   // norms before the shrink (double accumulation).
   static double shrink(Vec &z, const Grid &base, int group_size, const KeepBox &keep, double t);

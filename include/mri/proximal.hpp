@@ -11,9 +11,14 @@
 //   L1Image         T = identity; prox = the complex soft-threshold.
 //   TotalVariation  T = D (forward differences along the term's axes, stacked); prox = the
 //                   group shrink over the axes at each voxel (isotropic) or each value (anisotropic).
+//                   On the image (prox_image, FISTA's step) TV's proximal map has no closed form:
+//                   it is TV denoising, solved by the fast gradient projection on its dual (Beck
+//                   and Teboulle 2009, "Fast gradient-based algorithms for constrained total
+//                   variation image denoising and deblurring", algorithm FGP), warm started.
 //
 // Thread safety: a SparseTermOps holds scratch vectors and its shift generator: one call at a
 // time on one object.
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -34,7 +39,7 @@ public:
                 std::uint64_t seed)
       : term_(term), grid_(grid), axes_(resolve_axes(grid, term.axes)), cycle_spinning_(cycle_spinning),
         shifts_(seed) {
-    validate();
+    validate(term, grid, "term " + to_string(term));
     if (term.penalty == SparsePenalty::L1Wavelet) {
       levels_ = wavelet_levels(grid, axes_, term.wavelet);
       scratch_.emplace_back(Ops::make(grid, like));
@@ -77,6 +82,34 @@ public:
     }
   }
 
+  // x = prox_{t lambda R}(x) on the image. TV: `inner` iterations of FGP on the dual
+  //   min_{|p_j| <= t lambda} 0.5 ||x - D^H p||^2,  then x - D^H p,
+  // each  p+ = P(q + D (x - D^H q) / ||D||^2),  q+ = p+ + ((s - 1)/s+) (p+ - p),  P the projection
+  // onto the groups' balls (SparseOps::tv_dual_step), warm started from the previous call's p:
+  // FISTA's consecutive steps denoise nearby images, so few iterations stay close to the map.
+  void prox_image(double t, Vec &x, int inner) {
+    if (acts_on_image()) return prox(t, x);
+    if (tv_.empty()) { // p starts at 0
+      tv_.emplace_back(make_range(x));
+      tv_.emplace_back(make_range(x));
+      tv_.emplace_back(Ops::make(grid_, x));
+      VOps::zero(tv_[0]);
+    }
+    Vec &p = tv_[0], &q = tv_[1], &u = tv_[2];
+    VOps::copy(p, q);
+    double s = 1;
+    for (int k = 0; k < inner; ++k) {
+      transform_adjoint(q, u); // u = x - D^H q
+      VOps::xpay(x, -1.0, u);
+      const double s_next = 0.5 * (1 + std::sqrt(1 + 4 * s * s));
+      Ops::tv_dual_step(grid_, axes_, term_.isotropic, u, 1.0 / transform_norm2(), t * term_.lambda,
+                        (s - 1) / s_next, p, q);
+      s = s_next;
+    }
+    transform_adjoint(p, u);
+    VOps::axpy(-1.0, u, x);
+  }
+
   // lambda R(T x) (the wavelet unshifted), with `range` a scratch vector of T's range.
   double value(const Vec &x, Vec &range) {
     switch (term_.penalty) {
@@ -91,17 +124,6 @@ public:
   }
 
 private:
-  void validate() const {
-    const std::string name = "term " + to_string(term_);
-    if (!(term_.lambda >= 0) || !std::isfinite(term_.lambda))
-      detail::invalid_argument(name + " lambda", term_.lambda, "must be finite and >= 0");
-    if (term_.joint != 0)
-      detail::invalid_argument(name + " joint flags", term_.joint,
-                               "joint thresholding needs a dimension beyond the image (coils, frames)");
-    if (term_.penalty == SparsePenalty::L2)
-      detail::invalid_argument(name, "L2", "is quadratic: SolverOptions::lambda with Regularizer::Tikhonov");
-  }
-
   // TV's groups: the differences along the axes at one voxel (isotropic), or each value alone.
   Grid shrink_base() const {
     return term_.isotropic ? grid_ : stacked_grid(grid_, axis_count(axes_));
@@ -139,6 +161,7 @@ private:
   std::mt19937_64 shifts_;
   WaveletLevels levels_;
   std::vector<Vec> scratch_;
+  std::vector<Vec> tv_; // prox_image's dual p and its extrapolation q (T's range), an image
 };
 
 } // namespace mri

@@ -7,13 +7,14 @@
 // CUDA device images share them. Each solver applies N once per iteration (ADMM: once per inner
 // CG iteration, plus once for its objective) and reports f + sum R exactly at every iterate.
 //
-//   Fista       one term whose T is the identity (wavelet, l1). Beck and Teboulle 2009, with the
-//               monotone safeguard of their MFISTA (Beck and Teboulle 2009, TV paper, eq. 4.1):
+//   Fista       one term (Beck and Teboulle 2009): wavelet and l1 by their closed-form maps, TV by
+//               warm-started inner iterations (SparseTermOps::prox_image); with the monotone safeguard of their MFISTA (Beck and Teboulle 2009, TV paper, eq. 4.1):
 //               z = prox_{R/L}(v - (N v - b) / L); x+ = z if F(z) <= F(x) else x;
 //               v+ = x+ + (t/t+) (z - x+) + ((t - 1)/t+) (x+ - x). The safeguard compares
 //               objectives of one fixed penalty, so it is on only without cycle spinning (whose
 //               shifts change the penalty each iteration, as in BART's FISTA).
-//               N v is N x+ and N z combined (N is linear): one N per iteration.
+//               N v is N x+ and N z combined (N is linear): one N per iteration. Each step is
+//               checked against its own curvature and L raised when it shows more (fista_step).
 //   Admm        any terms (Boyd et al. 2011, scaled form): x+ = argmin f + rho/2 sum ||T_i x - z_i + u_i||^2
 //               by CG on (N + rho sum T_i^H T_i) from x; z_i = prox_{R_i/rho}(T_i x+ + u_i);
 //               u_i += T_i x+ - z_i. rho starts at admm_rho L and is balanced each iteration
@@ -23,7 +24,8 @@
 //               p_i = prox_{sigma R_i^*}(p_i + sigma T_i (2 x+ - x)), tau = 1/L,
 //               sigma = L / (2 sum ||T_i||^2), which meets 1/tau - sigma sum ||T_i||^2 >= L/2.
 // L, the largest eigenvalue of N, by power iteration from b (Rayleigh quotient, times a margin);
-// ADMM's rho is relative to it.
+// ADMM's rho is relative to it. The exact L is not needed in advance by FISTA (its step check),
+// but is by PrimalDual, whose step has no check.
 //
 // Thread safety: a solver holds its state: one solver per thread.
 #include <algorithm>
@@ -44,8 +46,8 @@
 namespace mri {
 
 enum class ProximalAlgorithm {
-  Auto,      // Fista for one image-domain term (wavelet, l1), else Admm
-  Fista,     // one term acting on the image
+  Auto,      // Fista for one term, else Admm
+  Fista,     // one term
   Admm,      // any terms; inner CG
   PrimalDual // any terms; no inner solves
 };
@@ -63,7 +65,15 @@ struct ProximalSettings {
   // updates need few iterations. Tuned on CS-2D radial TV (benchmarks/cs; the trade-off of PSNR
   // against time is in docs/sparse.md): BART's 1e-3 gives up more PSNR than it saves time.
   double admm_cg_tolerance = 5e-4;
-  int power_iterations = 20;     // for L (Fista, PrimalDual)
+  // Power iterations for L: the primal-dual step needs L from above (a 2% margin over the last
+  // Rayleigh quotient; eigenvalues that separate slowly, as a spiral's, leave 20 iterations some
+  // 10% short and PrimalDual's step too long) and ADMM scales rho by it. FISTA checks each step
+  // and raises L when a step shows more curvature (fista_step), so it starts from a few.
+  int power_iterations = 20;
+  int fista_power_iterations = 5;
+  // FISTA with a TV term: iterations of its inner TV denoising (SparseTermOps::prox_image) per
+  // step, warm started. Tuned on CS-2D radial TV (benchmarks/cs; docs/sparse.md).
+  int tv_prox_iterations = 5;
   bool cycle_spinning = true;    // random wavelet shifts, a new one each iteration (as BART)
   std::uint64_t seed = 0x5eed;   // of the shifts: equal settings give equal images
 };
@@ -71,6 +81,9 @@ struct ProximalSettings {
 // Auto's rule, and the refusal of impossible combinations: Fista with several terms or with a
 // transform (TV). Throws InvalidArgument naming the algorithm and the terms.
 ProximalAlgorithm resolve_proximal_algorithm(ProximalAlgorithm requested, const std::vector<SparseTerm> &terms);
+// Throws InvalidArgument naming `name`.field for a setting out of its range (rho <= 0 or not
+// finite, iteration counts < 1, a negative or non-finite CG tolerance).
+void validate(const ProximalSettings &settings, const std::string &name);
 
 template <class NormalOp, class Vec, class Ops = VectorOps<Vec>, class SOps = SparseOps<Vec>> class ProximalSolver {
 public:
@@ -80,14 +93,7 @@ public:
   ProximalSolver(NormalOp normal, const Grid &grid, const std::vector<SparseTerm> &terms, ProximalSettings settings)
       : normal_(std::move(normal)), grid_(grid), terms_spec_(terms), settings_(settings),
         algorithm_(resolve_proximal_algorithm(settings.algorithm, terms)) {
-    if (!(settings.admm_rho > 0) || !std::isfinite(settings.admm_rho))
-      detail::invalid_argument("admm_rho", settings.admm_rho, "must be finite and > 0");
-    if (settings.admm_cg_iterations < 1)
-      detail::invalid_argument("admm_cg_iterations", settings.admm_cg_iterations, "must be >= 1");
-    if (settings.power_iterations < 1)
-      detail::invalid_argument("power_iterations", settings.power_iterations, "must be >= 1");
-    if (!(settings.admm_cg_tolerance >= 0) || !std::isfinite(settings.admm_cg_tolerance))
-      detail::invalid_argument("admm_cg_tolerance", settings.admm_cg_tolerance, "must be finite and >= 0");
+    validate(settings, "settings");
   }
 
   ProximalSolver &set_max_iterations(int n) {
@@ -132,6 +138,7 @@ public:
   double lipschitz() const { return lipschitz_; } // L, the largest eigenvalue of N
   double step() const { return step_; }           // 1/L (Fista, PrimalDual's tau); ADMM's rho L
   int rejected_steps() const { return rejected_; } // Fista's monotone safeguard
+  int step_raises() const { return step_raises_; }  // Fista's step check raised L
   // Objective before the first and after each iteration; relative change after each.
   const std::vector<double> &objective_history() const { return objective_; }
   const std::vector<double> &change_history() const { return changes_; }
@@ -143,7 +150,7 @@ private:
     data_energy_ = data_energy;
     objective_.clear();
     changes_.clear();
-    iterations_ = rejected_ = 0;
+    iterations_ = rejected_ = step_raises_ = 0;
     status_ = CgStatus::NotRun;
     lipschitz_ = step_ = 0;
   }
@@ -199,11 +206,12 @@ private:
 
   // L = the largest eigenvalue of N, from b; a 2% margin covers the power iteration's
   // underestimate (it converges from below).
-  void estimate_lipschitz(const Vec &b) {
+  static constexpr double kLipschitzMargin = 1.02;
+  void estimate_lipschitz(const Vec &b, int iterations) {
     Vec v = Ops::like(b), nv = Ops::like(b);
     Ops::copy(b, v);
     double rayleigh = 0;
-    for (int k = 0; k < settings_.power_iterations; ++k) {
+    for (int k = 0; k < iterations; ++k) {
       const double norm = std::sqrt(Ops::norm2(v));
       if (!(norm > 0) || !std::isfinite(norm)) break;
       scale(v, 1.0 / norm);
@@ -211,26 +219,23 @@ private:
       rayleigh = Ops::dot(v, nv).real();
       std::swap(v, nv);
     }
-    lipschitz_ = rayleigh > 0 && std::isfinite(rayleigh) ? 1.02 * rayleigh : 1.0;
+    lipschitz_ = rayleigh > 0 && std::isfinite(rayleigh) ? kLipschitzMargin * rayleigh : 1.0;
   }
 
   void fista(const Vec &b, Vec &x) {
-    estimate_lipschitz(b);
+    estimate_lipschitz(b, settings_.fista_power_iterations);
     step_ = 1.0 / lipschitz_;
     Term &term = terms_.front();
     const bool monotone = !settings_.cycle_spinning || term.term().penalty != SparsePenalty::L1Wavelet;
     Vec nx = Ops::like(b), v = Ops::like(b), nv = Ops::like(b), z = Ops::like(b), nz = Ops::like(b);
+    Vec d = Ops::like(b), nd = Ops::like(b);
     Ops::zero(nx);
     Ops::zero(v);
     Ops::zero(nv);
     double fx = data_energy_ + penalty(x), t = 1;
     objective_.push_back(fx);
     for (int k = 1; k <= max_iterations_; ++k) {
-      Ops::copy(v, z); // z = prox(v - (N v - b) / L)
-      Ops::axpy(-step_, nv, z);
-      Ops::axpy(step_, b, z);
-      term.prox(step_, z);
-      normal_(z, nz);
+      fista_step(b, term, v, nv, z, nz, d, nd);
       const double fz = data_term(b, z, nz) + penalty(z);
       const double t_next = 0.5 * (1 + std::sqrt(1 + 4 * t * t));
       const bool accept = !monotone || fz <= fx;
@@ -252,6 +257,45 @@ private:
     }
     status_ = CgStatus::MaxIterations;
   }
+  // z = prox_{R/L}(v - (N v - b) / L) and nz = N z, with FISTA's step check (Beck and Teboulle
+  // 2009, backtracking): f is quadratic, so the sufficient decrease
+  //   f(z) <= f(v) + Re<grad f(v), d> + L/2 ||d||^2,  d = z - v,   is   <d, N d> <= L ||d||^2,
+  // the step's own Rayleigh quotient. When it fails, L rises to it (times the margin) and the step
+  // is taken again, so L stays below the margin times N's largest eigenvalue and a short power
+  // iteration cannot make FISTA diverge. N d is first taken as nz - nv (free); nv is a running
+  // combination whose rounding drifts, which near convergence (d small) can fake curvature, so a
+  // failed check is confirmed with N applied to d (one more N, only then).
+  void fista_step(const Vec &b, Term &term, const Vec &v, const Vec &nv, Vec &z, Vec &nz, Vec &d, Vec &nd) {
+    constexpr double kSlack = 1.01;
+    // A bound on the loop: each raise multiplies L by more than kSlack * kLipschitzMargin.
+    constexpr int kMostRaises = 8;
+    for (int raise = 0;; ++raise) {
+      Ops::copy(v, z);
+      Ops::axpy(-step_, nv, z);
+      Ops::axpy(step_, b, z);
+      term.prox_image(step_, z, settings_.tv_prox_iterations);
+      normal_(z, nz);
+      double curvature = rayleigh_of_difference(z, v, nz, nv, d, nd);
+      if (curvature > kSlack * lipschitz_) { // confirm with N d itself: nv carries its extrapolations' rounding
+        normal_(d, nd);
+        const double norm2 = Ops::norm2(d);
+        curvature = norm2 > 0 ? Ops::dot(d, nd).real() / norm2 : 0.0;
+      }
+      if (!(curvature > kSlack * lipschitz_) || raise == kMostRaises) return; // NaN: record() stops
+      lipschitz_ = kLipschitzMargin * curvature;
+      step_ = 1.0 / lipschitz_;
+      ++step_raises_;
+    }
+  }
+  // <a - c, N (a - c)> / ||a - c||^2 from a, c, N a, N c (0 where a = c).
+  static double rayleigh_of_difference(const Vec &a, const Vec &c, const Vec &na, const Vec &nc, Vec &d, Vec &nd) {
+    Ops::copy(a, d);
+    Ops::axpy(-1.0, c, d);
+    Ops::copy(na, nd);
+    Ops::axpy(-1.0, nc, nd);
+    const double norm2 = Ops::norm2(d);
+    return norm2 > 0 ? Ops::dot(d, nd).real() / norm2 : 0.0;
+  }
   // out = a + beta (a - c)
   static void extrapolate(const Vec &a, const Vec &c, double beta, Vec &out) {
     Ops::copy(a, out);
@@ -266,7 +310,7 @@ private:
   }
 
   void admm(const Vec &b, Vec &x) {
-    estimate_lipschitz(b);
+    estimate_lipschitz(b, settings_.power_iterations);
     double rho = settings_.admm_rho * lipschitz_;
     std::vector<Vec> z, u, z_previous;
     for (Term &term : terms_) {
@@ -355,7 +399,7 @@ private:
   }
 
   void primal_dual(const Vec &b, Vec &x) {
-    estimate_lipschitz(b);
+    estimate_lipschitz(b, settings_.power_iterations);
     double transform_norm2 = 0;
     for (const Term &term : terms_) transform_norm2 += term.transform_norm2();
     const double tau = 1.0 / lipschitz_, sigma = lipschitz_ / (2.0 * transform_norm2);
@@ -412,7 +456,7 @@ private:
   Callback callback_;
   double data_energy_ = 0, lipschitz_ = 0, step_ = 0;
   std::vector<double> objective_, changes_;
-  int iterations_ = 0, rejected_ = 0;
+  int iterations_ = 0, rejected_ = 0, step_raises_ = 0;
   CgStatus status_ = CgStatus::NotRun;
 };
 

@@ -78,6 +78,11 @@ WaveletLevels wavelet_levels(const Grid &grid, unsigned axes, Wavelet wavelet);
 unsigned resolve_axes(const Grid &grid, unsigned axes);
 int axis_count(unsigned axes);
 
+// Throws InvalidArgument naming `name` for a term that cannot run on `grid`: lambda negative or
+// not finite, joint flags (only dimensions beyond the image could be joint), l2 (quadratic: the
+// CG's Tikhonov term), axes of extent 1 or beyond the grid, a wavelet no axis is long enough for.
+void validate(const SparseTerm &term, const Grid &grid, const std::string &name);
+
 // A box [0, extent) per axis of a grid: the samples a shrink leaves alone (the wavelet's coarsest
 // band); all zero: none.
 using KeepBox = std::array<std::int64_t, 3>;
@@ -104,6 +109,11 @@ template <> struct SparseOps<Image> {
   // stacked_grid(grid, axis_count(axes)).
   static void gradient_forward(const Grid &grid, unsigned axes, const Image &x, Image &g);
   static void gradient_adjoint(const Grid &grid, unsigned axes, const Image &g, Image &x); // x = sum_a D_a^H g_a
+  // One step of TV denoising's dual iteration (mri/detail/sparse_stencil.hpp's
+  // tv_dual_step_voxel) at every voxel: p and q on stacked_grid(grid, axis_count(axes)), u on
+  // grid; radius >= 0.
+  static void tv_dual_step(const Grid &grid, unsigned axes, bool isotropic, const Image &u, double step,
+                           double radius, double momentum, Image &p, Image &q);
   // Block soft-thresholding of z, in place: z holds group_size blocks of base.voxels() values,
   // the group of voxel v its values at v + c * base.voxels(); each group outside `keep` is
   // shrunk by shrink_group with threshold t. Returns the sum of the shrunk groups' norms before

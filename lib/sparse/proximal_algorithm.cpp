@@ -1,5 +1,7 @@
 // The proximal solvers' algorithm choice (mri/proximal_solvers.hpp).
+#include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mri/error.hpp"
@@ -26,10 +28,8 @@ std::string describe(const std::vector<SparseTerm> &terms) {
 }
 
 // FISTA's proximal step is one term's proximal map on the image: a sum of terms has no such map
-// in closed form, and TV's is a problem of its own (ADMM or the primal-dual split handle both).
-bool fista_applies(const std::vector<SparseTerm> &terms) {
-  return terms.size() == 1 && terms.front().penalty != SparsePenalty::TotalVariation;
-}
+// (ADMM or the primal-dual split handle sums); TV's is solved by inner iterations.
+bool fista_applies(const std::vector<SparseTerm> &terms) { return terms.size() == 1; }
 
 } // namespace
 
@@ -40,12 +40,24 @@ ProximalAlgorithm resolve_proximal_algorithm(ProximalAlgorithm requested, const 
   case ProximalAlgorithm::Fista:
     if (!fista_applies(terms))
       detail::invalid_argument("algorithm", "fista",
-                               "takes one wavelet or l1 term (terms: " + describe(terms) + "); use admm or primal-dual");
+                               "takes one term (terms: " + describe(terms) + "); use admm or primal-dual");
     return requested;
   case ProximalAlgorithm::Admm:
   case ProximalAlgorithm::PrimalDual: return requested;
   }
   detail::invalid_argument("algorithm", static_cast<int>(requested), "is not a ProximalAlgorithm");
+}
+
+void validate(const ProximalSettings &s, const std::string &name) {
+  if (!(s.admm_rho > 0) || !std::isfinite(s.admm_rho)) detail::invalid_argument(name + ".admm_rho", s.admm_rho, "must be finite and > 0");
+  if (!(s.admm_cg_tolerance >= 0) || !std::isfinite(s.admm_cg_tolerance))
+    detail::invalid_argument(name + ".admm_cg_tolerance", s.admm_cg_tolerance, "must be finite and >= 0");
+  const std::pair<const char *, int> counts[] = {{"admm_cg_iterations", s.admm_cg_iterations},
+                                                 {"tv_prox_iterations", s.tv_prox_iterations},
+                                                 {"power_iterations", s.power_iterations},
+                                                 {"fista_power_iterations", s.fista_power_iterations}};
+  for (const auto &[field, value] : counts)
+    if (value < 1) detail::invalid_argument(name + "." + field, value, "must be >= 1");
 }
 
 } // namespace mri

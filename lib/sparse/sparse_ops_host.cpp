@@ -278,17 +278,61 @@ void SparseOps<Image>::gradient_adjoint(const Grid &grid, unsigned axes, const I
     if ((axes >> a & 1u) != 0) axis_list[static_cast<std::size_t>(count++)] = a;
   const float *in = reinterpret_cast<const float *>(g.data());
   cfloat *out = x.data();
+  std::array<std::int64_t, 3> extent{}, stride{};
+  for (int b = 0; b < count; ++b) {
+    extent[static_cast<std::size_t>(b)] = grid.extent(axis_list[static_cast<std::size_t>(b)]);
+    stride[static_cast<std::size_t>(b)] = axis_stride(grid, axis_list[static_cast<std::size_t>(b)]);
+  }
 #pragma omp parallel for schedule(static)
-  for (std::int64_t row = 0; row < rows; ++row)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::array<std::int64_t, 3> pos{}; // along y and z fixed for the row, along x set per voxel
+    for (int b = 0; b < count; ++b)
+      pos[static_cast<std::size_t>(b)] = position_along(axis_list[static_cast<std::size_t>(b)], 0, row % ny, row / ny);
+    const bool along_x = count > 0 && axis_list[0] == 0;
     for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
+      if (along_x) pos[0] = ix;
       float re = 0, im = 0;
-      for (int b = 0; b < count; ++b) {
-        const int a = axis_list[static_cast<std::size_t>(b)];
-        detail::difference_adjoint_add(in + 2 * b * voxels, v, position_along(a, ix, row % ny, row / ny),
-                                       grid.extent(a), axis_stride(grid, a), re, im);
-      }
+      for (int b = 0; b < count; ++b)
+        detail::difference_adjoint_add(in + 2 * b * voxels, v, pos[static_cast<std::size_t>(b)],
+                                       extent[static_cast<std::size_t>(b)], stride[static_cast<std::size_t>(b)], re, im);
       out[v] = {re, im};
     }
+  }
+}
+
+void SparseOps<Image>::tv_dual_step(const Grid &grid, unsigned axes, bool isotropic, const Image &u, double step,
+                                    double radius, double momentum, Image &p, Image &q) {
+  axes = resolve_axes(grid, axes);
+  require_grid(u, grid, "u");
+  const Grid stacked = stacked_grid(grid, axis_count(axes));
+  require_grid(p, stacked, "p");
+  require_grid(q, stacked, "q");
+  if (&p == &q) detail::invalid_argument("q", "p", "the dual and its extrapolation must be two vectors");
+  if (!(radius >= 0) || !std::isfinite(radius)) detail::invalid_argument("radius", radius, "must be finite and >= 0");
+  std::array<int, 3> axis_list{};
+  std::array<std::int64_t, 3> extent{}, stride{};
+  int count = 0;
+  for (int a = 0; a < 3; ++a)
+    if ((axes >> a & 1u) != 0) {
+      axis_list[static_cast<std::size_t>(count)] = a;
+      extent[static_cast<std::size_t>(count)] = grid.extent(a);
+      stride[static_cast<std::size_t>(count++)] = axis_stride(grid, a);
+    }
+  const std::int64_t voxels = grid.voxels(), nx = grid.nx(), ny = grid.ny(), rows = ny * grid.nz();
+  const float *in = reinterpret_cast<const float *>(u.data());
+  float *pf = reinterpret_cast<float *>(p.data()), *qf = reinterpret_cast<float *>(q.data());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::array<std::int64_t, 3> pos{}; // along y and z fixed for the row, along x set per voxel
+    for (int b = 0; b < count; ++b)
+      pos[static_cast<std::size_t>(b)] = position_along(axis_list[static_cast<std::size_t>(b)], 0, row % ny, row / ny);
+    const bool along_x = count > 0 && axis_list[0] == 0;
+    for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
+      if (along_x) pos[0] = ix;
+      detail::tv_dual_step_voxel(in, pf, qf, v, voxels, count, pos.data(), extent.data(), stride.data(), isotropic,
+                                 static_cast<float>(step), static_cast<float>(radius), static_cast<float>(momentum));
+    }
+  }
 }
 
 double SparseOps<Image>::shrink(Image &z, const Grid &base, int group_size, const KeepBox &keep, double t) {

@@ -162,6 +162,16 @@ unsigned resolve_axes(const Grid &grid, unsigned axes) {
 
 // The stack is a grid of nz * count planes for 2D grids too (nz = 1: count planes): the blocks lie
 // one after the other in memory, block c at offset c * grid.voxels().
+void validate(const SparseTerm &t, const Grid &grid, const std::string &name) {
+  if (!(t.lambda >= 0) || !std::isfinite(t.lambda)) detail::invalid_argument(name + ".lambda", t.lambda, "must be finite and >= 0");
+  if (t.joint != 0)
+    detail::invalid_argument(name + ".joint", t.joint, "joint thresholding needs a dimension beyond the image (coils, frames)");
+  if (t.penalty == SparsePenalty::L2)
+    detail::invalid_argument(name, "l2", "is quadratic: give it as solver.lambda with Regularizer::Tikhonov");
+  const unsigned axes = resolve_axes(grid, t.axes);
+  if (t.penalty == SparsePenalty::L1Wavelet) wavelet_levels(grid, axes, t.wavelet);
+}
+
 Grid stacked_grid(const Grid &grid, int count) {
   if (count < 1) detail::invalid_argument("count", count, "a stack holds at least one image");
   return Grid(grid.nx(), grid.ny(), grid.nz() * count);

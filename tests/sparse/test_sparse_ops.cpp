@@ -346,6 +346,54 @@ TEST_CASE("sparse: finite differences match float64 and their adjoint", "[sparse
   CHECK_THROWS_AS(SparseOps<Image>::gradient_forward(gc.grid, 8, x, dx), InvalidArgument);
 }
 
+TEST_CASE("sparse: TV's dual step is the float64 projected gradient step with momentum", "[sparse]") {
+  const WaveletCase gc = GENERATE(WaveletCase{Grid(12, 10), 0}, WaveletCase{Grid(9, 8, 5), 0},
+                                  WaveletCase{Grid(9, 8, 5), 5}, WaveletCase{Grid(9, 8, 5), 2});
+  const bool isotropic = GENERATE(true, false);
+  INFO(gc.grid.nx() << "x" << gc.grid.ny() << "x" << gc.grid.nz() << " axes " << gc.axes << " isotropic " << isotropic);
+  const unsigned axes = resolve_axes(gc.grid, gc.axes);
+  const int count = axis_count(axes);
+  const Grid stacked = stacked_grid(gc.grid, count);
+  const Image u = test::random_image(gc.grid, 4301);
+  Image p = test::random_image(stacked, 4302), q = test::random_image(stacked, 4303);
+  const Image p0 = p, q0 = q;
+  const double step = 0.125, momentum = 0.4;
+  const std::vector<cdouble> g = reference_gradient(gc.grid, axes, u);
+  const auto voxels = static_cast<std::size_t>(gc.grid.voxels());
+  std::vector<cdouble> w(g.size()), p_ref(g.size()), q_ref(g.size());
+  for (std::size_t i = 0; i < g.size(); ++i) w[i] = cdouble(q0[i]) + step * g[i];
+  const auto group_norm = [&](std::size_t v, int b) {
+    double norm2 = 0;
+    for (int c = 0; c < count; ++c)
+      if (isotropic || c == b) norm2 += std::norm(w[v + static_cast<std::size_t>(c) * voxels]);
+    return std::sqrt(norm2);
+  };
+  // The radius at the median group norm: both branches (projected or not) are tested.
+  std::vector<double> norms;
+  for (std::size_t v = 0; v < voxels; ++v) norms.push_back(group_norm(v, 0));
+  std::nth_element(norms.begin(), norms.begin() + static_cast<std::ptrdiff_t>(norms.size() / 2), norms.end());
+  const double radius = norms[norms.size() / 2];
+  SparseOps<Image>::tv_dual_step(gc.grid, gc.axes, isotropic, u, step, radius, momentum, p, q);
+
+  std::size_t projected = 0;
+  for (std::size_t v = 0; v < voxels; ++v)
+    for (int b = 0; b < count; ++b) {
+      const std::size_t i = v + static_cast<std::size_t>(b) * voxels;
+      const double norm = group_norm(v, b), scale = norm > radius ? radius / norm : 1.0;
+      projected += scale < 1;
+      p_ref[i] = scale * w[i];
+      q_ref[i] = p_ref[i] + momentum * (p_ref[i] - cdouble(p0[i]));
+    }
+  CHECK(projected > g.size() / 5);
+  CHECK(projected < g.size() * 4 / 5);
+  // A handful of float roundings per value (the difference, the step, the norm, the scale, the
+  // momentum): within 1e-6 relative; a wrong index or group moves O(1) of the signal.
+  CHECK(test::relative_error(p.values(), p_ref) < 1e-6);
+  CHECK(test::relative_error(q.values(), q_ref) < 1e-6);
+  CHECK_THROWS_AS(SparseOps<Image>::tv_dual_step(gc.grid, gc.axes, isotropic, u, step, -1.0, momentum, p, q), InvalidArgument);
+  CHECK_THROWS_AS(SparseOps<Image>::tv_dual_step(gc.grid, gc.axes, isotropic, u, step, radius, momentum, p, p), InvalidArgument);
+}
+
 TEST_CASE("sparse: block soft-thresholding is the closed form outside the keep box", "[sparse]") {
   const Grid base(9, 7, 3);
   const int group = GENERATE(1, 2, 3);

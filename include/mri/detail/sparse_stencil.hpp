@@ -132,6 +132,39 @@ MRI_HOST_DEVICE inline void difference_adjoint_add(const float *g, std::int64_t 
   }
 }
 
+// One step of the fast gradient projection on TV denoising's dual (SparseTermOps::prox_image) at
+// voxel v, for `count` axes whose duals are stacked in p and q (axis b's at v + b * voxels):
+//   w_b = q_b + step (D_b u)_v,   w projected onto the ball of `radius` (the axes as one group when
+//   isotropic, each value alone otherwise),   q_b = w_b + momentum (w_b - p_b),   p_b = w_b.
+// pos, extent, stride: voxel v's coordinate along axis b, the axis' extent and its stride.
+MRI_HOST_DEVICE inline void tv_dual_step_voxel(const float *u, float *p, float *q, std::int64_t v, std::int64_t voxels,
+                                               int count, const std::int64_t *pos, const std::int64_t *extent,
+                                               const std::int64_t *stride, bool isotropic, float step, float radius,
+                                               float momentum) {
+  // In float: the projection only rescales a float group, and a double square root per voxel
+  // would cost more than the rest of the step.
+  float wr[3], wi[3];
+  float group2 = 0;
+  for (int b = 0; b < count; ++b) {
+    float re, im;
+    difference_forward_sample(u, v, pos[b], extent[b], stride[b], re, im);
+    const std::int64_t s = v + b * voxels;
+    wr[b] = q[2 * s] + step * re;
+    wi[b] = q[2 * s + 1] + step * im;
+    group2 += wr[b] * wr[b] + wi[b] * wi[b];
+  }
+  for (int b = 0; b < count; ++b) {
+    const float norm2 = isotropic ? group2 : wr[b] * wr[b] + wi[b] * wi[b];
+    const float scale = norm2 > radius * radius ? radius / sqrtf(norm2) : 1.0f;
+    const std::int64_t s = v + b * voxels;
+    const float re = wr[b] * scale, im = wi[b] * scale;
+    q[2 * s] = re + momentum * (re - p[2 * s]);
+    q[2 * s + 1] = im + momentum * (im - p[2 * s + 1]);
+    p[2 * s] = re;
+    p[2 * s + 1] = im;
+  }
+}
+
 // The proximal map of t * ||.||_2 on a group of `size` complex values z[v + c * group_stride]
 // (c < size), in place: z * max(0, 1 - t / ||z||) (block soft-thresholding; size 1 is the
 // complex soft-threshold of l1). Returns ||z|| before the shrink (for the objective).

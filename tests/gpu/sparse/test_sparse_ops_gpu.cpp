@@ -1,6 +1,6 @@
 // SparseOps<DeviceImage> (cuda/sparse/) against the host's SparseOps<Image> on fresh random
 // inputs: the wavelet transforms (three families, odd and even extents, 2D and 3D, axis subsets),
-// the circular shift, the finite-difference gradient and its adjoint, the block shrink and the
+// the circular shift, the finite-difference gradient and its adjoint, TV's dual step, the block shrink and the
 // sum of group norms, plus the device round trip Psi^H Psi x = x against x itself and bad input.
 //
 // Tolerance: both backends evaluate every output sample with the same per-sample definitions
@@ -194,6 +194,27 @@ TEST_CASE("gpu sparse: the gradient and its adjoint match the host's", "[gpu][sp
   DeviceImage dy = poisoned(grid);
   Device::gradient_adjoint(grid, axes, dg_in, dy);
   CHECK(device_error(dy, x_host) < kRoundingTolerance);
+}
+
+TEST_CASE("gpu sparse: TV's dual step matches the host's", "[gpu][sparse][gradient][small]") {
+  const Grid grid = GENERATE(Grid(37, 50), Grid(17, 16, 23));
+  const unsigned axes = GENERATE(0u, 0b10u);
+  const bool isotropic = GENERATE(true, false);
+  const std::uint64_t seed = fresh_seed();
+  INFO("grid " << describe(grid) << ", axes " << axes << ", isotropic " << isotropic << ", seed " << seed);
+  const Grid stacked = stacked_grid(grid, axis_count(resolve_axes(grid, axes)));
+  const Image u = test::random_image(grid, seed);
+  Image p = test::random_image(stacked, seed + 1), q = test::random_image(stacked, seed + 2);
+  const DeviceImage du(u);
+  DeviceImage dp(p), dq(q);
+  // Radius 0.8: about half of the random groups lie outside it (both branches run).
+  Host::tv_dual_step(grid, axes, isotropic, u, 0.125, 0.8, 0.4, p, q);
+  Device::tv_dual_step(grid, axes, isotropic, du, 0.125, 0.8, 0.4, dp, dq);
+  CHECK(device_error(dp, p) < kRoundingTolerance);
+  CHECK(device_error(dq, q) < kRoundingTolerance);
+  DeviceImage wrong(grid);
+  CHECK_THROWS_AS(Device::tv_dual_step(grid, axes, isotropic, du, 0.125, 0.8, 0.4, wrong, dq), InvalidArgument);
+  CHECK_THROWS_AS(Device::tv_dual_step(grid, axes, isotropic, du, 0.125, -1.0, 0.4, dp, dq), InvalidArgument);
 }
 
 TEST_CASE("gpu sparse: block shrink and sums of group norms match the host's", "[gpu][sparse][shrink][small]") {

@@ -45,6 +45,7 @@ ReconOptions sparse_options(Backend backend, const Case &c) {
 
 TEST_CASE("gpu sparse reconstruct: FISTA, ADMM and primal-dual iterate as on the CPU", "[gpu][sparse][reconstruct][small]") {
   const Case c = GENERATE(Case{SparsePenalty::L1Wavelet, ProximalAlgorithm::Fista},
+                          Case{SparsePenalty::TotalVariation, ProximalAlgorithm::Fista},
                           Case{SparsePenalty::TotalVariation, ProximalAlgorithm::Admm},
                           Case{SparsePenalty::TotalVariation, ProximalAlgorithm::PrimalDual},
                           Case{SparsePenalty::L1Image, ProximalAlgorithm::Fista});
@@ -72,7 +73,8 @@ TEST_CASE("gpu sparse reconstruct: 3D TV with SENSE-free koosh data matches the 
   std::vector<cfloat> s = Phantom::shepp_logan_3d().kspace(t, grid);
   add_noise(s, 30.0, 31);
   const KSpaceData data(t, std::move(s));
-  const Case c{SparsePenalty::TotalVariation, ProximalAlgorithm::Admm};
+  const Case c{SparsePenalty::TotalVariation, GENERATE(ProximalAlgorithm::Admm, ProximalAlgorithm::Fista)};
+  INFO(to_string(c.algorithm));
   ReconOptions cpu_o = sparse_options(Backend::Cpu, c), gpu_o = sparse_options(Backend::Cuda, c);
   cpu_o.solver.iterations = gpu_o.solver.iterations = 10;
   const ReconResult cpu = reconstruct(data, grid, cpu_o);
