@@ -168,6 +168,10 @@ class SegmentedToeplitz {
 public:
   // weights: empty (all ones) or one finite weight >= 0 per sample.
   SegmentedToeplitz(const SegmentedFieldOperator &op, std::span<const float> weights);
+  // The bytes its kernels and buffers take for `segments` on `grid` (L(L+1)/2 spectra and L
+  // buffers on the doubled grid, and a chunk of 8 kernels while they are made): reconstruct runs
+  // the direct normal instead where this passes its budget.
+  static std::size_t kernel_bytes(const Grid &grid, int segments);
   ~SegmentedToeplitz();
   SegmentedToeplitz(SegmentedToeplitz &&) noexcept;
   SegmentedToeplitz &operator=(SegmentedToeplitz &&) noexcept;

@@ -6,6 +6,7 @@
 #include "recon_offresonance.hpp"
 
 #include <memory>
+#include <string>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -19,6 +20,10 @@
 
 namespace mri::detail {
 namespace {
+
+// The memory the segmented Toeplitz normal may take (its kernels and buffers); beyond it the
+// direct normal runs, which needs only the NUFFT plan.
+constexpr std::size_t kToeplitzBudget = std::size_t{2} << 30;
 
 class FieldSteps {
 public:
@@ -64,7 +69,19 @@ public:
   }
 
   void make_direct() {}
-  void compute_q() { toeplitz_.emplace(*segmented_, data_.weights()); }
+  // The segmented Toeplitz kernels, unless they would pass kToeplitzBudget: then the CG applies
+  // the segmented NUFFTs (the same model, measured as fast at 128^2: docs/offresonance.md).
+  void compute_q() {
+    const std::size_t bytes = SegmentedToeplitz::kernel_bytes(grid_, segmented_->segmentation().segments);
+    if (bytes > kToeplitzBudget) {
+      report_.normal = Normal::Direct;
+      report_.offresonance_note += std::string(report_.offresonance_note.empty() ? "" : "; ") + "normal: direct (the " +
+                                   std::to_string(segmented_->segmentation().segments) + "-segment Toeplitz kernels would take " +
+                                   std::to_string(bytes >> 20) + " MiB)";
+      return;
+    }
+    toeplitz_.emplace(*segmented_, data_.weights());
+  }
   // The driver asks for these only with a Q cache, which reconstruct turns off with a field map.
   void load_spectrum(std::span<const float>) { throw Error("reconstruct: no cached Toeplitz spectrum with a field map"); }
   std::vector<float> spectrum() const { return {}; }

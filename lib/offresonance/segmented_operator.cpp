@@ -158,12 +158,16 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
   const Grid &p = plan_->padded;
   const NufftOperator q_nufft(detail::q_trajectory(t, grid_), p, op.nufft().options());
   const auto n = static_cast<std::size_t>(p.voxels());
-  std::vector<cfloat> q(P * n);
-  q_nufft.adjoint_coils(c.data(), static_cast<int>(P), q.data());
+  // Kernels a chunk of pairs at a time (the batched NUFFT's block), so that the peak holds the
+  // spectra and one chunk of Q, not every pair's Q as well.
+  constexpr std::size_t kChunk = 8;
+  std::vector<cfloat> q(std::min(P, kChunk) * n);
   const float scale = 1.0f / static_cast<float>(n);
   cfloat *k = plan_->buffers[0]; // free until the first application
   for (std::size_t i = 0; i < P; ++i) {
-    const cfloat *src = q.data() + i * n;
+    if (i % kChunk == 0)
+      q_nufft.adjoint_coils(c.data() + i * M, static_cast<int>(std::min(kChunk, P - i)), q.data());
+    const cfloat *src = q.data() + (i % kChunk) * n;
     for (std::int64_t z = 0; z < p.nz(); ++z)
       for (std::int64_t y = 0; y < p.ny(); ++y)
         for (std::int64_t x = 0; x < p.nx(); ++x)
@@ -172,6 +176,12 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
     plan_->forward.execute(k);
     for (std::size_t f = 0; f < n; ++f) plan_->spectrum(f, i) = k[f];
   }
+}
+
+std::size_t SegmentedToeplitz::kernel_bytes(const Grid &grid, int segments) {
+  const auto pairs = static_cast<std::size_t>(segments) * static_cast<std::size_t>(segments + 1) / 2;
+  const std::size_t padded = static_cast<std::size_t>(grid.doubled().voxels());
+  return (pairs + static_cast<std::size_t>(segments) + std::min<std::size_t>(pairs, 8)) * padded * sizeof(cfloat);
 }
 
 SegmentedToeplitz::~SegmentedToeplitz() = default;

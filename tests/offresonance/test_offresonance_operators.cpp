@@ -229,6 +229,13 @@ TEST_CASE("time-segmented operator in 3D: forward within the bound, Toeplitz nor
   CHECK(test::relative_error(mri::forward(toeplitz, x), mri::adjoint(seg, ax)) < 1e-4);
 }
 
+TEST_CASE("SegmentedToeplitz::kernel_bytes counts its spectra, buffers and a chunk of kernels", "[offresonance]") {
+  // 16^2, L = 2: 3 pairs + 2 buffers + 3 kernels of a chunk, each 32^2 complex floats.
+  CHECK(SegmentedToeplitz::kernel_bytes(Grid(16, 16), 2) == (3 + 2 + 3) * 1024 * 8);
+  // 128^3, L = 8: 36 + 8 + 8 on the 256^3 grid: 7 GB, beyond reconstruct's 2 GiB budget.
+  CHECK(SegmentedToeplitz::kernel_bytes(Grid(128, 128, 128), 8) == std::size_t{52} * 256 * 256 * 256 * 8);
+}
+
 TEST_CASE("time-segmented operator: a zero field is the NUFFT bitwise", "[offresonance]") {
   const Grid g(16, 16);
   const Trajectory t = traj::spiral(g, 2, 300);
