@@ -43,6 +43,7 @@ nlohmann::json to_json(const ReconReport &r) {
           {"step", r.step},
           {"lipschitz", r.lipschitz},
           {"rejected_steps", r.rejected_steps},
+          {"step_raises", r.step_raises},
           {"data_scale", r.data_scale},
           {"q_cache", to_string(r.q_cache)},
           {"q_cache_message", r.q_cache_message},

@@ -2,7 +2,7 @@
 // coils, golden-angle radial with 48 spokes of 512 samples (2x oversampled readout; 48 of the 403
 // spokes Nyquist needs, 8.4x below), complex noise at 30 dB SNR, reconstructed four ways with the
 // simulator's maps: l2 (CG, Tikhonov and few iterations), l1-wavelet (FISTA), total variation
-// (ADMM) and wavelet + TV (ADMM). Each writes <out>_<name>.png (reconstruction | error x4) and
+// (FISTA) and wavelet + TV (ADMM). Each writes <out>_<name>.png (reconstruction | error x4) and
 // prints its PSNR against the phantom (after the least-squares scale), solver, step, L and seconds:
 //   cs_radial_2d [--backend auto|cpu|cuda] [--iterations 100] [--lambda-wavelet 0.768] [--lambda-tv 2.56]
 //                [--combined-solver admm|primal-dual] [--only l2 wavelet tv wavelet+tv] [--out stem]

@@ -271,6 +271,7 @@ struct ReconReport {
   double step = 0;               // proximal: 1/L (fista, primal-dual's tau) or ADMM's rho L
   double lipschitz = 0;          // proximal: L, the normal operator's largest eigenvalue (power iteration)
   int rejected_steps = 0;        // fista: iterations its monotone safeguard rejected
+  int step_raises = 0;           // fista: steps whose curvature raised L (its step check)
   double data_scale = 1;         // proximal: the factor the data were scaled by (DataScaling)
   QCacheStatus q_cache = QCacheStatus::Off;
   std::string q_cache_message;     // why an entry was rejected, or why storing failed

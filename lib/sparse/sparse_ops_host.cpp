@@ -209,6 +209,40 @@ std::int64_t position_along(int axis, std::int64_t ix, std::int64_t y, std::int6
   return axis == 0 ? ix : axis == 1 ? y : z;
 }
 
+
+// The axes of a stacked difference vector, in block order, with their extents and strides.
+struct DifferenceAxes {
+  int count = 0;
+  std::array<int, 3> axis{};
+  std::array<std::int64_t, 3> extent{}, stride{};
+  const Grid &grid;
+
+  DifferenceAxes(const Grid &g, unsigned resolved) : grid(g) {
+    for (int a = 0; a < 3; ++a)
+      if ((resolved >> a & 1u) != 0) {
+        axis[static_cast<std::size_t>(count)] = a;
+        extent[static_cast<std::size_t>(count)] = g.extent(a);
+        stride[static_cast<std::size_t>(count++)] = axis_stride(g, a);
+      }
+  }
+  // f(v, pos) for every voxel v, pos[b] its coordinate along axis b, rows of x in parallel (the
+  // coordinates along y and z are fixed for a row: no division per voxel).
+  template <class F> void for_each_voxel(F f) const {
+    const std::int64_t nx = grid.nx(), ny = grid.ny(), rows = ny * grid.nz();
+    const bool along_x = count > 0 && axis[0] == 0;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t row = 0; row < rows; ++row) {
+      std::array<std::int64_t, 3> pos{};
+      for (int b = 0; b < count; ++b)
+        pos[static_cast<std::size_t>(b)] = position_along(axis[static_cast<std::size_t>(b)], 0, row % ny, row / ny);
+      for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
+        if (along_x) pos[0] = ix;
+        f(v, pos.data());
+      }
+    }
+  }
+};
+
 } // namespace
 
 Image SparseOps<Image>::make(const Grid &grid, const Image &) { return Image(grid); }
@@ -271,33 +305,17 @@ void SparseOps<Image>::gradient_adjoint(const Grid &grid, unsigned axes, const I
   require_grid(g, stacked_grid(grid, axis_count(axes)), "g");
   if (&x == &g) detail::invalid_argument("x", "g", "the adjoint's output must not alias its input");
   ensure_grid(x, grid);
-  const std::int64_t voxels = grid.voxels(), nx = grid.nx(), ny = grid.ny(), rows = ny * grid.nz();
-  std::array<int, 3> axis_list{};
-  int count = 0;
-  for (int a = 0; a < 3; ++a)
-    if ((axes >> a & 1u) != 0) axis_list[static_cast<std::size_t>(count++)] = a;
+  const DifferenceAxes d(grid, axes);
+  const std::int64_t voxels = grid.voxels();
   const float *in = reinterpret_cast<const float *>(g.data());
   cfloat *out = x.data();
-  std::array<std::int64_t, 3> extent{}, stride{};
-  for (int b = 0; b < count; ++b) {
-    extent[static_cast<std::size_t>(b)] = grid.extent(axis_list[static_cast<std::size_t>(b)]);
-    stride[static_cast<std::size_t>(b)] = axis_stride(grid, axis_list[static_cast<std::size_t>(b)]);
-  }
-#pragma omp parallel for schedule(static)
-  for (std::int64_t row = 0; row < rows; ++row) {
-    std::array<std::int64_t, 3> pos{}; // along y and z fixed for the row, along x set per voxel
-    for (int b = 0; b < count; ++b)
-      pos[static_cast<std::size_t>(b)] = position_along(axis_list[static_cast<std::size_t>(b)], 0, row % ny, row / ny);
-    const bool along_x = count > 0 && axis_list[0] == 0;
-    for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
-      if (along_x) pos[0] = ix;
-      float re = 0, im = 0;
-      for (int b = 0; b < count; ++b)
-        detail::difference_adjoint_add(in + 2 * b * voxels, v, pos[static_cast<std::size_t>(b)],
-                                       extent[static_cast<std::size_t>(b)], stride[static_cast<std::size_t>(b)], re, im);
-      out[v] = {re, im};
-    }
-  }
+  d.for_each_voxel([&](std::int64_t v, const std::int64_t *pos) {
+    float re = 0, im = 0;
+    for (int b = 0; b < d.count; ++b)
+      detail::difference_adjoint_add(in + 2 * b * voxels, v, pos[b], d.extent[static_cast<std::size_t>(b)],
+                                     d.stride[static_cast<std::size_t>(b)], re, im);
+    out[v] = {re, im};
+  });
 }
 
 void SparseOps<Image>::tv_dual_step(const Grid &grid, unsigned axes, bool isotropic, const Image &u, double step,
@@ -309,30 +327,14 @@ void SparseOps<Image>::tv_dual_step(const Grid &grid, unsigned axes, bool isotro
   require_grid(q, stacked, "q");
   if (&p == &q) detail::invalid_argument("q", "p", "the dual and its extrapolation must be two vectors");
   if (!(radius >= 0) || !std::isfinite(radius)) detail::invalid_argument("radius", radius, "must be finite and >= 0");
-  std::array<int, 3> axis_list{};
-  std::array<std::int64_t, 3> extent{}, stride{};
-  int count = 0;
-  for (int a = 0; a < 3; ++a)
-    if ((axes >> a & 1u) != 0) {
-      axis_list[static_cast<std::size_t>(count)] = a;
-      extent[static_cast<std::size_t>(count)] = grid.extent(a);
-      stride[static_cast<std::size_t>(count++)] = axis_stride(grid, a);
-    }
-  const std::int64_t voxels = grid.voxels(), nx = grid.nx(), ny = grid.ny(), rows = ny * grid.nz();
+  const DifferenceAxes d(grid, axes);
+  const std::int64_t voxels = grid.voxels();
   const float *in = reinterpret_cast<const float *>(u.data());
   float *pf = reinterpret_cast<float *>(p.data()), *qf = reinterpret_cast<float *>(q.data());
-#pragma omp parallel for schedule(static)
-  for (std::int64_t row = 0; row < rows; ++row) {
-    std::array<std::int64_t, 3> pos{}; // along y and z fixed for the row, along x set per voxel
-    for (int b = 0; b < count; ++b)
-      pos[static_cast<std::size_t>(b)] = position_along(axis_list[static_cast<std::size_t>(b)], 0, row % ny, row / ny);
-    const bool along_x = count > 0 && axis_list[0] == 0;
-    for (std::int64_t ix = 0, v = row * nx; ix < nx; ++ix, ++v) {
-      if (along_x) pos[0] = ix;
-      detail::tv_dual_step_voxel(in, pf, qf, v, voxels, count, pos.data(), extent.data(), stride.data(), isotropic,
-                                 static_cast<float>(step), static_cast<float>(radius), static_cast<float>(momentum));
-    }
-  }
+  d.for_each_voxel([&](std::int64_t v, const std::int64_t *pos) {
+    detail::tv_dual_step_voxel(in, pf, qf, v, voxels, d.count, pos, d.extent.data(), d.stride.data(), isotropic,
+                               static_cast<float>(step), static_cast<float>(radius), static_cast<float>(momentum));
+  });
 }
 
 double SparseOps<Image>::shrink(Image &z, const Grid &base, int group_size, const KeepBox &keep, double t) {

@@ -58,7 +58,8 @@ def reconstruct(trajectory, kspace, matrix, *, weights=None, sens=None, lam=0.0,
     "bart" for a BART trajectory array, "sdk" for (M, d) points); report["units"] says which.
     options: every other ReconOptions field by name (docs/python.md): tolerance, regularizer,
     normal, precision, terms (BART -R specs or dicts), solver, admm_rho, admm_cg_iterations,
-    admm_cg_tolerance, power_iterations, cycle_spinning, seed, scaling, nufft_tolerance, gridding,
+    admm_cg_tolerance, power_iterations, fista_power_iterations, tv_prox_iterations,
+    cycle_spinning, seed, scaling, nufft_tolerance, gridding,
     policy, devices, memory_limit, maps, map_method, calibration, mask_threshold, espirit_kernel,
     espirit_threshold, espirit_crop, virtual_coils, segments, segment_interpolator,
     segment_tolerance, max_segments, histogram_bins, q_cache_dir, on_iteration, on_phase.

@@ -101,6 +101,8 @@ ReconOptions recon_options(const py::dict &kw, const Grid &grid, bool &bart_unit
   o.get("admm_cg_iterations", s.proximal.admm_cg_iterations);
   o.get("admm_cg_tolerance", s.proximal.admm_cg_tolerance);
   o.get("power_iterations", s.proximal.power_iterations);
+  o.get("fista_power_iterations", s.proximal.fista_power_iterations);
+  o.get("tv_prox_iterations", s.proximal.tv_prox_iterations);
   o.get("cycle_spinning", s.proximal.cycle_spinning);
   o.get("seed", s.proximal.seed);
   o.get_enum("scaling", s.scaling, {DataScaling::Bart, DataScaling::None});
@@ -183,6 +185,7 @@ py::dict report_dict(const ReconReport &r) {
   d["step"] = r.step;
   d["lipschitz"] = r.lipschitz;
   d["rejected_steps"] = r.rejected_steps;
+  d["step_raises"] = r.step_raises;
   d["data_scale"] = r.data_scale;
   d["q_cache"] = to_string(r.q_cache);
   d["q_cache_message"] = r.q_cache_message;

@@ -103,9 +103,20 @@ sparse() {
   grep -E 'median|name' "$OUT/sparse_bench.csv" | cut -c1-220
 }
 
+# The new build's whole GPU suite, plainly (no memcheck, no A/B). $OUT: gpu_suite.log.
+suite() {
+  OUT=${OUT:-$PWD/out}
+  mkdir -p "$OUT"
+  (cd "$S/peer" && xz -dkf libcufinufft.so.xz)
+  export LD_LIBRARY_PATH=$(lib_path new)
+  { nvidia-smi --query-gpu=name,driver_version --format=csv; date -u; time "$S/new/tests/mri_gpu_tests" --durations yes; echo "rc=$?"; } \
+    >"$OUT/gpu_suite.log" 2>&1
+  grep -E '^test cases|^All tests|^rc=' "$OUT/gpu_suite.log"
+}
 case "${1:-}" in
 stage) stage "$2" "$3" ;;
 run) run ;;
 sparse) sparse ;;
-*) echo "usage: $0 stage BASE_BUILD NEW_BUILD | run | sparse" >&2; exit 1 ;;
+suite) suite ;;
+*) echo "usage: $0 stage BASE_BUILD NEW_BUILD | run | sparse | suite" >&2; exit 1 ;;
 esac

@@ -111,6 +111,7 @@ ReconResult drive_proximal(Steps &steps, const Vec &rhs, const KSpaceData &data,
     report.step = solver.step();
     report.lipschitz = solver.lipschitz();
     report.rejected_steps = solver.rejected_steps();
+    report.step_raises = solver.step_raises();
     report.total_seconds = std::chrono::duration<double>(ReconClock::now() - t_start).count();
     return ReconResult{std::move(image), std::move(report)};
   });
