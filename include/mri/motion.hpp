@@ -12,7 +12,8 @@
 // J_rho = K_rho * (grad3 I grad3 I^T), grad3 I = (Ix, Iy, Iz, It): the motion tensor, 10 unique
 // products per voxel smoothed by a separable Gaussian of standard deviation rho. The
 // Euler-Lagrange equations (its eq. 6 plus gamma grad(div w)) are solved per warp by Jacobi (as
-// the paper does) or red-black SOR, inside repeated warps of the moving frame and a
+// the paper does), red-black SOR or multigrid (Bruhn et al.'s full multigrid with V-cycles: the
+// CPU's default, to a stated residual tolerance), inside repeated warps of the moving frame and a
 // coarse-to-fine pyramid.
 #include <array>
 #include <cstdint>
@@ -28,10 +29,25 @@
 namespace mri {
 
 enum class MotionSolver {
-  Jacobi,     // the GPU motion paper's: every update from the previous sweep (one pass per sweep)
-  RedBlackSor // over-relaxed block Gauss-Seidel in colour passes: red-black, or 4 colours when
-              // gamma > 0 (the divergence couples diagonal neighbours, which red-black leaves in
-              // one colour); faster per unit of energy (docs/motion.md)
+  Jacobi,      // the GPU motion paper's: every update from the previous sweep (one pass per sweep)
+  RedBlackSor, // over-relaxed block Gauss-Seidel in colour passes: red-black, or 4 colours when
+               // gamma > 0 (the divergence couples diagonal neighbours, which red-black leaves in
+               // one colour); `iterations` passes of all colours per warp
+  Multigrid,   // Bruhn et al. (2005, 2006): full multigrid, then V-cycles until the Euler-Lagrange
+               // residual is below `tolerance` (MotionMultigridOptions); smoother: the SOR's block
+               // Gauss-Seidel (omega 1). CPU only: Backend::Cuda refuses it (Unsupported)
+  Auto         // Multigrid on the CPU, RedBlackSor on the GPU (docs/motion.md: why)
+};
+
+// The multigrid solver's settings (MotionSolver::Multigrid). Coarse grids halve each extent
+// (rounding up) down to extent 2-3, the coarse operators rediscretised (tensor averaged over the
+// 2x2x2 children, alpha and gamma / 4 per level), residuals restricted by averaging and
+// corrections prolongated trilinearly.
+struct MotionMultigridOptions {
+  int max_cycles = 20;    // V-cycles per warp at most (the full multigrid pass counts as one); >= 1
+  int pre_smoothing = 2;  // block Gauss-Seidel passes (all colours) before the coarse correction
+  int post_smoothing = 2; // and after; each >= 0, together >= 1
+  bool full = true;       // start each warp with a full-multigrid pass (else V-cycles only)
 };
 
 // The GPU motion paper's two memory variants of the stencil kernels (GPU only; the CPU ignores it).
@@ -57,7 +73,11 @@ struct MotionOptions {
   int levels = 3;      // pyramid levels (1 = no pyramid); each halves the grid (odd: ceil)
   double omega = 1.5;  // SOR over-relaxation in (0, 2) (1.5: fastest of 1.0/1.5/1.8/1.9,
                        // docs/motion.md); Jacobi ignores it
-  MotionSolver solver = MotionSolver::RedBlackSor; // default from docs/motion.md's energy-per-ms
+  MotionSolver solver = MotionSolver::Auto;
+  // Multigrid stops a warp's solve at ||b - A w|| <= tolerance ||b|| (A w = b: the warp's linear
+  // Euler-Lagrange system, norms over all voxels and components); 0 runs every cycle. >= 0.
+  double tolerance = 1e-3;
+  MotionMultigridOptions multigrid;
   MotionMemory memory = MotionMemory::Cached;
   MotionDerivative derivative = MotionDerivative::Central;
   Backend backend = Backend::Cpu;
@@ -87,7 +107,14 @@ struct MotionReport {
   double solver_ms = 0;    // the linear solver's sweeps
   double total_ms = 0;     // wall clock of the call: the stages, transfers, validation, allocation
   std::int64_t solver_sweeps =
-      0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2 or 4)
+      0; // solver passes over a level (Jacobi: 1 per iteration, SOR: 2 or 4; multigrid: the
+         // finest grid's colour passes and residual evaluations)
+  std::int64_t solver_cycles = 0; // multigrid: V-cycles over all levels and warps (0 otherwise)
+  // The largest relative Euler-Lagrange residual ||b - A w|| / ||b|| (MotionOptions::tolerance)
+  // left by any warp's solve at any pyramid level, for every solver (0 where b = 0 and w = 0).
+  // NaN where the backend does not compute it (CUDA).
+  double solver_residual = 0;
+  MotionSolver solver = MotionSolver::Auto; // the solver that ran (Auto resolved)
   Backend backend = Backend::Cpu;
 };
 
@@ -95,7 +122,8 @@ class MotionBackend; // lib/interface/mri_backend/motion_backend.hpp
 
 // A plan for one volume size and one set of options (FINUFFT-style: made once, run many times).
 // Throws InvalidArgument for bad options (naming the option and value) or a grid too small for
-// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64.
+// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64 or with
+// MotionSolver::Multigrid. options() holds the backend and solver resolved.
 class MotionEstimator {
 public:
   MotionEstimator(const Grid &grid, const MotionOptions &options);

@@ -53,6 +53,14 @@ template <class T> void fold(Tensor<T> &j, const Field<T> &w0);
 template <class T>
 void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, int colours, T alpha,
            T gamma, T omega);
+// The Euler-Lagrange residual r = b - A w of the warp's linear system A w = b (b = -(j's time
+// column); r = minus clg_gradient's gradient at every voxel) into r; returns ||r||^2 in double.
+template <class T>
+double residual(const Tensor<T> &j, const Field<T> &w, Field<T> &r, T alpha, T gamma);
+// ||b||^2 = the squared norm of j's time column (channels kXT, kYT, kZT), in double.
+template <class T> double rhs_norm2(const Tensor<T> &j);
+// ||r|| / ||b|| from the squares (0 when r = 0; infinite when only b = 0).
+double relative_residual(double r2, double b2);
 // E(w) up to a constant (motion.hpp), in double: the solvers' convergence measure.
 template <class T>
 double clg_energy(const Tensor<T> &j, const Field<T> &w, double alpha, double gamma);

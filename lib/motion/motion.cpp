@@ -50,6 +50,21 @@ void validate(const Grid &grid, const MotionOptions &o) {
     detail::invalid_argument("options.warps", o.warps, "must be >= 1");
   if (o.levels < 1)
     detail::invalid_argument("options.levels", o.levels, "must be >= 1");
+  if (!(o.solver == MotionSolver::Jacobi || o.solver == MotionSolver::RedBlackSor ||
+        o.solver == MotionSolver::Multigrid || o.solver == MotionSolver::Auto))
+    detail::invalid_argument("options.solver", static_cast<int>(o.solver), "not a MotionSolver");
+  if (!std::isfinite(o.tolerance) || o.tolerance < 0)
+    detail::invalid_argument("options.tolerance", o.tolerance, "must be finite and >= 0");
+  const MotionMultigridOptions &mg = o.multigrid;
+  if (mg.max_cycles < 1)
+    detail::invalid_argument("options.multigrid.max_cycles", mg.max_cycles, "must be >= 1");
+  if (mg.pre_smoothing < 0)
+    detail::invalid_argument("options.multigrid.pre_smoothing", mg.pre_smoothing, "must be >= 0");
+  if (mg.post_smoothing < 0)
+    detail::invalid_argument("options.multigrid.post_smoothing", mg.post_smoothing, "must be >= 0");
+  if (mg.pre_smoothing + mg.post_smoothing < 1)
+    detail::invalid_argument("options.multigrid.post_smoothing", mg.post_smoothing,
+                             "pre_smoothing + post_smoothing must be >= 1 (a V-cycle must smooth)");
   const Grid coarsest = detail::motion::pyramid_grids(grid, o.levels).back();
   for (int a = 0; a < 3; ++a)
     if (coarsest.extent(a) < kMinLevelExtent)
@@ -76,13 +91,24 @@ void validate_frame(const char *name, const RealVolume &f, const Grid &grid) {
                                "voxels must be finite");
 }
 
+// Auto: multigrid where it exists (the CPU; docs/motion.md's measurements), the GPU's SOR there.
+MotionSolver resolve_solver(MotionSolver solver, Backend backend) {
+  if (solver != MotionSolver::Auto)
+    return solver;
+  return backend == Backend::Cpu ? MotionSolver::Multigrid : MotionSolver::RedBlackSor;
+}
+
 std::unique_ptr<MotionBackend> make_backend(const Grid &grid, MotionOptions &o) {
   o.backend = detail::resolve_backend(o.backend, "MotionEstimator");
+  o.solver = resolve_solver(o.solver, o.backend);
   if (o.backend == Backend::Cpu)
     return make_cpu_motion_backend(grid, o);
   if (o.precision == Precision::Float64)
     throw Unsupported("options.precision = float64: the CUDA motion backend computes in float32 "
                       "(use backend = cpu)");
+  if (o.solver == MotionSolver::Multigrid)
+    throw Unsupported("options.solver = multigrid: the CUDA motion backend has no multigrid solver "
+                      "yet (use backend = cpu, or solver = jacobi, red-black SOR or auto)");
   return detail::require_cuda("MotionEstimator").motion(grid, o);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "cpu_stages.hpp"
+#include "multigrid.hpp"
 #include "mri_backend/motion_driver.hpp"
 
 namespace mri {
@@ -19,7 +20,7 @@ public:
         omega_(T(o.omega)), taps_{gaussian_taps(kAntiAliasStd, "anti-aliasing std"),
                                   gaussian_taps(o.sigma, "options.sigma"),
                                   gaussian_taps(o.rho, "options.rho")},
-        derivative_(o.derivative) {}
+        derivative_(o.derivative), tolerance_(o.tolerance), multigrid_options_(o.multigrid) {}
 
   Vol make(const Grid &g) const { return Vol(g); }
   void upload(const RealVolume &f, Vol &out) const {
@@ -46,6 +47,20 @@ public:
     motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? T(1) : omega_);
   }
 
+  double relative_residual(const Tensor<T> &j, const Field<T> &w) {
+    Field<T> &r = scratch(w[0].grid);
+    return motion::relative_residual(residual(j, w, r, alpha_, gamma_), rhs_norm2(j));
+  }
+  // One solver per pyramid level, made on the level's first solve.
+  MultigridResult multigrid(const Tensor<T> &j, Field<T> &w, int level) {
+    if (multigrid_.size() <= std::size_t(level))
+      multigrid_.resize(std::size_t(level) + 1);
+    auto &solver = multigrid_[std::size_t(level)];
+    if (!solver)
+      solver = std::make_unique<Multigrid<T>>(w[0].grid, multigrid_options_);
+    return solver->solve(j, w, alpha_, gamma_, tolerance_);
+  }
+
   template <class F> void timed(Stage s, F &&f) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
@@ -60,7 +75,17 @@ public:
 private:
   T alpha_, gamma_, omega_;
   std::array<std::vector<double>, static_cast<int>(Kernel::Count)> taps_;
+  Field<T> &scratch(const Grid &g) {
+    if (!(scratch_[0].grid == g))
+      scratch_ = {Vol(g), Vol(g), Vol(g)};
+    return scratch_;
+  }
+
   MotionDerivative derivative_;
+  double tolerance_;
+  MotionMultigridOptions multigrid_options_;
+  std::vector<std::unique_ptr<Multigrid<T>>> multigrid_;
+  Field<T> scratch_; // the residual of relative_residual (the finest level's grid, reused)
   std::array<double, static_cast<int>(Stage::Count)> ms_{};
 };
 

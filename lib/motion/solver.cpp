@@ -3,6 +3,9 @@
 // (red-black; 4 colours with the divergence term), both through detail::motion::clg_update (shared
 // with cuda/motion/motion_solver.cu). Both are deterministic: Jacobi reads src and writes dst; a
 // colour pass writes only voxels none of whose neighbours it reads.
+#include <cmath>
+#include <limits>
+
 #include "cpu_stages.hpp"
 
 namespace mri::detail::motion {
@@ -30,6 +33,47 @@ void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, i
         for (int c = 0; c < 3; ++c)
           dst[c].v[v] = out[c];
       }
+}
+
+template <class T>
+double residual(const Tensor<T> &j, const Field<T> &w, Field<T> &r, T alpha, T gamma) {
+  const Grid &g = w[0].grid;
+  const std::int64_t nx = g.nx(), ny = g.ny(), nz = g.nz();
+  double sum = 0;
+#pragma omp parallel for collapse(2) reduction(+ : sum) schedule(static) if (g.voxels() >= kMinParallelVoxels)
+  for (std::int64_t z = 0; z < nz; ++z)
+    for (std::int64_t y = 0; y < ny; ++y)
+      for (std::int64_t x = 0; x < nx; ++x) {
+        const std::int64_t v = g.index(x, y, z);
+        const auto load = [&](int c, int dx, int dy, int dz) {
+          return w[c].v[v + dx + nx * (dy + ny * dz)];
+        };
+        const T jv[kTT] = {j[0].v[v], j[1].v[v], j[2].v[v], j[3].v[v], j[4].v[v],
+                           j[5].v[v], j[6].v[v], j[7].v[v], j[8].v[v]};
+        const ClgGradient<T> grad =
+            clg_gradient(jv, load, VoxelPosition<std::int64_t>{{x, y, z}, {nx, ny, nz}}, alpha, gamma);
+        for (int c = 0; c < 3; ++c) {
+          r[c].v[v] = -grad.r[c];
+          sum += double(grad.r[c]) * double(grad.r[c]);
+        }
+      }
+  return sum;
+}
+
+template <class T> double rhs_norm2(const Tensor<T> &j) {
+  const std::int64_t n = j[0].grid.voxels();
+  double sum = 0;
+#pragma omp parallel for reduction(+ : sum) schedule(static) if (n >= kMinParallelVoxels)
+  for (std::int64_t v = 0; v < n; ++v)
+    for (int c : {kXT, kYT, kZT})
+      sum += double(j[c].v[v]) * double(j[c].v[v]);
+  return sum;
+}
+
+double relative_residual(double r2, double b2) {
+  if (r2 == 0)
+    return 0;
+  return b2 > 0 ? std::sqrt(r2 / b2) : std::numeric_limits<double>::infinity();
 }
 
 template <class T>
@@ -66,6 +110,11 @@ template void sweep(const Tensor<float> &, const Field<float> &, Field<float> &,
                     float, float);
 template void sweep(const Tensor<double> &, const Field<double> &, Field<double> &, int, int,
                     double, double, double);
+template double residual(const Tensor<float> &, const Field<float> &, Field<float> &, float, float);
+template double residual(const Tensor<double> &, const Field<double> &, Field<double> &, double,
+                         double);
+template double rhs_norm2(const Tensor<float> &);
+template double rhs_norm2(const Tensor<double> &);
 template double clg_energy(const Tensor<float> &, const Field<float> &, double, double);
 template double clg_energy(const Tensor<double> &, const Field<double> &, double, double);
 

@@ -119,15 +119,28 @@ inline int sor_colours(double gamma) { return gamma > 0 ? 4 : 2; }
 // load(c, dx, dy, dz): component c at q + (dx, dy, dz); only called for offsets inside the volume.
 // j: channels kXX..kZT of the folded tensor at q. Interior: the caller knows q has all 26
 // neighbours, so the border tests fold away at compile time (the GPU sweep's interior blocks).
-template <bool Interior = false, class T, class Index, class Load>
-MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition<Index> &q,
-                                       T alpha, T gamma, T omega, bool jacobi, T (&out)[3]) {
+// The voxel's values, its gradient r of E/2 (above) and its neighbourhood: what clg_update and the
+// Euler-Lagrange residual -r (the multigrid's, lib/motion/multigrid.cpp) are computed from.
+template <class T> struct ClgGradient {
+  T w0[3];
+  T r[3];
   bool lo[3], hi[3];
+  int neighbours;
+};
+template <bool Interior = false, class T, class Index, class Load>
+MRI_HOST_DEVICE inline ClgGradient<T> clg_gradient(const T *j, const Load &load,
+                                                   const VoxelPosition<Index> &q, T alpha,
+                                                   T gamma) {
+  ClgGradient<T> g;
+  bool(&lo)[3] = g.lo;
+  bool(&hi)[3] = g.hi;
   for (int a = 0; a < 3; ++a) {
     lo[a] = Interior || q.pos[a] > 0;
     hi[a] = Interior || q.pos[a] + 1 < q.extent[a];
   }
-  const T w0[3] = {load(0, 0, 0, 0), load(1, 0, 0, 0), load(2, 0, 0, 0)};
+  T(&w0)[3] = g.w0;
+  for (int c = 0; c < 3; ++c)
+    w0[c] = load(c, 0, 0, 0);
   const auto nb = [&](int c, int a, int s) { // component c at q + s e_a
     return load(c, a == 0 ? s : 0, a == 1 ? s : 0, a == 2 ? s : 0);
   };
@@ -142,11 +155,12 @@ MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const Voxel
         lap[c] += w0[c] - nb(c, a, +1);
     }
   }
+  g.neighbours = neighbours;
   T div_q = 0; // d(q)
   for (int a = 0; a < 3; ++a)
     if (hi[a])
       div_q += nb(a, a, +1) - w0[a];
-  T r[3];
+  T(&r)[3] = g.r;
   r[0] = j[kXX] * w0[0] + j[kXY] * w0[1] + j[kXZ] * w0[2] + j[kXT];
   r[1] = j[kXY] * w0[0] + j[kYY] * w0[1] + j[kYZ] * w0[2] + j[kYT];
   r[2] = j[kXZ] * w0[0] + j[kYZ] * w0[1] + j[kZZ] * w0[2] + j[kZT];
@@ -161,6 +175,18 @@ MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const Voxel
       }
     r[c] += alpha * lap[c] + gamma * ((lo[c] ? div_back : T(0)) - (hi[c] ? div_q : T(0)));
   }
+  return g;
+}
+
+template <bool Interior = false, class T, class Index, class Load>
+MRI_HOST_DEVICE inline void clg_update(const T *j, const Load &load, const VoxelPosition<Index> &q,
+                                       T alpha, T gamma, T omega, bool jacobi, T (&out)[3]) {
+  const ClgGradient<T> g = clg_gradient<Interior>(j, load, q, alpha, gamma);
+  const T(&w0)[3] = g.w0;
+  const T(&r)[3] = g.r;
+  const bool(&lo)[3] = g.lo;
+  const bool(&hi)[3] = g.hi;
+  const int neighbours = g.neighbours;
   const T d = alpha * T(neighbours) + (jacobi ? T(6) * gamma : T(0));
   T m[3][3] = {
       {j[kXX] + d, j[kXY], j[kXZ]}, {j[kXY], j[kYY] + d, j[kYZ]}, {j[kXZ], j[kYZ], j[kZZ] + d}};

@@ -9,16 +9,21 @@
 // download(Vol, RealVolume&), copy(src, dst), zero(Vol&), gaussian(Vol&, Vol& tmp, Kernel),
 // resample(src, dst, scale), gradients(f, Fld&), warp(f, Fld, out), tensor(Fld, fixed, moved,
 // Ten&), fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour, colours), timed(Stage, fn),
-// elapsed(Stage), reset_timers(), synchronize().
+// elapsed(Stage), reset_timers(), synchronize(). Optional: relative_residual(Ten, Fld) (the
+// Euler-Lagrange residual ||b - A w|| / ||b|| of the warp's system: the report's solver_residual)
+// and multigrid(Ten, Fld&, level) -> {residual, cycles, fine_passes} (MotionSolver::Multigrid);
+// an Ops without multigrid refuses that solver (Unsupported) rather than run another.
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "mri_backend/motion_backend.hpp"
 #include "mri/detail/motion_stencil.hpp"
+#include "mri/error.hpp"
 #include "mri/motion.hpp"
 
 namespace mri::detail::motion {
@@ -38,9 +43,19 @@ public:
   using Vol = typename Ops::Vol;
   using Fld = std::array<Vol, 3>;
   using Ten = std::array<Vol, kChannels>;
+  static constexpr bool kHasMultigrid = requires(Ops &o, const Ten &j, Fld &w) {
+    o.multigrid(j, w, 0);
+  };
+  static constexpr bool kHasResidual = requires(Ops &o, const Ten &j, const Fld &w) {
+    o.relative_residual(j, w);
+  };
 
   DriverBackend(Ops ops, const Grid &grid, const MotionOptions &options)
       : ops_(std::move(ops)), options_(options) {
+    if constexpr (!kHasMultigrid)
+      if (options.solver == MotionSolver::Multigrid)
+        throw Unsupported("options.solver = multigrid: this motion backend has no multigrid solver "
+                          "(use backend = cpu, or solver = jacobi or red-black SOR)");
     for (const Grid &g : pyramid_grids(grid, options.levels))
       levels_.push_back(make_level(g));
     for (Frame &f : frames_)
@@ -51,22 +66,22 @@ public:
   DisplacementField estimate(const RealVolume &fixed, const RealVolume &moving,
                              MotionReport &report) override {
     const auto start = std::chrono::steady_clock::now();
-    ops_.reset_timers();
+    reset_counters();
     DisplacementField out = estimate_pair(prepare(fixed, frames_[0]), prepare(moving, frames_[1]));
-    finish(report, start, 1);
+    finish(report, start);
     return out;
   }
 
   std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames,
                                                    MotionReport &report) override {
     const auto start = std::chrono::steady_clock::now();
-    ops_.reset_timers();
+    reset_counters();
     std::vector<DisplacementField> out;
     prepare(frames[0], frames_[0]);
     for (std::size_t k = 1; k < frames.size();
          ++k) // frame k - 1 stays prepared in frames_[(k - 1) % 2]
       out.push_back(estimate_pair(frames_[(k - 1) % 2], prepare(frames[k], frames_[k % 2])));
-    finish(report, start, frames.size() - 1);
+    finish(report, start);
     return out;
   }
 
@@ -111,7 +126,7 @@ private:
       ops_.timed(Stage::Pyramid, [&] { start_level(l); });
       ops_.timed(Stage::Gradients, [&] { ops_.gradients(fixed.level[l], lv.g); });
       for (int k = 0; k < options_.warps; ++k)
-        linearise_and_solve(lv, fixed.level[l], moving.level[l]);
+        linearise_and_solve(lv, l, fixed.level[l], moving.level[l]);
     }
     DisplacementField out(levels_[0].grid);
     ops_.timed(Stage::Transfer, [&] {
@@ -137,7 +152,7 @@ private:
                     static_cast<float>(lv.grid.extent(a)) / coarse.grid.extent(a));
   }
 
-  void linearise_and_solve(Level &lv, const Vol &fixed, const Vol &moving) {
+  void linearise_and_solve(Level &lv, int l, const Vol &fixed, const Vol &moving) {
     ops_.timed(Stage::Warp, [&] { ops_.warp(moving, lv.w, lv.moved); });
     ops_.timed(Stage::Tensor, [&] { ops_.tensor(lv.g, fixed, lv.moved, lv.j); });
     // kTT (It^2) only enters the energy's constant: the solver never reads it, so it is not
@@ -147,21 +162,44 @@ private:
         ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
     });
     ops_.timed(Stage::Tensor, [&] { ops_.fold(lv.j, lv.w); });
-    ops_.timed(Stage::Solver, [&] {
-      for (int it = 0; it < options_.iterations; ++it) {
-        if (options_.solver == MotionSolver::Jacobi) {
-          ops_.sweep(lv.j, lv.w, lv.w_next, -1, colours_);
-          std::swap(lv.w, lv.w_next);
-        } else {
-          for (int c = 0; c < colours_; ++c)
-            ops_.sweep(lv.j, lv.w, lv.w, c, colours_);
-        }
-      }
-    });
+    ops_.timed(Stage::Solver, [&] { solve(lv, l); });
   }
 
-  void finish(MotionReport &report, std::chrono::steady_clock::time_point start,
-              std::size_t pairs) {
+  void solve(Level &lv, int l) {
+    if constexpr (kHasMultigrid)
+      if (options_.solver == MotionSolver::Multigrid) {
+        const auto result = ops_.multigrid(lv.j, lv.w, l);
+        note_residual(result.residual);
+        cycles_ += result.cycles;
+        sweeps_ += result.fine_passes;
+        return;
+      }
+    for (int it = 0; it < options_.iterations; ++it) {
+      if (options_.solver == MotionSolver::Jacobi) {
+        ops_.sweep(lv.j, lv.w, lv.w_next, -1, colours_);
+        std::swap(lv.w, lv.w_next);
+      } else {
+        for (int c = 0; c < colours_; ++c)
+          ops_.sweep(lv.j, lv.w, lv.w, c, colours_);
+      }
+    }
+    sweeps_ += std::int64_t(options_.iterations) *
+               (options_.solver == MotionSolver::Jacobi ? 1 : colours_);
+    if constexpr (kHasResidual)
+      note_residual(ops_.relative_residual(lv.j, lv.w));
+    else
+      residual_ = std::numeric_limits<double>::quiet_NaN();
+  }
+
+  void note_residual(double r) { residual_ = r > residual_ ? r : residual_; }
+
+  void reset_counters() {
+    ops_.reset_timers();
+    sweeps_ = cycles_ = 0;
+    residual_ = 0;
+  }
+
+  void finish(MotionReport &report, std::chrono::steady_clock::time_point start) {
     ops_.synchronize();
     report.transfer_ms = ops_.elapsed(Stage::Transfer);
     report.pyramid_ms = ops_.elapsed(Stage::Pyramid);
@@ -172,10 +210,10 @@ private:
     report.solver_ms = ops_.elapsed(Stage::Solver);
     report.total_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const std::int64_t passes = options_.solver == MotionSolver::Jacobi ? 1 : colours_;
-    report.solver_sweeps = static_cast<std::int64_t>(pairs) *
-                           static_cast<std::int64_t>(levels_.size()) * options_.warps *
-                           options_.iterations * passes;
+    report.solver_sweeps = sweeps_;
+    report.solver_cycles = cycles_;
+    report.solver_residual = residual_;
+    report.solver = options_.solver;
     report.backend = ops_.backend();
   }
 
@@ -184,6 +222,8 @@ private:
   int colours_ = sor_colours(options_.gamma);
   std::vector<Level> levels_;
   std::array<Frame, 2> frames_; // the pair in hand; a sequence alternates them
+  std::int64_t sweeps_ = 0, cycles_ = 0; // the call's solver passes and multigrid cycles
+  double residual_ = 0;                  // the call's largest relative residual after a solve
 };
 
 } // namespace mri::detail::motion

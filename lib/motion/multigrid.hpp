@@ -1,0 +1,62 @@
+#pragma once
+// The multigrid solver of one warp's linear Euler-Lagrange system A w = b (mri/motion.hpp,
+// MotionSolver::Multigrid): Bruhn, Weickert, Kohlberger and Schnoerr, "A multigrid platform for
+// real-time motion computation with discontinuity-preserving variational methods" (IJCV 2006) and
+// Bruhn et al., "Variational optical flow computation in real time" (IEEE TIP 2005): full
+// multigrid, then V-cycles on the full field until the residual meets the tolerance.
+//
+// Grids: cell-centred, each coarse voxel the mean of its 2x2x2 children (one child along an axis
+// of odd extent at its end). Coarse operators are rediscretised: J3 averaged over the children,
+// alpha and gamma divided by 4 (the energy's smoothness and divergence sums scale with the voxel
+// size squared against the data term's per-voxel sum); a coarse level solves for the correction
+// e, its right-hand side (the restricted residual) stored as minus the tensor's time column so the
+// fine smoother's clg_update runs unchanged. Restriction: averaging; prolongation: trilinear (the
+// pyramid's resampling, voxel centres aligned). Smoother: the SOR's multicolour block
+// Gauss-Seidel passes at omega = 1, deterministic.
+#include <cstdint>
+#include <vector>
+
+#include "cpu_stages.hpp"
+
+namespace mri::detail::motion {
+
+struct MultigridResult {
+  double residual = 0;           // ||b - A w|| / ||b|| after the last cycle
+  int cycles = 0;                // V-cycles on the finest grid (the full multigrid pass: one)
+  std::int64_t fine_passes = 0;  // colour passes and residual evaluations on the finest grid
+};
+
+// The coarse grids below `fine`: extents halved rounding up while every extent is >= 4.
+std::vector<Grid> multigrid_grids(const Grid &fine);
+
+template <class T> class Multigrid {
+public:
+  Multigrid(const Grid &fine, const MotionMultigridOptions &options);
+  // Solves A w = b in place from the w given (the warp's start), b = -(j's time column), to
+  // ||b - A w|| <= tolerance ||b|| or options.max_cycles V-cycles.
+  MultigridResult solve(const Tensor<T> &j, Field<T> &w, T alpha, T gamma, double tolerance);
+
+private:
+  struct Level {
+    Grid grid;
+    Tensor<T> j;  // coarse levels: averaged J3; time column = -(restricted residual)
+    Field<T> e;   // coarse levels: the correction
+    Field<T> r;   // the residual (every level)
+    T alpha{}, gamma{};
+  };
+  const Tensor<T> &tensor(std::size_t l) const { return l == 0 ? *fine_j_ : levels_[l].j; }
+  Field<T> &unknown(std::size_t l) { return l == 0 ? *fine_w_ : levels_[l].e; }
+  void smooth(std::size_t l, int passes);
+  // Residual of level l restricted into level l + 1's right-hand side, its correction zeroed.
+  void restrict_residual(std::size_t l);
+  void v_cycle(std::size_t l);
+  void full_multigrid();
+
+  MotionMultigridOptions options_;
+  std::vector<Level> levels_;
+  const Tensor<T> *fine_j_ = nullptr;
+  Field<T> *fine_w_ = nullptr;
+  std::int64_t fine_passes_ = 0;
+};
+
+} // namespace mri::detail::motion
