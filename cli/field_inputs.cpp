@@ -1,6 +1,9 @@
 #include "field_inputs.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
+#include <stdexcept>
 
 #include "mri/io/nifti.hpp"
 
@@ -53,7 +56,37 @@ std::shared_ptr<const FieldMap> read_field_map(const std::string &path) {
   return std::make_shared<const FieldMap>(grid, std::move(hz));
 }
 
+namespace {
+
+// "dwell:D[:T0]": sample i of every readout at T0 + i D seconds.
+std::optional<std::vector<float>> uniform_times(const std::string &spec, std::size_t samples, std::size_t readout) {
+  if (spec.rfind("dwell:", 0) != 0) return std::nullopt;
+  const std::string rest = spec.substr(6);
+  const std::size_t colon = rest.find(':');
+  double dwell = 0, offset = 0;
+  try {
+    std::size_t used = 0;
+    dwell = std::stod(rest.substr(0, colon), &used);
+    if (used != rest.substr(0, colon).size()) throw std::invalid_argument(rest);
+    if (colon != std::string::npos) {
+      offset = std::stod(rest.substr(colon + 1), &used);
+      if (used != rest.substr(colon + 1).size()) throw std::invalid_argument(rest);
+    }
+  } catch (const std::exception &) {
+    refuse("--readout-times", spec, "expected dwell:SECONDS[:OFFSET_SECONDS] or a BART .cfl");
+  }
+  if (!(dwell > 0) || !std::isfinite(dwell) || !(offset >= 0) || !std::isfinite(offset))
+    refuse("--readout-times", spec, "the dwell must be > 0 and the offset >= 0 (seconds)");
+  std::vector<float> t(samples);
+  const std::size_t per = std::max<std::size_t>(readout, 1);
+  for (std::size_t m = 0; m < samples; ++m) t[m] = static_cast<float>(offset + static_cast<double>(m % per) * dwell);
+  return t;
+}
+
+} // namespace
+
 std::vector<float> read_readout_times(const std::string &path, std::size_t samples, std::size_t readout) {
+  if (std::optional<std::vector<float>> t = uniform_times(path, samples, readout)) return *t;
   const bart::CflArray a = bart::read_cfl(cfl_base(path));
   if (a.data.size() != samples)
     refuse("--readout-times", path,

@@ -15,8 +15,9 @@ namespace mri::cli {
 std::shared_ptr<const FieldMap> read_field_map(const std::string &path);
 
 // The times in `path` for a trajectory of `samples` points in readouts of `readout` samples:
-// the real parts, one per sample, finite, >= 0 and non-decreasing along each readout. Throws
-// InvalidArgument naming --readout-times and the value.
+// the real parts, one per sample, finite, >= 0 and non-decreasing along each readout; or, for
+// "dwell:D[:T0]", sample i of every readout at T0 + i D seconds. Throws InvalidArgument naming
+// --readout-times and the value.
 std::vector<float> read_readout_times(const std::string &path, std::size_t samples, std::size_t readout);
 
 } // namespace mri::cli

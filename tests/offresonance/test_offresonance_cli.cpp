@@ -94,6 +94,15 @@ TEST_CASE("mri recon --fieldmap --readout-times corrects the field and reports L
   CHECK(report["segment_error"].get<double>() <= 1e-3);
   CHECK(psnr_of(dir, "fixed", truth) > psnr_of(dir, "plain", truth) + 5);
 
+  // The same times as dwell:D (sample i of each readout at i D): the same correction.
+  const Run dwell = mri_cli(dir, common + "--fieldmap f --readout-times dwell:3.2e-5 --out dwell --quiet");
+  INFO(dwell.err);
+  REQUIRE(dwell.code == 0);
+  CHECK(std::abs(psnr_of(dir, "dwell", truth) - psnr_of(dir, "fixed", truth)) < 0.01);
+  const Run bad_dwell = mri_cli(dir, common + "--fieldmap f --readout-times dwell:-1 --out x");
+  CHECK(bad_dwell.code == 1);
+  CHECK(bad_dwell.err.find("--readout-times = dwell:-1") != std::string::npos);
+
   // A map on a coarser grid: resampled with one warning line.
   Grid coarse(12, 12);
   const FieldMap fine(Grid(kN, kN), [&] {
