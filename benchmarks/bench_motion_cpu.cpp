@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "../lib/motion/cpu_stages.hpp"
+#include "../lib/motion/multigrid.hpp"
 #include "motion_problems.hpp"
 
 namespace {
@@ -21,11 +22,16 @@ void BM_motion3d_cpu(benchmark::State &state) {
       p.fixed.grid(),
       mri::bench::motion3d_options(solver, mri::MotionMemory::Cached, mri::Backend::Cpu));
   mri::bench::time_motion3d(state, est, p);
-  state.SetLabel(solver == MotionSolver::Jacobi ? "MOTION-3D jacobi" : "MOTION-3D sor");
+  state.SetLabel(solver == MotionSolver::Jacobi        ? "MOTION-3D jacobi"
+                 : solver == MotionSolver::RedBlackSor ? "MOTION-3D sor"
+                                                       : "MOTION-3D multigrid");
+  state.counters["residual"] = est.report().solver_residual;
+  state.counters["cycles"] = double(est.report().solver_cycles);
 }
 BENCHMARK(BM_motion3d_cpu)
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
@@ -93,6 +99,65 @@ void BM_solver_convergence(benchmark::State &state) {
 BENCHMARK(BM_solver_convergence)
     ->ArgsProduct({{0}, {10, 20, 40, 80, 160}, {100}})
     ->ArgsProduct({{1}, {5, 10, 20, 40, 80}, {100, 150, 180, 190}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// Time to one relative Euler-Lagrange residual ||b - A w|| / ||b|| = kTargetResidual from w = 0 on
+// the level above with the volume term of docs/motion.md (gamma 0.3): Jacobi (checked every 10
+// sweeps), SOR at omega 1.5 (checked every 2 iterations) and the multigrid (checked every cycle),
+// each stopped at the first check at or below the target. args: solver (0 Jacobi, 1 SOR, 2
+// multigrid), gamma * 100. Counters: the residual reached, passes over the 64^3 grid (multigrid:
+// colour passes and residual evaluations on the finest grid), V-cycles.
+constexpr double kTargetResidual = 1e-3;
+constexpr int kMaxSweeps = 20000;
+
+void BM_solver_to_residual(benchmark::State &state) {
+  const auto solver = static_cast<MotionSolver>(state.range(0));
+  const float alpha = float(kAlpha), gamma = float(state.range(1) / 100.0);
+  const Level &l = convergence_level();
+  const mri::Grid g = l.j[0].grid;
+  const int colours = dm::sor_colours(gamma);
+  const double b2 = dm::rhs_norm2(l.j);
+  double residual = 0;
+  std::int64_t passes = 0, cycles = 0;
+  for (auto _ : state) {
+    dm::Field<float> w{dm::Volume<float>(g), dm::Volume<float>(g), dm::Volume<float>(g)}, next = w,
+                     r = w;
+    const auto measure = [&] {
+      ++passes;
+      return dm::relative_residual(dm::residual(l.j, w, r, alpha, gamma), b2);
+    };
+    passes = cycles = 0;
+    if (solver == MotionSolver::Multigrid) {
+      dm::Multigrid<float> mg(g, mri::MotionMultigridOptions{.max_cycles = 100});
+      const dm::MultigridResult result = mg.solve(l.j, w, alpha, gamma, kTargetResidual);
+      residual = result.residual, passes = result.fine_passes, cycles = result.cycles;
+      continue;
+    }
+    const int check = solver == MotionSolver::Jacobi ? 10 : 2;
+    for (residual = measure(); residual > kTargetResidual && passes < kMaxSweeps;
+         residual = measure())
+      for (int it = 0; it < check; ++it) {
+        if (solver == MotionSolver::Jacobi) {
+          dm::sweep(l.j, w, next, -1, colours, alpha, gamma, 1.0f);
+          std::swap(w, next);
+          ++passes;
+        } else {
+          for (int c = 0; c < colours; ++c)
+            dm::sweep(l.j, w, w, c, colours, alpha, gamma, 1.5f);
+          passes += colours;
+        }
+      }
+  }
+  state.counters["residual"] = residual;
+  state.counters["passes"] = double(passes);
+  state.counters["cycles"] = double(cycles);
+  state.SetLabel(solver == MotionSolver::Jacobi        ? "jacobi"
+                 : solver == MotionSolver::RedBlackSor ? "sor 1.5"
+                                                       : "multigrid");
+}
+BENCHMARK(BM_solver_to_residual)
+    ->ArgsProduct({{0, 1, 2}, {0, 30}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -109,13 +109,12 @@ template <class T> void Multigrid<T>::v_cycle(std::size_t l) {
   smooth(l, options_.post_smoothing);
 }
 
-// Nested iteration on the residual equation: the residual restricted to every level, the
-// coarsest solved, then each finer level starts from the prolongated coarser correction and runs
-// one V-cycle; the finest level's V-cycle runs on w itself.
+// Nested iteration on the residual equation: the residual (levels_[0].r, left there by solve's
+// measurement of w) restricted to every level, the coarsest solved, then each finer level starts
+// from the prolongated coarser correction and runs one V-cycle; the finest level's V-cycle runs on
+// w itself.
 template <class T> void Multigrid<T>::full_multigrid() {
   const int time[3] = {kXT, kYT, kZT};
-  residual(tensor(0), unknown(0), levels_[0].r, levels_[0].alpha, levels_[0].gamma);
-  ++fine_passes_;
   for (std::size_t l = 1; l < levels_.size(); ++l)
     for (int c = 0; c < 3; ++c) {
       restrict_mean(levels_[l - 1].r[c], levels_[l].r[c], T(1));
