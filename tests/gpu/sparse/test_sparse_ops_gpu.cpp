@@ -212,8 +212,9 @@ TEST_CASE("gpu sparse: TV's dual step matches the host's", "[gpu][sparse][gradie
   Device::tv_dual_step(grid, axes, isotropic, du, 0.125, 0.8, 0.4, dp, dq);
   CHECK(device_error(dp, p) < kRoundingTolerance);
   CHECK(device_error(dq, q) < kRoundingTolerance);
-  DeviceImage wrong(grid);
+  DeviceImage wrong(Grid(grid.nx() + 1, grid.ny(), grid.nz()));
   CHECK_THROWS_AS(Device::tv_dual_step(grid, axes, isotropic, du, 0.125, 0.8, 0.4, wrong, dq), InvalidArgument);
+  CHECK_THROWS_AS(Device::tv_dual_step(grid, axes, isotropic, du, 0.125, 0.8, 0.4, dq, dq), InvalidArgument);
   CHECK_THROWS_AS(Device::tv_dual_step(grid, axes, isotropic, du, 0.125, -1.0, 0.4, dp, dq), InvalidArgument);
 }
 
