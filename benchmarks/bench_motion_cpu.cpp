@@ -104,15 +104,17 @@ BENCHMARK(BM_solver_convergence)
 
 // Time to one relative Euler-Lagrange residual ||b - A w|| / ||b|| = kTargetResidual from w = 0 on
 // the level above with the volume term of docs/motion.md (gamma 0.3): Jacobi (checked every 10
-// sweeps), SOR at omega 1.5 (checked every 2 iterations) and the multigrid (checked every cycle),
+// sweeps), SOR at omega 1.5 (checked every 2 iterations) and the multigrid (checked every cycle or
+// conjugate-gradient iteration),
 // each stopped at the first check at or below the target. args: solver (0 Jacobi, 1 SOR, 2
-// multigrid), gamma * 100. Counters: the residual reached, passes over the 64^3 grid (multigrid:
+// multigrid, 3 conjugate gradients preconditioned by the V-cycle), gamma * 100. Counters: the residual reached, passes over the 64^3 grid (multigrid:
 // colour passes and residual evaluations on the finest grid), V-cycles.
 constexpr double kTargetResidual = 1e-3;
 constexpr int kMaxSweeps = 20000;
 
 void BM_solver_to_residual(benchmark::State &state) {
-  const auto solver = static_cast<MotionSolver>(state.range(0));
+  const bool krylov = state.range(0) == 3; // the V-cycle preconditioning conjugate gradients
+  const auto solver = krylov ? MotionSolver::Multigrid : static_cast<MotionSolver>(state.range(0));
   const float alpha = float(kAlpha), gamma = float(state.range(1) / 100.0);
   const Level &l = convergence_level();
   const mri::Grid g = l.j[0].grid;
@@ -129,7 +131,7 @@ void BM_solver_to_residual(benchmark::State &state) {
     };
     passes = cycles = 0;
     if (solver == MotionSolver::Multigrid) {
-      dm::Multigrid<float> mg(g, mri::MotionMultigridOptions{.max_cycles = 100});
+      dm::Multigrid<float> mg(g, mri::MotionMultigridOptions{.max_cycles = 100, .krylov = krylov});
       const dm::MultigridResult result = mg.solve(l.j, w, alpha, gamma, kTargetResidual);
       residual = result.residual, passes = result.fine_passes, cycles = result.cycles;
       continue;
@@ -154,10 +156,11 @@ void BM_solver_to_residual(benchmark::State &state) {
   state.counters["cycles"] = double(cycles);
   state.SetLabel(solver == MotionSolver::Jacobi        ? "jacobi"
                  : solver == MotionSolver::RedBlackSor ? "sor 1.5"
+                 : krylov                              ? "multigrid-preconditioned CG"
                                                        : "multigrid");
 }
 BENCHMARK(BM_solver_to_residual)
-    ->ArgsProduct({{0, 1, 2}, {0, 30}})
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 30}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

@@ -44,10 +44,14 @@ enum class MotionSolver {
 // 2x2x2 children, alpha and gamma / 4 per level), residuals restricted by averaging and
 // corrections prolongated trilinearly.
 struct MotionMultigridOptions {
-  int max_cycles = 20;    // V-cycles per warp at most (the full multigrid pass counts as one); >= 1
+  int max_cycles = 20;    // V-cycles (krylov: CG iterations) per warp at most (the full multigrid
+                          // pass counts as one); >= 1
   int pre_smoothing = 2;  // block Gauss-Seidel passes (all colours) before the coarse correction
   int post_smoothing = 2; // and after; each >= 0, together >= 1
   bool full = true;       // start each warp with a full-multigrid pass (else V-cycles only)
+  bool krylov = false;    // then conjugate gradients preconditioned by one V-cycle per iteration
+                          // (a symmetric V-cycle: restriction = prolongation's transpose, reversed
+                          // post-smoothing) instead of plain V-cycles; needs pre == post smoothing
 };
 
 // The GPU motion paper's two memory variants of the stencil kernels (GPU only; the CPU ignores it).

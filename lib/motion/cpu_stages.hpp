@@ -57,6 +57,9 @@ void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour, i
 // column); r = minus clg_gradient's gradient at every voxel) into r; returns ||r||^2 in double.
 template <class T>
 double residual(const Tensor<T> &j, const Field<T> &w, Field<T> &r, T alpha, T gamma);
+// out = A x (the residual's operator, j's time column ignored); returns <x, A x> in double.
+template <class T>
+double apply_operator(const Tensor<T> &j, const Field<T> &x, Field<T> &out, T alpha, T gamma);
 // ||b||^2 = the squared norm of j's time column (channels kXT, kYT, kZT), in double.
 template <class T> double rhs_norm2(const Tensor<T> &j);
 // ||r|| / ||b|| from the squares (0 when r = 0; infinite when only b = 0).

@@ -62,6 +62,10 @@ void validate(const Grid &grid, const MotionOptions &o) {
     detail::invalid_argument("options.multigrid.pre_smoothing", mg.pre_smoothing, "must be >= 0");
   if (mg.post_smoothing < 0)
     detail::invalid_argument("options.multigrid.post_smoothing", mg.post_smoothing, "must be >= 0");
+  if (mg.krylov && mg.pre_smoothing != mg.post_smoothing)
+    detail::invalid_argument("options.multigrid.post_smoothing", mg.post_smoothing,
+                             "must equal pre_smoothing (" + std::to_string(mg.pre_smoothing) +
+                                 ") with krylov: conjugate gradients need a symmetric V-cycle");
   if (mg.pre_smoothing + mg.post_smoothing < 1)
     detail::invalid_argument("options.multigrid.post_smoothing", mg.post_smoothing,
                              "pre_smoothing + post_smoothing must be >= 1 (a V-cycle must smooth)");

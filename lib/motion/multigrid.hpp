@@ -10,9 +10,11 @@
 // alpha and gamma divided by 4 (the energy's smoothness and divergence sums scale with the voxel
 // size squared against the data term's per-voxel sum); a coarse level solves for the correction
 // e, its right-hand side (the restricted residual) stored as minus the tensor's time column so the
-// fine smoother's clg_update runs unchanged. Restriction: averaging; prolongation: trilinear (the
-// pyramid's resampling, voxel centres aligned). Smoother: the SOR's multicolour block
-// Gauss-Seidel passes at omega = 1, deterministic.
+// fine smoother's clg_update runs unchanged. Restriction: averaging (or, with krylov, the
+// prolongation's transpose); prolongation: trilinear (the pyramid's resampling, voxel centres
+// aligned). Smoother: the SOR's multicolour block Gauss-Seidel passes at omega = 1 (with krylov,
+// post-smoothing in the reverse colour order), deterministic. Optionally (krylov) the V-cycle
+// preconditions conjugate gradients.
 #include <cstdint>
 #include <vector>
 
@@ -46,17 +48,24 @@ private:
   };
   const Tensor<T> &tensor(std::size_t l) const { return l == 0 ? *fine_j_ : levels_[l].j; }
   Field<T> &unknown(std::size_t l) { return l == 0 ? *fine_w_ : levels_[l].e; }
-  void smooth(std::size_t l, int passes);
+  void smooth(std::size_t l, int passes, bool reverse);
   // Residual of level l restricted into level l + 1's right-hand side, its correction zeroed.
   void restrict_residual(std::size_t l);
+  void restrict_residual_into(const Volume<T> &fine, Volume<T> &coarse, T sign) const;
   void v_cycle(std::size_t l);
   void full_multigrid();
+  // z = (one V-cycle from 0 on A z = r_): the conjugate gradients' preconditioner.
+  void precondition();
+  // Conjugate gradients on A w = b preconditioned by the V-cycle, from the residual in levels_[0].r.
+  void conjugate_gradients(MultigridResult &result, double tolerance, double b2);
 
   MotionMultigridOptions options_;
   std::vector<Level> levels_;
   const Tensor<T> *fine_j_ = nullptr;
   Field<T> *fine_w_ = nullptr;
   std::int64_t fine_passes_ = 0;
+  Tensor<T> pre_j_;   // the preconditioner's finest tensor: J3, time column -r_ (krylov only)
+  Field<T> r_, z_, p_, q_; // conjugate gradients' vectors (krylov only)
 };
 
 } // namespace mri::detail::motion

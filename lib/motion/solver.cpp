@@ -60,6 +60,31 @@ double residual(const Tensor<T> &j, const Field<T> &w, Field<T> &r, T alpha, T g
   return sum;
 }
 
+template <class T>
+double apply_operator(const Tensor<T> &j, const Field<T> &x, Field<T> &out, T alpha, T gamma) {
+  const Grid &g = x[0].grid;
+  const std::int64_t nx = g.nx(), ny = g.ny(), nz = g.nz();
+  double dot = 0;
+#pragma omp parallel for collapse(2) reduction(+ : dot) schedule(static) if (g.voxels() >= kMinParallelVoxels)
+  for (std::int64_t z = 0; z < nz; ++z)
+    for (std::int64_t y = 0; y < ny; ++y)
+      for (std::int64_t x0 = 0; x0 < nx; ++x0) {
+        const std::int64_t v = g.index(x0, y, z);
+        const auto load = [&](int c, int dx, int dy, int dz) {
+          return x[c].v[v + dx + nx * (dy + ny * dz)];
+        };
+        const T jv[kTT] = {j[0].v[v], j[1].v[v], j[2].v[v], T(0),      j[4].v[v],
+                           j[5].v[v], T(0),      j[7].v[v], T(0)}; // no time column: A x
+        const ClgGradient<T> grad = clg_gradient(
+            jv, load, VoxelPosition<std::int64_t>{{x0, y, z}, {nx, ny, nz}}, alpha, gamma);
+        for (int c = 0; c < 3; ++c) {
+          out[c].v[v] = grad.r[c];
+          dot += double(grad.r[c]) * double(x[c].v[v]);
+        }
+      }
+  return dot;
+}
+
 template <class T> double rhs_norm2(const Tensor<T> &j) {
   const std::int64_t n = j[0].grid.voxels();
   double sum = 0;
@@ -113,6 +138,10 @@ template void sweep(const Tensor<double> &, const Field<double> &, Field<double>
 template double residual(const Tensor<float> &, const Field<float> &, Field<float> &, float, float);
 template double residual(const Tensor<double> &, const Field<double> &, Field<double> &, double,
                          double);
+template double apply_operator(const Tensor<float> &, const Field<float> &, Field<float> &, float,
+                               float);
+template double apply_operator(const Tensor<double> &, const Field<double> &, Field<double> &,
+                               double, double);
 template double rhs_norm2(const Tensor<float> &);
 template double rhs_norm2(const Tensor<double> &);
 template double clg_energy(const Tensor<float> &, const Field<float> &, double, double);

@@ -155,7 +155,8 @@ TEST_CASE("motion: multigrid matches a float64 direct solve of the warp's system
   const Grid g = GENERATE(Grid(12, 11, 9), Grid(8, 12, 10));
   INFO("seed " << seed << ", grid " << g.nx() << "x" << g.ny() << "x" << g.nz());
   const double alpha = 0.03, gamma = GENERATE(0.0, 0.3);
-  INFO("gamma " << gamma);
+  const bool krylov = GENERATE(false, true);
+  INFO("gamma " << gamma << (krylov ? ", conjugate gradients" : ", V-cycles"));
   dm::Tensor<double> j64 = random_tensor<double>(g, seed);
   System s = assemble(j64, alpha, gamma);
   s.b = s.a * flatten(random_field<double>(g, 1.5, seed + 3));
@@ -174,7 +175,7 @@ TEST_CASE("motion: multigrid matches a float64 direct solve of the warp's system
       for (std::int64_t v = 0; v < n; ++v)
         j[time[c]].v[v] = T(-s.b[c * n + v]);
     dm::Field<T> w = zero_field<T>(g);
-    dm::Multigrid<T> mg(g, MotionMultigridOptions{.max_cycles = cycles});
+    dm::Multigrid<T> mg(g, MotionMultigridOptions{.max_cycles = cycles, .krylov = krylov});
     const dm::MultigridResult result = mg.solve(j, w, T(alpha), T(gamma), tolerance);
     const double error = (flatten(w) - direct).cwiseAbs().maxCoeff() / direct.cwiseAbs().maxCoeff();
     INFO("residual " << result.residual << " after " << result.cycles << " cycles; error " << error);
@@ -183,7 +184,8 @@ TEST_CASE("motion: multigrid matches a float64 direct solve of the warp's system
   };
   // float64: the multigrid converges to the direct solution; float32: to the float residual's
   // floor (relative residual 1e-5: ~100 roundings of 6e-8), well inside 1e-4 of the solution.
-  CHECK(solve(double{}, 1e-9, 100) < 1e-7); // measured: 1e-9 in 8-13 cycles (gamma 0), 20-40 (0.3)
+  // Measured cycles to 1e-9: V-cycles 8-13 (gamma 0), 20-40 (0.3); conjugate gradients 7-8, 17-18.
+  CHECK(solve(double{}, 1e-9, 100) < 1e-7);
   CHECK(solve(float{}, 1e-5, 40) < 1e-4);
 }
 
@@ -285,6 +287,8 @@ TEST_CASE("motion: bad solver options name the option", "[motion][bad-input]") {
   bad([](MotionOptions &o) { o.multigrid.pre_smoothing = o.multigrid.post_smoothing = 0; },
       "pre_smoothing + post_smoothing");
   bad([](MotionOptions &o) { o.solver = static_cast<MotionSolver>(17); }, "options.solver = 17");
+  bad([](MotionOptions &o) { o.multigrid.krylov = true, o.multigrid.post_smoothing = 3; },
+      "options.multigrid.post_smoothing = 3");
   // The CUDA backend has no multigrid: refused (without a device, refused for that first).
   MotionOptions cuda;
   cuda.backend = Backend::Cuda;
