@@ -99,6 +99,7 @@ nlohmann::json stages(const MotionReport &r) {
   return {{"transfer_ms", r.transfer_ms}, {"pyramid_ms", r.pyramid_ms}, {"gradients_ms", r.gradients_ms},
           {"warp_ms", r.warp_ms},         {"tensor_ms", r.tensor_ms},   {"gaussian_ms", r.gaussian_ms},
           {"solver_ms", r.solver_ms},     {"total_ms", r.total_ms},     {"solver_sweeps", r.solver_sweeps},
+          {"solver_cycles", r.solver_cycles}, {"solver_residual", r.solver_residual},
           {"backend", to_string(r.backend)}};
 }
 
@@ -146,8 +147,12 @@ void add_estimator_options(CLI::App &cmd, MotionOptions &o) {
   cmd.add_option("--warps", o.warps, "linearisations (warps of the moving frame) per pyramid level")->capture_default_str();
   cmd.add_option("--levels", o.levels, "pyramid levels, each halving the grid (1: none)")->capture_default_str();
   cmd.add_option("--omega", o.omega, "SOR over-relaxation in (0, 2) (Jacobi ignores it)")->capture_default_str();
-  add_enum(cmd, "--solver", o.solver, {{"jacobi", MotionSolver::Jacobi}, {"sor", MotionSolver::RedBlackSor}},
-           "Jacobi (the GPU motion paper's) or multicolour SOR");
+  add_enum(cmd, "--solver", o.solver,
+           {{"auto", MotionSolver::Auto}, {"multigrid", MotionSolver::Multigrid}, {"jacobi", MotionSolver::Jacobi},
+            {"sor", MotionSolver::RedBlackSor}},
+           "auto (multigrid on the CPU, SOR on the GPU) | multigrid (CPU) | Jacobi (the GPU motion paper's) | multicolour SOR");
+  cmd.add_option("--tolerance", o.tolerance, "multigrid: relative Euler-Lagrange residual at which a warp's solve stops")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   add_enum(cmd, "--memory", o.memory, {{"cached", MotionMemory::Cached}, {"shared-tiles", MotionMemory::SharedTiles}},
            "CUDA stencil kernels: plain cached loads or shared-memory tiles (the CPU ignores it)");
   add_enum(cmd, "--derivative", o.derivative, {{"central", MotionDerivative::Central}, {"forward", MotionDerivative::Forward}},

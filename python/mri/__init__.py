@@ -204,14 +204,15 @@ class MotionEstimator:
     moving) -> (nx, ny, nz, 3) displacements (u, v, w in voxels) with moving(x + w(x)) ~ fixed(x)."""
 
     def __init__(self, matrix, *, alpha=0.03, gamma=0.0, rho=1.0, sigma=0.5, iterations=30, warps=3,
-                 levels=3, omega=1.5, solver="red-black-sor", memory="cached", derivative="central",
-                 backend="cpu", precision="float32"):
+                 levels=3, omega=1.5, solver="auto", tolerance=1e-3, memory="cached",
+                 derivative="central", backend="cpu", precision="float32"):
         self.matrix = matrix_tuple(matrix)
         if len(self.matrix) != 3:
             raise ValueError(f"matrix: {self.matrix}: motion estimation is 3D (nx, ny, nz)")
         self._op = _mri.MotionEstimator(self.matrix, float(alpha), float(gamma), float(rho),
                                         float(sigma), int(iterations), int(warps), int(levels),
-                                        float(omega), solver, memory, derivative, backend, precision)
+                                        float(omega), solver, float(tolerance), memory, derivative,
+                                        backend, precision)
 
     def estimate(self, fixed, moving):
         return self._op.estimate(real_array("fixed", fixed, self.matrix),

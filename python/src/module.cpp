@@ -179,21 +179,26 @@ py::dict motion_report(const MotionReport &r) {
   d["solver_ms"] = r.solver_ms;
   d["total_ms"] = r.total_ms;
   d["solver_sweeps"] = r.solver_sweeps;
+  d["solver_cycles"] = r.solver_cycles;
+  d["solver_residual"] = r.solver_residual;
   d["backend"] = to_string(r.backend);
   return d;
 }
 
 std::shared_ptr<Motion> make_motion(const std::vector<std::int64_t> &matrix, double alpha, double gamma, double rho,
                                     double sigma, int iterations, int warps, int levels, double omega,
-                                    const std::string &solver, const std::string &memory,
+                                    const std::string &solver, double tolerance, const std::string &memory,
                                     const std::string &derivative, const std::string &backend,
                                     const std::string &precision) {
   MotionOptions o;
   o.alpha = alpha, o.gamma = gamma, o.rho = rho, o.sigma = sigma;
   o.iterations = iterations, o.warps = warps, o.levels = levels, o.omega = omega;
-  if (solver == "jacobi") o.solver = MotionSolver::Jacobi;
+  o.tolerance = tolerance;
+  if (solver == "auto") o.solver = MotionSolver::Auto;
+  else if (solver == "multigrid") o.solver = MotionSolver::Multigrid;
+  else if (solver == "jacobi") o.solver = MotionSolver::Jacobi;
   else if (solver == "red-black-sor") o.solver = MotionSolver::RedBlackSor;
-  else detail::invalid_argument("solver", "'" + solver + "'", "expected jacobi or red-black-sor");
+  else detail::invalid_argument("solver", "'" + solver + "'", "expected auto, multigrid, jacobi or red-black-sor");
   if (memory == "cached") o.memory = MotionMemory::Cached;
   else if (memory == "shared-tiles") o.memory = MotionMemory::SharedTiles;
   else detail::invalid_argument("memory", "'" + memory + "'", "expected cached or shared-tiles");
@@ -213,7 +218,7 @@ void bind_motion(py::module_ &m) {
   py::class_<Motion, std::shared_ptr<Motion>>(m, "MotionEstimator")
       .def(py::init(&make_motion), py::arg("matrix"), py::arg("alpha"), py::arg("gamma"), py::arg("rho"),
            py::arg("sigma"), py::arg("iterations"), py::arg("warps"), py::arg("levels"), py::arg("omega"),
-           py::arg("solver"), py::arg("memory"), py::arg("derivative"), py::arg("backend"), py::arg("precision"))
+           py::arg("solver"), py::arg("tolerance"), py::arg("memory"), py::arg("derivative"), py::arg("backend"), py::arg("precision"))
       .def("estimate",
            [](Motion &self, const py::array &fixed, const py::array &moving) {
              const Grid grid = self.estimator->grid();
