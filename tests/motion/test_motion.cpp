@@ -11,6 +11,7 @@
 #include "../../lib/motion/cpu_stages.hpp"
 #include "mri_backend/motion_driver.hpp"
 #include "catch.hpp"
+#include "motion_test_support.hpp"
 #include "mri/error.hpp"
 #include "mri/motion.hpp"
 #include "mri/phantom.hpp"
@@ -21,13 +22,8 @@ namespace dm = mri::detail::motion;
 
 namespace {
 
-std::uint64_t fresh_seed() { return std::random_device{}(); }
-
-template <class T> dm::Volume<T> to_volume(const RealVolume &f) {
-  dm::Volume<T> v(f.grid());
-  std::copy(f.values().begin(), f.values().end(), v.v.begin());
-  return v;
-}
+using mri::test::motion::fresh_seed;
+using mri::test::motion::to_volume;
 template <class T> dm::Field<T> to_field(const DisplacementField &w) {
   return {to_volume<T>(w.u), to_volume<T>(w.v), to_volume<T>(w.w)};
 }

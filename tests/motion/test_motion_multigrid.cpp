@@ -12,6 +12,7 @@
 #include "../../lib/motion/cpu_stages.hpp"
 #include "../../lib/motion/multigrid.hpp"
 #include "catch.hpp"
+#include "motion_test_support.hpp"
 #include "mri/error.hpp"
 #include "mri/motion.hpp"
 
@@ -20,13 +21,8 @@ namespace dm = mri::detail::motion;
 
 namespace {
 
-std::uint64_t fresh_seed() { return std::random_device{}(); }
-
-template <class T> dm::Volume<T> to_volume(const RealVolume &f) {
-  dm::Volume<T> v(f.grid());
-  std::copy(f.values().begin(), f.values().end(), v.v.begin());
-  return v;
-}
+using mri::test::motion::fresh_seed;
+using mri::test::motion::to_volume;
 template <class T> dm::Field<T> zero_field(const Grid &g) {
   return {dm::Volume<T>(g), dm::Volume<T>(g), dm::Volume<T>(g)};
 }

@@ -56,10 +56,14 @@ ab() { # ab REP VARIANT
   sed "s/^/$v,$rep,/" /tmp/front.csv >>"$OUT/front.csv"
 }
 
-run() {
+# On the device: $OUT (default ./out) and the unpacked peer library.
+prepare_device() {
   OUT=${OUT:-$PWD/out}
   mkdir -p "$OUT"
   (cd "$S/peer" && xz -dkf libcufinufft.so.xz)
+}
+run() {
+  prepare_device
   local T=$S/new/tests/mri_gpu_tests
   {
     date -u
@@ -88,9 +92,7 @@ run() {
 # by CG and by the proximal solvers (bench_recon_gpu). $OUT: sparse.log, sparse_memcheck.log,
 # sparse_bench.csv.
 sparse() {
-  OUT=${OUT:-$PWD/out}
-  mkdir -p "$OUT"
-  (cd "$S/peer" && xz -dkf libcufinufft.so.xz)
+  prepare_device
   export LD_LIBRARY_PATH=$(lib_path new)
   local T=$S/new/tests/mri_gpu_tests
   { nvidia-smi --query-gpu=name,driver_version --format=csv; date -u; "$T" "[sparse]" --durations yes; echo "rc=$?"; } \
@@ -105,9 +107,7 @@ sparse() {
 
 # The new build's whole GPU suite, plainly (no memcheck, no A/B). $OUT: gpu_suite.log.
 suite() {
-  OUT=${OUT:-$PWD/out}
-  mkdir -p "$OUT"
-  (cd "$S/peer" && xz -dkf libcufinufft.so.xz)
+  prepare_device
   export LD_LIBRARY_PATH=$(lib_path new)
   { nvidia-smi --query-gpu=name,driver_version --format=csv; date -u; time "$S/new/tests/mri_gpu_tests" --durations yes; echo "rc=$?"; } \
     >"$OUT/gpu_suite.log" 2>&1
