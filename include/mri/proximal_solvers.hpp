@@ -85,7 +85,11 @@ ProximalAlgorithm resolve_proximal_algorithm(ProximalAlgorithm requested, const 
 // finite, iteration counts < 1, a negative or non-finite CG tolerance).
 void validate(const ProximalSettings &settings, const std::string &name);
 
-template <class NormalOp, class Vec, class Ops = VectorOps<Vec>, class SOps = SparseOps<Vec>> class ProximalSolver {
+// Term: one sparse term on Vec (SparseTermOps for an image; FrameTermOps, mri/frame_terms.hpp, for
+// a stack of frames).
+template <class NormalOp, class Vec, class Ops = VectorOps<Vec>, class SOps = SparseOps<Vec>,
+          class Term = SparseTermOps<Vec, SOps, Ops>>
+class ProximalSolver {
 public:
   // Called after each iteration with (iteration from 1, iterate, relative change of the iterate).
   using Callback = std::function<void(int, const Vec &, double)>;
@@ -144,8 +148,6 @@ public:
   const std::vector<double> &change_history() const { return changes_; }
 
 private:
-  using Term = SparseTermOps<Vec, SOps, Ops>;
-
   void reset(double data_energy) {
     data_energy_ = data_energy;
     objective_.clear();
@@ -226,7 +228,9 @@ private:
     estimate_lipschitz(b, settings_.fista_power_iterations);
     step_ = 1.0 / lipschitz_;
     Term &term = terms_.front();
-    const bool monotone = !settings_.cycle_spinning || term.term().penalty != SparsePenalty::L1Wavelet;
+    const SparsePenalty kind = term.term().penalty;
+    const bool shifted = kind == SparsePenalty::L1Wavelet || kind == SparsePenalty::LocallyLowRank;
+    const bool monotone = !settings_.cycle_spinning || !shifted;
     Vec nx = Ops::like(b), v = Ops::like(b), nv = Ops::like(b), z = Ops::like(b), nz = Ops::like(b);
     Vec d = Ops::like(b), nd = Ops::like(b);
     Ops::zero(nx);

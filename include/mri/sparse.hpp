@@ -9,6 +9,7 @@
 // distinct outputs).
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,9 +34,16 @@ enum class SparsePenalty {
   TotalVariation, // BART `T`: lambda sum_v sqrt(sum_a |D_a x[v]|^2) (isotropic) or
                   // lambda sum_a ||D_a x||_1 (anisotropic), D_a forward differences along the axes
   L1Image,        // BART `I`: lambda ||x||_1
-  L2              // BART `Q`: lambda ||x||_2^2 (the quadratic Tikhonov term of SolverOptions)
+  L2,             // BART `Q`: lambda ||x||_2^2 (the quadratic Tikhonov term of SolverOptions)
+  LocallyLowRank  // BART `L`: lambda sum_b ||B_b X||_* over a stack of frames X (reconstruct_frames):
+                  // the nuclear norm of each block's (voxels x frames) matrix, blocks of
+                  // SparseTerm::block voxels per image axis at a random shift (Trzasko and Manduca 2011)
 };
 const char *to_string(SparsePenalty);
+
+// The frame axis of a stack of frames (reconstruct_frames, mri/dynamic.hpp) as BART's dimension
+// flag: bit 10, BART's TIME_DIM, so `-R T:1024:0:L` is total variation along the frames.
+inline constexpr unsigned kFrameAxis = 1u << 10;
 
 // One term lambda * R(T x) of the objective 0.5 ||E x - y||^2 + sum_terms lambda R(T x)
 // (E with the density weights where given: docs/sparse.md).
@@ -44,19 +52,25 @@ struct SparseTerm {
   double lambda = 0;
   // Image axes the transform acts along, as BART's dimension flags: bit 0 x, bit 1 y, bit 2 z.
   // Each must be an axis of the grid with extent > 1 (a wavelet or a difference along an axis of
-  // extent 1 is refused). 0: every axis of extent > 1.
+  // extent 1 is refused). 0: every axis of extent > 1. For a stack of frames, kFrameAxis alone
+  // makes a temporal term (TotalVariation: l1 of the differences between consecutive frames);
+  // it does not combine with image axes in one term (give two terms). LocallyLowRank:
+  // the image axes its blocks span (0: every axis of extent > 1); the frames are its columns.
   unsigned axes = 0;
   // BART's joint flags: dimensions thresholded jointly. Only dimensions beyond the image (coils,
-  // frames) can be joint, and a reconstruction has none of those: anything but 0 is refused.
+  // frames) can be joint: anything but 0 is refused, except LocallyLowRank's, which BART writes
+  // as its block axes (`L:7:7:LAMBDA`): equal to axes or 0.
   unsigned joint = 0;
   Wavelet wavelet = Wavelet::Daubechies2; // L1Wavelet
   bool isotropic = true;                  // TotalVariation (BART's `T` is isotropic)
+  int block = 8;                          // LocallyLowRank: block side in voxels (BART's pics -b)
 };
 std::string to_string(const SparseTerm &);
 
-// A term from BART's pics syntax "TYPE:DIMS:JOINT:LAMBDA" (W, T, I, Q; `Q` is "Q:LAMBDA" in
+// A term from BART's pics syntax "TYPE:DIMS:JOINT:LAMBDA" (W, T, I, L, Q; `Q` is "Q:LAMBDA" in
 // BART too). Throws InvalidArgument naming the text for unknown letters, malformed numbers,
-// negative or non-finite lambda, DIMS beyond the image axes (bits above 2) and nonzero JOINT.
+// negative or non-finite lambda, DIMS beyond the image axes and kFrameAxis (bits 3-9, 11 and up)
+// and nonzero JOINT (L: JOINT equal to DIMS or 0).
 SparseTerm parse_bart_term(std::string_view spec);
 
 // The levels of a wavelet transform on a grid: per axis the number of splits
@@ -80,8 +94,15 @@ int axis_count(unsigned axes);
 
 // Throws InvalidArgument naming `name` for a term that cannot run on `grid`: lambda negative or
 // not finite, joint flags (only dimensions beyond the image could be joint), l2 (quadratic: the
-// CG's Tikhonov term), axes of extent 1 or beyond the grid, a wavelet no axis is long enough for.
+// CG's Tikhonov term), axes of extent 1 or beyond the grid, a wavelet no axis is long enough for,
+// and terms that need frames (kFrameAxis, LocallyLowRank).
 void validate(const SparseTerm &term, const Grid &grid, const std::string &name);
+// The same for a term over a stack of `frames` images of `grid`: it also takes temporal terms
+// (kFrameAxis alone, TotalVariation, at least 2 frames) and LocallyLowRank (block in
+// [1, the largest axis it spans]); it refuses a term that mixes kFrameAxis with image axes.
+void validate(const SparseTerm &term, const Grid &grid, int frames, const std::string &name);
+// A temporal term: its axes are kFrameAxis.
+bool is_temporal(const SparseTerm &term);
 
 // A box [0, extent) per axis of a grid: the samples a shrink leaves alone (the wavelet's coarsest
 // band); all zero: none.
@@ -125,10 +146,17 @@ template <> struct SparseOps<Image> {
 
 // Locally low rank (Trzasko and Manduca 2011; BART `L`) over a stack of frames: the proximal map
 // of t * sum_blocks ||B_b X||_* (nuclear norm of each block's (voxels x frames) matrix), in place
-// on `frames` images of `grid` stored one after the other. Blocks of block^d voxels tile the grid
-// from `shift` (circular, as BART's random shifts), the partial blocks at the far edges
-// included. Throws InvalidArgument when block < 1 or exceeds an axis of extent > 1, or
-// frames < 1. For the dynamic reconstruction that uses frames; host only.
+// on the frames (one pointer per frame, each an image of `grid`). Blocks of block voxels along
+// each axis of `axes` (resolved as SparseTerm::axes; the others whole) tile the grid from `shift`
+// (circular, as BART's random shifts), the partial blocks at the far edges included. Returns the
+// sum of the blocks' nuclear norms before the shrink. Throws InvalidArgument when block < 1 or
+// exceeds an axis it spans, or there are no frames. Host only.
+double locally_low_rank_shrink(std::span<cfloat *const> frames, const Grid &grid, unsigned axes, int block,
+                               const std::array<std::int64_t, 3> &shift, double t);
+// The sum of the blocks' nuclear norms, unchanged frames.
+double locally_low_rank_norm(std::span<const cfloat *const> frames, const Grid &grid, unsigned axes, int block,
+                             const std::array<std::int64_t, 3> &shift);
+// The same on `frames` images stored one after the other, blocks along every axis of extent > 1.
 void locally_low_rank_shrink(cfloat *frames_data, const Grid &grid, int frames, int block,
                              const std::array<std::int64_t, 3> &shift, double t);
 

@@ -14,6 +14,7 @@
 #include "mri/linear_operator.hpp"
 #include "mri/nufft.hpp"
 #include "mri/toeplitz.hpp"
+#include "mri_backend/frames_driver.hpp"
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
@@ -135,6 +136,16 @@ ReconResult reconstruct_cpu(const KSpaceData &data, const Grid &grid, const Reco
     report.backend_note = "auto: cpu (" + cuda_unavailable_reason() + ")";
   CpuSteps steps(data, grid, options, maps);
   return drive_reconstruction(steps, data, grid, options, report, t_start);
+}
+
+FramesResult reconstruct_frames_cpu(const std::vector<KSpaceData> &frames, const Grid &grid,
+                                    const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
+                                    ReconClock::time_point t_start) {
+  report.backend = Backend::Cpu;
+  std::vector<CpuSteps> steps;
+  steps.reserve(frames.size());
+  for (const KSpaceData &frame : frames) steps.emplace_back(frame, grid, options, maps);
+  return drive_frames(steps, frames, grid, options, report, t_start);
 }
 
 } // namespace mri::detail

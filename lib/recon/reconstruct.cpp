@@ -13,6 +13,7 @@
 #include "method_choice.hpp"
 #include "offresonance/recon_offresonance.hpp"
 #include "recon_cpu.hpp"
+#include "recon_validation.hpp"
 
 namespace mri {
 
@@ -41,10 +42,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The sparse terms and the proximal settings, before any work: a bad term fails here, not after
-// F^H D and Q.
-void validate_terms(const Grid &grid, const SolverOptions &s) {
+// F^H D and Q. frames = 0: a single image (reconstruct), else a stack (reconstruct_frames).
+void validate_terms(const Grid &grid, const SolverOptions &s, int frames) {
   for (std::size_t i = 0; i < s.terms.size(); ++i) {
-    validate(s.terms[i], grid, "options.solver.terms[" + std::to_string(i) + "] (" + to_string(s.terms[i]) + ")");
+    const std::string name = "options.solver.terms[" + std::to_string(i) + "] (" + to_string(s.terms[i]) + ")";
+    if (frames == 0)
+      validate(s.terms[i], grid, name);
+    else
+      validate(s.terms[i], grid, frames, name);
   }
   if (s.terms.empty()) return;
   resolve_proximal_algorithm(s.proximal.algorithm, s.terms);
@@ -63,10 +68,14 @@ void validate_offresonance(const KSpaceData &data, const ReconOptions &o) {
                       "this build; use backend = cpu or auto, without gpu.devices");
 }
 
-void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
+} // namespace
+
+namespace detail {
+
+void validate_recon(const KSpaceData &data, const Grid &grid, const ReconOptions &o, int frames) {
   const SolverOptions &s = o.solver;
   validate_offresonance(data, o);
-  validate_terms(grid, s);
+  validate_terms(grid, s, frames);
   if (s.iterations < 0) detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
   if (!(s.tolerance >= 0) || !std::isfinite(s.tolerance))
     detail::invalid_argument("options.solver.tolerance", s.tolerance, "must be finite and >= 0");
@@ -88,10 +97,6 @@ void validate(const KSpaceData &data, const Grid &grid, const ReconOptions &o) {
                                    "] with precision = " + to_string(o.precision));
   }
 }
-
-} // namespace
-
-namespace detail {
 
 // The GPU NUFFT is float32 only: method = Nufft with Float64 runs on the CPU (Auto) or is refused.
 // options.gpu.devices asks for GPUs: Auto then runs on them or says why it cannot, as backend = cuda.
@@ -119,7 +124,7 @@ MethodChoice resolve_method(const KSpaceData &data, const Grid &grid, const Reco
 
 ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options) {
   const auto t_start = Clock::now();
-  validate(data, grid, options);
+  detail::validate_recon(data, grid, options, 0);
   // Samples on or beyond the grid's edge are their periodic images (Trajectory::check_range):
   // wrapped once here, so every operator below sees [-n/2, n/2) and nothing is copied otherwise.
   const std::size_t outside = data.trajectory().check_range(grid);

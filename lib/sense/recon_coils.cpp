@@ -41,7 +41,7 @@ ReconCoils prepare_coils(const KSpaceData &data, const Grid &grid, const ReconOp
                          " coils and coils.maps = require: give maps, or set coils.maps = estimate");
   ReconCoils out;
   if (o.virtual_coils > 0 && o.virtual_coils < data.coils()) {
-    const CoilCompression cc(data, o.virtual_coils);
+    const CoilCompression &cc = out.compression.emplace(data, o.virtual_coils);
     out.compressed.emplace(cc.apply(data));
     if (o.sensitivities) out.maps = std::make_shared<const CoilSensitivities>(cc.apply(*o.sensitivities));
     report.coils = cc.virtual_coils();

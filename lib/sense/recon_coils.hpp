@@ -13,6 +13,7 @@ namespace mri::detail {
 
 struct ReconCoils {
   std::optional<KSpaceData> compressed;  // the data after compression; empty: the data as given
+  std::optional<CoilCompression> compression; // how, for more data of the same coils (frames)
   // Null: single-coil data without maps (no SENSE). Given maps are shared, not copied (at
   // RECON-3D-MC size a copy is 134 MB and tens of milliseconds).
   std::shared_ptr<const CoilSensitivities> maps;

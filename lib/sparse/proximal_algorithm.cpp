@@ -28,8 +28,9 @@ std::string describe(const std::vector<SparseTerm> &terms) {
 }
 
 // FISTA's proximal step is one term's proximal map on the image: a sum of terms has no such map
-// (ADMM or the primal-dual split handle sums); TV's is solved by inner iterations.
-bool fista_applies(const std::vector<SparseTerm> &terms) { return terms.size() == 1; }
+// (ADMM or the primal-dual split handle sums); TV's is solved by inner iterations over the image
+// axes, and TV along the frames has none (mri/frame_terms.hpp).
+bool fista_applies(const std::vector<SparseTerm> &terms) { return terms.size() == 1 && !is_temporal(terms[0]); }
 
 } // namespace
 
@@ -40,7 +41,8 @@ ProximalAlgorithm resolve_proximal_algorithm(ProximalAlgorithm requested, const 
   case ProximalAlgorithm::Fista:
     if (!fista_applies(terms))
       detail::invalid_argument("algorithm", "fista",
-                               "takes one term (terms: " + describe(terms) + "); use admm or primal-dual");
+                               "takes one term with a proximal map on the image (terms: " + describe(terms) +
+                                   "); use admm or primal-dual");
     return requested;
   case ProximalAlgorithm::Admm:
   case ProximalAlgorithm::PrimalDual: return requested;

@@ -70,8 +70,9 @@ SparsePenalty penalty_of_letter(std::string_view spec, std::string_view letter) 
   if (letter == "T") return SparsePenalty::TotalVariation;
   if (letter == "I") return SparsePenalty::L1Image;
   if (letter == "Q") return SparsePenalty::L2;
+  if (letter == "L") return SparsePenalty::LocallyLowRank;
   bad_term(spec, "unknown regulariser \"" + std::string(letter) +
-                     "\" (W: l1-wavelet, T: total variation, I: l1 of the image, Q: l2)");
+                     "\" (W: l1-wavelet, T: total variation, I: l1 of the image, L: locally low rank, Q: l2)");
 }
 
 char letter_of(SparsePenalty p) {
@@ -80,6 +81,7 @@ char letter_of(SparsePenalty p) {
   case SparsePenalty::TotalVariation: return 'T';
   case SparsePenalty::L1Image: return 'I';
   case SparsePenalty::L2: return 'Q';
+  case SparsePenalty::LocallyLowRank: return 'L';
   }
   return '?';
 }
@@ -101,6 +103,7 @@ const char *to_string(SparsePenalty p) {
   case SparsePenalty::TotalVariation: return "total-variation";
   case SparsePenalty::L1Image: return "l1-image";
   case SparsePenalty::L2: return "l2";
+  case SparsePenalty::LocallyLowRank: return "locally-low-rank";
   }
   return "?";
 }
@@ -114,6 +117,8 @@ std::string to_string(const SparseTerm &term) {
   os << number_text(term.lambda) << " (" << to_string(term.penalty);
   if (term.penalty == SparsePenalty::L1Wavelet) os << ", " << to_string(term.wavelet);
   if (term.penalty == SparsePenalty::TotalVariation) os << ", " << (term.isotropic ? "isotropic" : "anisotropic");
+  if (term.penalty == SparsePenalty::LocallyLowRank) os << ", block " << term.block;
+  if (is_temporal(term)) os << ", along the frames";
   os << ')';
   return os.str();
 }
@@ -131,12 +136,13 @@ SparseTerm parse_bart_term(std::string_view spec) {
   }
   if (fields.size() != 4) bad_term(spec, "expected TYPE:DIMS:JOINT:LAMBDA");
   term.axes = parse_flags(spec, fields[1], "DIMS");
-  if ((term.axes & ~kImageAxesMask) != 0)
-    bad_term(spec, "DIMS has bits beyond the image axes (bit 0 x, bit 1 y, bit 2 z: at most 7)");
+  if ((term.axes & ~(kImageAxesMask | kFrameAxis)) != 0)
+    bad_term(spec, "DIMS has bits beyond the image axes (bit 0 x, bit 1 y, bit 2 z) and the frames (bit 10, 1024)");
   term.joint = parse_flags(spec, fields[2], "JOINT");
-  if (term.joint != 0)
-    bad_term(spec, "joint thresholding needs a dimension beyond the image (coils, frames): not in a "
-                   "single-image reconstruction");
+  const bool llr_blocks = term.penalty == SparsePenalty::LocallyLowRank && term.joint == term.axes;
+  if (term.joint != 0 && !llr_blocks)
+    bad_term(spec, "joint thresholding is supported only as locally low rank's block axes (L:DIMS:DIMS:LAMBDA)");
+  term.joint = 0;
   term.lambda = parse_lambda(spec, fields[3]);
   return term;
 }
@@ -162,14 +168,38 @@ unsigned resolve_axes(const Grid &grid, unsigned axes) {
 
 // The stack is a grid of nz * count planes for 2D grids too (nz = 1: count planes): the blocks lie
 // one after the other in memory, block c at offset c * grid.voxels().
+bool is_temporal(const SparseTerm &t) { return t.axes == kFrameAxis; }
+
 void validate(const SparseTerm &t, const Grid &grid, const std::string &name) {
+  if (is_temporal(t) || t.penalty == SparsePenalty::LocallyLowRank)
+    detail::invalid_argument(name, to_string(t), "needs a stack of frames (reconstruct_frames, mri/dynamic.hpp)");
+  validate(t, grid, 1, name);
+}
+
+void validate(const SparseTerm &t, const Grid &grid, int frames, const std::string &name) {
+  if (frames < 1) detail::invalid_argument("frames", frames, "a stack holds at least one image");
   if (!(t.lambda >= 0) || !std::isfinite(t.lambda)) detail::invalid_argument(name + ".lambda", t.lambda, "must be finite and >= 0");
   if (t.joint != 0)
     detail::invalid_argument(name + ".joint", t.joint, "joint thresholding needs a dimension beyond the image (coils, frames)");
   if (t.penalty == SparsePenalty::L2)
     detail::invalid_argument(name, "l2", "is quadratic: give it as solver.lambda with Regularizer::Tikhonov");
+  if ((t.axes & kFrameAxis) != 0) {
+    if (!is_temporal(t))
+      detail::invalid_argument(name + ".axes", t.axes,
+                               "mixes the frame axis (1024) with image axes: give a spatial and a temporal term");
+    if (t.penalty != SparsePenalty::TotalVariation)
+      detail::invalid_argument(name, to_string(t), "along the frames only total variation (T:1024:0:LAMBDA)");
+    if (frames < 2) detail::invalid_argument("frames", frames, "a term along the frames needs at least 2");
+    return;
+  }
   const unsigned axes = resolve_axes(grid, t.axes);
   if (t.penalty == SparsePenalty::L1Wavelet) wavelet_levels(grid, axes, t.wavelet);
+  if (t.penalty == SparsePenalty::LocallyLowRank)
+    for (int a = 0; a < 3; ++a)
+      if ((axes >> a & 1u) != 0 && !(t.block >= 1 && t.block <= grid.extent(a)))
+        detail::invalid_argument(name + ".block", t.block,
+                                 "must be in [1, " + std::to_string(grid.extent(a)) + "] (the image's extent along " +
+                                     kAxisNames[a] + ")");
 }
 
 Grid stacked_grid(const Grid &grid, int count) {

@@ -71,12 +71,14 @@ SparseTerm term_of(const py::handle &h) {
   Options o(h.cast<py::dict>(), "terms: unexpected key");
   SparseTerm t;
   o.get_enum("penalty", t.penalty,
-             {SparsePenalty::L1Wavelet, SparsePenalty::TotalVariation, SparsePenalty::L1Image, SparsePenalty::L2});
+             {SparsePenalty::L1Wavelet, SparsePenalty::TotalVariation, SparsePenalty::L1Image, SparsePenalty::L2,
+              SparsePenalty::LocallyLowRank});
   o.get("lam", t.lambda);
   o.get("axes", t.axes);
   o.get("joint", t.joint);
   o.get_enum("wavelet", t.wavelet, {Wavelet::Haar, Wavelet::Daubechies2, Wavelet::Daubechies4});
   o.get("isotropic", t.isotropic);
+  o.get("block", t.block);
   o.finish();
   return t;
 }
