@@ -1,0 +1,123 @@
+#pragma once
+// Motion-compensated image reconstruction (MCIR; docs/dynamic.md, "Motion-compensated
+// reconstruction"): one image of a reference motion state from the data of every state,
+//   E = [P_s F S_c W_s]  over states s and coils c,
+// W_s the warp of the reference image to state s by its displacement field, solved by conjugate
+// gradients on the normal equations
+//   (sum_s W_s^H N_s W_s + lambda R^H R) x = sum_s W_s^H b_s,
+// N_s = sum_c S_c^H F_s^H W F_s S_c (state s's SENSE normal, its Toeplitz form) and
+// b_s = sum_c S_c^H F_s^H W D_{s,c} (its adjoint data), as Batchelor et al. (MRM 2005, "Matrix
+// description of general motion correction applied to multishot images") and Odille et al.
+// (MRM 2008, GRICS) write the motion-corrected SENSE model.
+//
+// Field direction (the convention of mri::warp in mri/motion.hpp): the field u of state s maps
+// each voxel v of state s to where its content sits in the reference,
+//   x_s(v) = x_ref(v + u(v)),
+// so mri::warp(reference, u) is the state. MotionEstimator::estimate(fixed = state s, moving =
+// reference) returns that field (moving(v + w(v)) ~= fixed(v)). A field made for
+// mri::apply_motion(reference, d) (state(v + d(v)) = reference(v)) is the inverse of u, not u.
+//
+// Thread safety: ImageWarp is an immutable value (copies share one plan): its forward and adjoint
+// may run on any number of threads at once, each into its own output. reconstruct_motion_corrected
+// is reentrant as reconstruct is on the CPU (each call builds its own operators).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mri/image.hpp"
+#include "mri/kspace.hpp"
+#include "mri/motion.hpp"
+#include "mri/reconstruct.hpp"
+
+namespace mri {
+
+struct ImageWarpOptions {
+  // Multiply the warped image by |det(I + grad u)| (central differences, one-sided at the border):
+  // the change of variables that conserves the image's integral (mass) under compression and
+  // expansion, x_s(v) = |det(I + grad u)(v)| x_ref(v + u(v)). Off: the intensity is carried as is.
+  bool jacobian_weighting = false;
+};
+
+// W: complex images of the field's grid -> the same grid, (W x)(v) = J(v) x(v + u(v)), trilinear
+// interpolation with clamp-to-edge (positions outside the volume take the edge value, as mri::warp:
+// on a real image, W's forward equals mri::warp bitwise), J = 1 or the Jacobian weight above. On
+// a 2D grid (nz = 1) the field's w component has no effect (the single z slice is clamped).
+// The adjoint is the exact transpose of the interpolation (each state voxel's value scattered with
+// its trilinear weights to the 8 (2D: 4) reference voxels it read), computed deterministically on
+// the CPU: voxels are visited in slabs along the slowest axis, slabs at least twice the field's
+// largest reach apart run in parallel (two colours), so each output voxel receives its terms in a
+// fixed order for any thread count. A field that is zero everywhere is the identity (both
+// directions copy: bitwise).
+class ImageWarp {
+public:
+  // Throws InvalidArgument naming the component and voxel of a NaN or Inf ("field.u[12]").
+  explicit ImageWarp(const DisplacementField &field, ImageWarpOptions options = {});
+  // The identity on `grid` (no field stored).
+  static ImageWarp identity(const Grid &grid);
+
+  const Grid &grid() const;
+  const ImageWarpOptions &options() const;
+  bool is_identity() const;
+  // The field (zero components where identity() made it) and, with jacobian_weighting, the
+  // weight per voxel (else empty): what the CUDA warp uploads.
+  const DisplacementField &field() const;
+  const std::vector<float> &jacobian() const;
+
+  // The operator core's form (mri/linear_operator.hpp). Throws InvalidArgument when an image is
+  // not on grid() or out is the input itself; values are not checked (mri::forward(W, x) and
+  // mri::adjoint(W, y) refuse NaN/Inf).
+  using Domain = Image;
+  using Range = Image;
+  Image domain_vector() const { return Image(grid()); }
+  Image range_vector() const { return Image(grid()); }
+  void forward(const Image &reference, Image &state) const;
+  void adjoint(const Image &state, Image &reference) const;
+
+  struct Plan; // lib/mcir/image_warp.cpp
+
+private:
+  explicit ImageWarp(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  std::shared_ptr<const Plan> plan_;
+};
+
+struct MotionCorrectionOptions {
+  ImageWarpOptions warp; // Jacobian weighting of every state's warp
+};
+
+// What reconstruct_motion_corrected adds to the ReconReport.
+struct MotionCorrectionReport {
+  int states = 0;
+  int reference_states = 0;            // states whose field is absent or zero (no warp applied)
+  std::vector<std::size_t> samples;    // per state, samples per coil
+  double warp_seconds = 0;             // making the warps (fields checked, Jacobian weights)
+  double rhs_seconds = 0;              // sum_s W_s^H b_s (included in report.fhd_seconds)
+  double cg_warp_seconds = 0;          // the CG's warps W_s and W_s^H (part of report.cg_seconds)
+  std::string note;                    // where each part ran
+};
+
+struct MotionCorrectedResult : ReconResult {
+  MotionCorrectionReport motion;
+};
+
+// The reference state's image from `states` (one KSpaceData per motion state, same coils; the
+// trajectories and weights per state) and `fields` (one per state, reference -> state s as above;
+// the reference's own zero or absent: a default-constructed DisplacementField). Coil maps: given
+// (options.coils.sensitivities) or estimated once from all the states' data together
+// (options.coils.estimation), compressed when options.coils.virtual_coils asks, exactly as
+// reconstruct does on the states' data concatenated; with all fields zero the result is that
+// reconstruction's to float rounding (tests/mcir). F^H D and Q per state as options.method
+// (Auto: the NUFFT on the CPU) and options.nufft; solver.normal = Toeplitz; solver.lambda and
+// regularizer as reconstruct (R^H R once, outside the state sum).
+// Runs on the CPU (backend Auto resolves to it; the report's backend_note says so).
+// Throws InvalidArgument for no states, fields.size() != states.size() ("fields.size()"), a field
+// on another grid ("fields[s].grid()"), a NaN or Inf in a field ("fields[s].u[i]"), states of
+// different coil counts ("states[s].coils()") or dimensions, weights given for some states only,
+// and what reconstruct refuses in the options; Unsupported for backend = Cuda or gpu.devices,
+// sparse terms, solver.normal = Direct and off-resonance correction (not in this build).
+MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
+                                                   const std::vector<DisplacementField> &fields,
+                                                   const ReconOptions &options = {},
+                                                   const MotionCorrectionOptions &motion = {});
+
+} // namespace mri

@@ -1,0 +1,366 @@
+// reconstruct_motion_corrected (mri/mcir.hpp): the motion-compensated SENSE normal equations
+//   (sum_s W_s^H N_s W_s + lambda R^H R) x = sum_s W_s^H b_s
+// assembled in the operator core (mri/linear_operator.hpp) from ImageWarp, each state's Toeplitz
+// normal (QOperator, one per state: Q depends on the state's trajectory and weights) between the
+// coil maps, and the regulariser's normal once outside the state sum; solved by the one
+// ConjugateGradient. CPU.
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend.hpp"
+#include "mri/conjugate_gradient.hpp"
+#include "mri/fourier.hpp"
+#include "mri/linear_operator.hpp"
+#include "mri/mcir.hpp"
+#include "mri/nufft.hpp"
+#include "mri/toeplitz.hpp"
+#include "mri_backend/normal_assembly.hpp"
+#include "mri_backend/recon_report.hpp"
+#include "sense/recon_coils.hpp"
+
+namespace mri {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool absent(const DisplacementField &f) { return f.u.size() == 0 && f.v.size() == 0 && f.w.size() == 0; }
+
+void validate_fields(const std::vector<KSpaceData> &states, const Grid &grid,
+                     const std::vector<DisplacementField> &fields) {
+  if (fields.size() != states.size())
+    detail::invalid_argument("fields.size()", fields.size(),
+                             "needs one field per state (states.size() = " + std::to_string(states.size()) +
+                                 "; the reference's zero or absent)");
+  for (std::size_t s = 0; s < fields.size(); ++s) {
+    const DisplacementField &f = fields[s];
+    if (absent(f)) continue;
+    const std::string name = "fields[" + std::to_string(s) + "]";
+    for (const RealVolume *c : {&f.u, &f.v, &f.w})
+      if (!(c->grid() == grid) || c->size() != static_cast<std::size_t>(grid.voxels()))
+        detail::invalid_argument(name + ".grid()",
+                                 std::to_string(c->grid().nx()) + "x" + std::to_string(c->grid().ny()) + "x" +
+                                     std::to_string(c->grid().nz()),
+                                 "differs from the reconstruction grid " + std::to_string(grid.nx()) + "x" +
+                                     std::to_string(grid.ny()) + "x" + std::to_string(grid.nz()));
+    const char *names[3] = {"u", "v", "w"};
+    const RealVolume *c[3] = {&f.u, &f.v, &f.w};
+    for (int a = 0; a < 3; ++a)
+      for (std::size_t i = 0; i < c[a]->size(); ++i)
+        if (!std::isfinite((*c[a])[i]))
+          detail::invalid_argument(name + "." + names[a] + "[" + std::to_string(i) + "]", (*c[a])[i], "must be finite");
+  }
+}
+
+void validate_states(const std::vector<KSpaceData> &states, const Grid &grid) {
+  if (states.empty()) detail::invalid_argument("states.size()", 0, "needs at least one state");
+  for (std::size_t s = 0; s < states.size(); ++s) {
+    const std::string name = "states[" + std::to_string(s) + "]";
+    const KSpaceData &d = states[s];
+    if (d.trajectory().empty()) detail::invalid_argument(name + ".trajectory().size()", 0, "needs at least one sample");
+    if (d.trajectory().dims() != grid.dims())
+      detail::invalid_argument(name + ".trajectory().dims()", d.trajectory().dims(),
+                               "differs from the grid's " + std::to_string(grid.dims()));
+    if (d.coils() != states[0].coils())
+      detail::invalid_argument(name + ".coils()", d.coils(),
+                               "differs from states[0].coils() = " + std::to_string(states[0].coils()));
+    if (d.has_weights() != states[0].has_weights())
+      detail::invalid_argument(name + ".weights().size()", d.weights().size(),
+                               "weights must be given for every state or for none");
+  }
+}
+
+void validate_options(const ReconOptions &o) {
+  const SolverOptions &s = o.solver;
+  if (o.backend == Backend::Cuda || !o.gpu.devices.empty())
+    throw Unsupported("reconstruct_motion_corrected: runs on the CPU in this build (backend = cpu or auto, "
+                      "without gpu.devices)");
+  if (!s.terms.empty())
+    throw Unsupported("reconstruct_motion_corrected: sparse terms (options.solver.terms) are not supported; "
+                      "use solver.lambda and solver.regularizer");
+  if (s.normal != Normal::Toeplitz)
+    throw Unsupported("reconstruct_motion_corrected: solver.normal = direct is not supported (toeplitz only)");
+  if (o.offresonance.field_map)
+    throw Unsupported("reconstruct_motion_corrected: off-resonance correction is not supported");
+  if (s.iterations < 0) detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
+  if (!(s.tolerance >= 0) || !std::isfinite(s.tolerance))
+    detail::invalid_argument("options.solver.tolerance", s.tolerance, "must be finite and >= 0");
+  if (!(s.lambda >= 0) || !std::isfinite(s.lambda))
+    detail::invalid_argument("options.solver.lambda", s.lambda, "must be finite and >= 0");
+  if (o.method == Method::Nufft) {
+    const double floor = nufft_min_tolerance(o.precision);
+    if (!(o.nufft.tolerance >= floor && o.nufft.tolerance <= kNufftMaxTolerance))
+      detail::invalid_argument("options.nufft.tolerance", o.nufft.tolerance,
+                               "must be in [" + std::to_string(floor) + ", " + std::to_string(kNufftMaxTolerance) +
+                                   "] with precision = " + to_string(o.precision));
+  }
+  if (o.method == Method::Auto && !(o.nufft.tolerance > 0 && o.nufft.tolerance <= kNufftMaxTolerance))
+    detail::invalid_argument("options.nufft.tolerance", o.nufft.tolerance,
+                             "must be in (0, " + std::to_string(kNufftMaxTolerance) + "]");
+}
+
+// All states' samples as one acquisition (coil-major: coil c's samples of every state in state
+// order), trajectories wrapped into [-n/2, n/2) (Trajectory::check_range): what the coil maps are
+// estimated from and what the coils are compressed by, as reconstruct would do on it.
+KSpaceData concatenate(const std::vector<KSpaceData> &states, const Grid &grid, std::size_t &wrapped) {
+  const int coils = states[0].coils();
+  std::vector<KPoint> points;
+  std::vector<float> weights;
+  std::size_t total = 0;
+  for (const KSpaceData &d : states) total += d.samples_per_coil();
+  points.reserve(total);
+  for (const KSpaceData &d : states) {
+    wrapped += d.trajectory().check_range(grid);
+    const Trajectory inside = d.trajectory().wrapped(grid);
+    points.insert(points.end(), inside.points().begin(), inside.points().end());
+    weights.insert(weights.end(), d.weights().begin(), d.weights().end());
+  }
+  std::vector<cfloat> samples;
+  samples.reserve(total * static_cast<std::size_t>(coils));
+  for (int c = 0; c < coils; ++c)
+    for (const KSpaceData &d : states) {
+      const std::size_t m = d.samples_per_coil();
+      const auto first = d.samples().begin() + static_cast<std::ptrdiff_t>(c * m);
+      samples.insert(samples.end(), first, first + static_cast<std::ptrdiff_t>(m));
+    }
+  return KSpaceData(Trajectory(grid.dims(), std::move(points)), std::move(samples), std::move(weights), coils);
+}
+
+// State s's part of the (possibly coil-compressed) concatenation.
+KSpaceData state_part(const KSpaceData &all, std::size_t offset, std::size_t m) {
+  const std::size_t total = all.samples_per_coil();
+  const auto &p = all.trajectory().points();
+  std::vector<KPoint> points(p.begin() + static_cast<std::ptrdiff_t>(offset),
+                             p.begin() + static_cast<std::ptrdiff_t>(offset + m));
+  std::vector<float> weights;
+  if (all.has_weights())
+    weights.assign(all.weights().begin() + static_cast<std::ptrdiff_t>(offset),
+                   all.weights().begin() + static_cast<std::ptrdiff_t>(offset + m));
+  std::vector<cfloat> samples;
+  samples.reserve(m * static_cast<std::size_t>(all.coils()));
+  for (int c = 0; c < all.coils(); ++c) {
+    const auto first = all.samples().begin() + static_cast<std::ptrdiff_t>(c * total + offset);
+    samples.insert(samples.end(), first, first + static_cast<std::ptrdiff_t>(m));
+  }
+  return KSpaceData(Trajectory(all.trajectory().dims(), std::move(points)), std::move(samples), std::move(weights),
+                    all.coils());
+}
+
+// N_s = sum_c S_c^H Q_s S_c (Q_s alone without maps): one state's SENSE normal, self-adjoint.
+class SenseToeplitzNormal {
+public:
+  using Domain = Image;
+  using Range = Image;
+  SenseToeplitzNormal(QOperator q, const CoilSensitivities *maps, const Grid &grid)
+      : q_(std::make_shared<QOperator>(std::move(q))), maps_(maps), coil_in_(grid), coil_out_(grid) {
+    if (maps_) coils_.emplace(*maps_, Regularizer::None, 0.0);
+  }
+  Image domain_vector() const { return Image(q_->grid()); }
+  Image range_vector() const { return Image(q_->grid()); }
+  void forward(const Image &x, Image &out) const {
+    if (!coils_) return q_->forward(x, out);
+    for (int c = 0; c < coils_->count(); ++c) {
+      coils_->expand(c, x, coil_in_);
+      q_->forward(coil_in_, coil_out_);
+      coils_->combine(c, coil_out_, out, c == 0);
+    }
+  }
+  void adjoint(const Image &x, Image &out) const { forward(x, out); }
+
+private:
+  std::shared_ptr<QOperator> q_;
+  const CoilSensitivities *maps_;
+  std::optional<detail::HostCoils> coils_;
+  mutable Image coil_in_, coil_out_;
+};
+
+// ImageWarp that adds the seconds of its applications to a counter (the report's cg_warp_seconds).
+class TimedWarp {
+public:
+  using Domain = Image;
+  using Range = Image;
+  TimedWarp(ImageWarp w, double *seconds) : w_(std::move(w)), seconds_(seconds) {}
+  Image domain_vector() const { return w_.domain_vector(); }
+  Image range_vector() const { return w_.range_vector(); }
+  void forward(const Image &x, Image &y) const { timed([&] { w_.forward(x, y); }); }
+  void adjoint(const Image &y, Image &x) const { timed([&] { w_.adjoint(y, x); }); }
+
+private:
+  template <class F> void timed(F &&f) const {
+    const auto t = Clock::now();
+    f();
+    *seconds_ += seconds_since(t);
+  }
+  ImageWarp w_;
+  double *seconds_;
+};
+
+// sum_s A_s for operators of one type on one space (the states' W_s^H N_s W_s).
+template <LinearOperator A> class StateSum {
+public:
+  using Domain = typename A::Domain;
+  using Range = typename A::Range;
+  StateSum(std::vector<A> terms, const Grid &grid) : terms_(std::move(terms)), term_(grid) {}
+  Domain domain_vector() const { return terms_.front().domain_vector(); }
+  Range range_vector() const { return terms_.front().range_vector(); }
+  void forward(const Domain &x, Range &out) const {
+    terms_.front().forward(x, out);
+    for (std::size_t s = 1; s < terms_.size(); ++s) {
+      terms_[s].forward(x, term_);
+      VectorOps<Image>::axpy(1.0, term_, out);
+    }
+  }
+  void adjoint(const Range &y, Domain &x) const {
+    terms_.front().adjoint(y, x);
+    for (std::size_t s = 1; s < terms_.size(); ++s) {
+      terms_[s].adjoint(y, term_);
+      VectorOps<Image>::axpy(1.0, term_, x);
+    }
+  }
+
+private:
+  std::vector<A> terms_;
+  mutable Image term_;
+};
+
+// One state's b_s = sum_c conj(S_c) F_s^H (w .* D_c) (F^H (w .* D) without maps).
+Image state_rhs(const KSpaceData &d, const Grid &grid, const CoilSensitivities *maps, bool nufft,
+                const NufftOptions &nufft_options, const OperatorOptions &op) {
+  const std::vector<cfloat> weighted = d.weighted_samples();
+  const std::size_t m = d.samples_per_coil(), n = static_cast<std::size_t>(grid.voxels());
+  const int coils = maps ? d.coils() : 1;
+  std::vector<cfloat> images(static_cast<std::size_t>(coils) * n);
+  if (nufft) {
+    const NufftOperator f(d.trajectory(), grid, nufft_options);
+    f.adjoint_coils(weighted.data(), coils, images.data());
+  } else {
+    const FourierOperator f(d.trajectory(), grid, op);
+    Image coil(grid);
+    for (int c = 0; c < coils; ++c) {
+      f.adjoint(std::span<const cfloat>(weighted.data() + static_cast<std::size_t>(c) * m, m), coil);
+      std::copy(coil.values().begin(), coil.values().end(), images.begin() + static_cast<std::ptrdiff_t>(c * n));
+    }
+  }
+  Image rhs(grid);
+  if (!maps) {
+    std::copy(images.begin(), images.begin() + static_cast<std::ptrdiff_t>(n), rhs.values().begin());
+    return rhs;
+  }
+  const detail::HostCoils host(*maps, Regularizer::None, 0.0);
+  for (int c = 0; c < coils; ++c) host.combine(c, images.data() + static_cast<std::size_t>(c) * n, rhs, c == 0);
+  return rhs;
+}
+
+} // namespace
+
+MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
+                                                   const std::vector<DisplacementField> &fields,
+                                                   const ReconOptions &options, const MotionCorrectionOptions &motion) {
+  const auto t_start = Clock::now();
+  validate_options(options);
+  validate_states(states, grid);
+  validate_fields(states, grid, fields);
+
+  MotionCorrectedResult result;
+  ReconReport &report = result.report;
+  MotionCorrectionReport &mc = result.motion;
+  mc.states = static_cast<int>(states.size());
+  report.backend = Backend::Cpu;
+  if (options.backend == Backend::Auto)
+    report.backend_note = "auto: cpu (reconstruct_motion_corrected runs on the CPU in this build)";
+
+  // The warps: fields checked above; the Jacobian weights made here.
+  auto t = Clock::now();
+  std::vector<ImageWarp> warps;
+  warps.reserve(states.size());
+  for (const DisplacementField &f : fields) {
+    warps.push_back(absent(f) ? ImageWarp::identity(grid) : ImageWarp(f, motion.warp));
+    mc.reference_states += warps.back().is_identity() ? 1 : 0;
+  }
+  mc.warp_seconds = seconds_since(t);
+
+  // All states as one acquisition: the method as reconstruct resolves it for that, the maps
+  // estimated (or checked) and the coils compressed once.
+  std::size_t wrapped = 0;
+  const KSpaceData all = concatenate(states, grid, wrapped);
+  report.wrapped_samples = wrapped;
+  ReconOptions resolved = options;
+  if (options.method == Method::Auto) {
+    const ReconSize size{grid.dims(), static_cast<double>(grid.voxels()), static_cast<double>(all.samples_per_coil()),
+                         options.coils.virtual_coils > 0 ? options.coils.virtual_coils : all.coils(), 0};
+    MethodChoice choice = choose_method(size, Backend::Cpu, options.precision, options.nufft.tolerance);
+    resolved.method = choice.method;
+    report.method_note = std::move(choice.note);
+  }
+  report.method = resolved.method;
+  report.normal = Normal::Toeplitz;
+  const detail::ReconCoils coils = detail::announced_phase(
+      resolved, "coil maps", NAN, [&] { return detail::prepare_coils(all, grid, resolved, Backend::Cpu, report); });
+  const KSpaceData &used = coils.compressed ? *coils.compressed : all;
+  const CoilSensitivities *maps = coils.maps.get();
+
+  const bool nufft = resolved.method == Method::Nufft;
+  const NufftOptions nufft_options = detail::recon_nufft_options(resolved, Backend::Cpu);
+  const OperatorOptions op{Backend::Cpu, resolved.precision, resolved.gpu.policy};
+  std::vector<KSpaceData> parts;
+  std::size_t offset = 0;
+  for (const KSpaceData &d : states) {
+    mc.samples.push_back(d.samples_per_coil());
+    parts.push_back(state_part(used, offset, d.samples_per_coil()));
+    offset += d.samples_per_coil();
+  }
+
+  // b = sum_s W_s^H b_s.
+  t = Clock::now();
+  Image rhs = detail::announced_phase(resolved, "F^H D", NAN, [&] {
+    Image sum(grid), warped(grid);
+    for (std::size_t s = 0; s < parts.size(); ++s) {
+      const Image b = state_rhs(parts[s], grid, maps, nufft, nufft_options, op);
+      warps[s].adjoint(b, warped);
+      VectorOps<Image>::axpy(1.0, warped, sum);
+    }
+    return sum;
+  });
+  report.fhd_seconds = mc.rhs_seconds = seconds_since(t);
+
+  // Q_s per state, and the normal operator sum_s W_s^H N_s W_s (+ lambda R^H R).
+  t = Clock::now();
+  double cg_warp_seconds = 0;
+  using StateNormal = Chain<AdjointOf<TimedWarp>, Chain<SenseToeplitzNormal, TimedWarp>>;
+  std::vector<StateNormal> terms = detail::announced_phase(resolved, "Q", NAN, [&] {
+    std::vector<StateNormal> out;
+    for (std::size_t s = 0; s < parts.size(); ++s) {
+      const KSpaceData &d = parts[s];
+      QOperator q = nufft ? QOperator::from_q(grid, nufft_q(d.trajectory(), d.weights(), grid, nufft_options))
+                          : QOperator(d.trajectory(), d.weights(), grid, op);
+      const TimedWarp w(warps[s], &cg_warp_seconds);
+      out.push_back(chain(adjoint_of(w), chain(SenseToeplitzNormal(std::move(q), maps, grid), w)));
+    }
+    return out;
+  });
+  report.q_seconds = seconds_since(t);
+  const auto normal = detail::regularized(StateSum<StateNormal>(std::move(terms), grid), options.solver.regularizer,
+                                          options.solver.lambda, grid);
+
+  t = Clock::now();
+  ConjugateGradient<decltype(normal_equations(normal)), Image> cg(normal_equations(normal));
+  cg.set_max_iterations(options.solver.iterations).set_tolerance(options.solver.tolerance);
+  if (options.on_iteration) cg.set_callback(options.on_iteration);
+  result.image = detail::announced_phase(resolved, "CG", NAN, [&] { return cg.solve(rhs); });
+  report.cg_seconds = seconds_since(t);
+  mc.cg_warp_seconds = cg_warp_seconds;
+  report.iterations = cg.iterations();
+  report.status = cg.info();
+  report.residuals = cg.residual_history();
+  report.solver = "cg";
+  mc.note = "cpu: warps, F^H D, Q and CG (" + std::string(to_string(resolved.method)) + ")";
+  report.total_seconds = seconds_since(t_start);
+  return result;
+}
+
+} // namespace mri

@@ -1,0 +1,181 @@
+// reconstruct_motion_corrected (mri/mcir.hpp): zero motion is the plain SENSE reconstruction of all
+// the data; known motion put in the model beats the motion-averaged reconstruction; bad input.
+#include "catch.hpp"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mcir/mcir_test_support.hpp"
+#include "mri/coil_simulation.hpp"
+#include "mri/error.hpp"
+#include "mri/linear_operator.hpp"
+#include "mri/mcir.hpp"
+#include "mri/phantom.hpp"
+#include "mri/reconstruct.hpp"
+#include "mri/sense.hpp"
+#include "mri/trajectory.hpp"
+#include "test_support.hpp"
+
+using namespace mri;
+using namespace mri::test::mcir;
+
+namespace {
+
+// Spokes s, s + S, s + 2S ... of a golden-angle radial trajectory: state s of S interleaved states.
+Trajectory state_spokes(const Trajectory &all, int states, int s, int readout) {
+  std::vector<KPoint> points;
+  const std::size_t spokes = all.size() / static_cast<std::size_t>(readout);
+  for (std::size_t i = static_cast<std::size_t>(s); i < spokes; i += static_cast<std::size_t>(states))
+    for (int r = 0; r < readout; ++r) points.push_back(all[i * static_cast<std::size_t>(readout) + r]);
+  return Trajectory(2, std::move(points));
+}
+
+// The states' data concatenated as one acquisition (coil-major), what reconstruct takes.
+KSpaceData concatenated(const std::vector<KSpaceData> &states) {
+  std::vector<KPoint> points;
+  std::vector<cfloat> samples;
+  const int coils = states[0].coils();
+  for (const KSpaceData &d : states)
+    points.insert(points.end(), d.trajectory().points().begin(), d.trajectory().points().end());
+  for (int c = 0; c < coils; ++c)
+    for (const KSpaceData &d : states) {
+      const std::size_t m = d.samples_per_coil();
+      samples.insert(samples.end(), d.samples().begin() + c * m, d.samples().begin() + (c + 1) * m);
+    }
+  return KSpaceData(Trajectory(states[0].trajectory().dims(), std::move(points)), std::move(samples), {}, coils);
+}
+
+double relative_error_f64(const Image &a, const Image &b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
+    den += std::norm(cdouble(b[i]));
+  }
+  return std::sqrt(num / den);
+}
+
+// ||s a - b|| / ||b|| at the best complex scale s (the reconstructions' scale is the data's).
+double best_scale_error(const Image &a, const Image &b) {
+  cdouble ab = 0;
+  double aa = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ab += std::conj(cdouble(a[i])) * cdouble(b[i]);
+    aa += std::norm(cdouble(a[i]));
+  }
+  const cdouble s = ab / aa;
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += std::norm(s * cdouble(a[i]) - cdouble(b[i]));
+    den += std::norm(cdouble(b[i]));
+  }
+  return std::sqrt(num / den);
+}
+
+} // namespace
+
+TEST_CASE("MCIR with zero fields is the plain SENSE reconstruction of all the data", "[mcir]") {
+  // Q and F^H D are linear in the samples: sum_s Q_s = Q of all samples and sum_s b_s = b, so
+  // the two normal equations are one; they differ by float rounding (each state's Q and F^H D in
+  // float32, summed in another order), which 15 CG iterations carry into the image at ~1e-5.
+  const Grid g(24, 20);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const int coils = 3;
+  std::vector<KSpaceData> states;
+  for (int s = 0; s < 3; ++s) {
+    const Trajectory t = test::random_trajectory(g, 260, seed + s);
+    states.emplace_back(t, test::random_complex(t.size() * coils, seed + 10 + s), std::vector<float>{}, coils);
+  }
+  ReconOptions o;
+  o.backend = Backend::Cpu;
+  o.method = Method::Exact;
+  o.solver.iterations = 15;
+  o.solver.tolerance = 0;
+  o.solver.lambda = 1e-3;
+  o.solver.regularizer = Regularizer::Tikhonov;
+  o.coils.estimation.calibration = 12; // maps estimated once from all the data, by both
+  const ReconResult plain = reconstruct(concatenated(states), g, o);
+  // One field zero, one absent, one zero with Jacobian weighting (the identity too).
+  const std::vector<DisplacementField> fields = {DisplacementField(g), DisplacementField{}, DisplacementField(g)};
+  const MotionCorrectedResult mc = reconstruct_motion_corrected(states, g, fields, o, {{true}});
+  CHECK(mc.motion.states == 3);
+  CHECK(mc.motion.reference_states == 3);
+  CHECK(mc.report.iterations == 15);
+  CHECK(mc.report.maps == plain.report.maps);
+  CHECK(relative_error_f64(mc.image, plain.image) < 1e-4);
+}
+
+TEST_CASE("MCIR with the true fields beats the motion-averaged reconstruction", "[mcir]") {
+  // A 2D Shepp-Logan moved per state by a smooth field of up to ~3 voxels, each state sampled by
+  // its own golden-angle spokes through the exact SENSE operator (4 coils) plus noise; the truth is
+  // the reference state. Reconstructing all spokes without a motion model blurs the edges; MCIR
+  // with the true fields puts every spoke where its state had the object.
+  const Grid g(48, 48);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const int states_n = 4, readout = 96, spokes_per_state = 16, coils = 4;
+  const Image truth = Phantom::shepp_logan_2d().rasterize(g, 2);
+  const auto maps = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, coils).maps(g));
+  const Trajectory all = traj::radial(g, states_n * spokes_per_state, readout, traj::SpokeOrder::GoldenAngle);
+  std::vector<KSpaceData> states;
+  std::vector<DisplacementField> fields;
+  for (int s = 0; s < states_n; ++s) {
+    // State 0 is the reference; the others breathe: a dilation along y about the centre with a
+    // smooth random perturbation, growing with s.
+    DisplacementField f = s == 0 ? DisplacementField(g) : smooth_field(g, 0.6 * s, seed + s);
+    if (s > 0)
+      for (std::int64_t y = 0; y < g.ny(); ++y)
+        for (std::int64_t x = 0; x < g.nx(); ++x) f.v.at(x, y) += static_cast<float>(0.05 * s * (double(y) - 24));
+    const Image state_image = mri::forward(ImageWarp(f), truth);
+    const Trajectory t = state_spokes(all, states_n, s, readout);
+    const SenseOperator e(t, g, maps);
+    std::vector<cfloat> y = mri::forward(e, state_image);
+    add_noise(y, 50.0, seed + 100 + s);
+    states.emplace_back(t, std::move(y), std::vector<float>{}, coils);
+    fields.push_back(std::move(f));
+  }
+  ReconOptions o;
+  o.backend = Backend::Cpu;
+  o.method = Method::Nufft;
+  o.solver.iterations = 20;
+  o.solver.lambda = 1e-2;
+  o.solver.regularizer = Regularizer::Tikhonov;
+  o.coils.sensitivities = maps;
+  const ReconResult averaged = reconstruct(concatenated(states), g, o);
+  const ReconResult reference_only = reconstruct(states[0], g, o);
+  const MotionCorrectedResult mc = reconstruct_motion_corrected(states, g, fields, o);
+  const double e_avg = best_scale_error(averaged.image, truth), e_ref = best_scale_error(reference_only.image, truth),
+               e_mc = best_scale_error(mc.image, truth);
+  INFO("relative error: averaged " << e_avg << ", reference state alone " << e_ref << ", mcir " << e_mc);
+  CHECK(mc.motion.reference_states == 1);
+  CHECK(mc.report.residuals.size() == static_cast<std::size_t>(mc.report.iterations) + 1);
+  // Measured over fresh seeds: averaged ~0.51, reference alone ~0.23, MCIR ~0.13 (11 and 5 dB).
+  CHECK(e_mc < 0.4 * e_avg);
+  CHECK(e_mc < 0.75 * e_ref);
+}
+
+TEST_CASE("MCIR refuses fields of the wrong count or grid, NaN in a field, mismatched states", "[mcir][bad-input]") {
+  const Grid g(12, 10);
+  const Trajectory t = test::random_trajectory(g, 50, 3);
+  const KSpaceData one(t, test::random_complex(t.size(), 4));
+  const std::vector<KSpaceData> states = {one, one};
+  ReconOptions o;
+  o.backend = Backend::Cpu;
+  o.solver.iterations = 2;
+  CHECK_THROWS_WITH(reconstruct_motion_corrected(states, g, {DisplacementField(g)}, o), test::contains("fields.size()"));
+  CHECK_THROWS_WITH(reconstruct_motion_corrected(states, g, {DisplacementField(g), DisplacementField(Grid(12, 11))}, o),
+                    test::contains("fields[1].grid()"));
+  DisplacementField nan_field(g);
+  nan_field.u[7] = NAN;
+  CHECK_THROWS_WITH(reconstruct_motion_corrected(states, g, {DisplacementField{}, nan_field}, o),
+                    test::contains("fields[1].u[7]"));
+  const KSpaceData two_coils(t, test::random_complex(2 * t.size(), 5), {}, 2);
+  CHECK_THROWS_WITH(reconstruct_motion_corrected({one, two_coils}, g, {DisplacementField{}, DisplacementField{}}, o),
+                    test::contains("states[1].coils()"));
+  CHECK_THROWS_WITH(reconstruct_motion_corrected({}, g, {}, o), test::contains("states.size()"));
+  ReconOptions cuda = o;
+  cuda.backend = Backend::Cuda;
+  CHECK_THROWS_AS(reconstruct_motion_corrected(states, g, {DisplacementField{}, DisplacementField{}}, cuda), Unsupported);
+}
