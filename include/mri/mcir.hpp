@@ -109,12 +109,16 @@ struct MotionCorrectedResult : ReconResult {
 // reconstruction's to float rounding (tests/mcir). F^H D and Q per state as options.method
 // (Auto: the NUFFT on the CPU) and options.nufft; solver.normal = Toeplitz; solver.lambda and
 // regularizer as reconstruct (R^H R once, outside the state sum).
-// Runs on the CPU (backend Auto resolves to it; the report's backend_note says so).
+// Where it runs: the coil maps' calibration images and each state's F^H D and Q on
+// options.backend as the public operators run them (Cuda, or Auto with a usable GPU: the device's
+// NUFFT or exact sums; method = Nufft in float64: the CPU), the warps, the Toeplitz normals and CG
+// on the CPU (report.backend is the first's; motion.note says both). The device warp
+// (cuda/mcir/) is not used by this function yet.
 // Throws InvalidArgument for no states, fields.size() != states.size() ("fields.size()"), a field
 // on another grid ("fields[s].grid()"), a NaN or Inf in a field ("fields[s].u[i]"), states of
 // different coil counts ("states[s].coils()") or dimensions, weights given for some states only,
-// and what reconstruct refuses in the options; Unsupported for backend = Cuda or gpu.devices,
-// sparse terms, solver.normal = Direct and off-resonance correction (not in this build).
+// and what reconstruct refuses in the options; Unsupported for backend = Cuda without a usable
+// device, gpu.devices, sparse terms, solver.normal = Direct and off-resonance correction.
 MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
                                                    const std::vector<DisplacementField> &fields,
                                                    const ReconOptions &options = {},

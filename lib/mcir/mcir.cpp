@@ -3,7 +3,7 @@
 // assembled in the operator core (mri/linear_operator.hpp) from ImageWarp, each state's Toeplitz
 // normal (QOperator, one per state: Q depends on the state's trajectory and weights) between the
 // coil maps, and the regulariser's normal once outside the state sum; solved by the one
-// ConjugateGradient. CPU.
+// ConjugateGradient. The per-state F^H D and Q on the requested backend, the rest on the CPU.
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -77,9 +77,9 @@ void validate_states(const std::vector<KSpaceData> &states, const Grid &grid) {
 
 void validate_options(const ReconOptions &o) {
   const SolverOptions &s = o.solver;
-  if (o.backend == Backend::Cuda || !o.gpu.devices.empty())
-    throw Unsupported("reconstruct_motion_corrected: runs on the CPU in this build (backend = cpu or auto, "
-                      "without gpu.devices)");
+  if (!o.gpu.devices.empty())
+    throw Unsupported("reconstruct_motion_corrected: options.gpu.devices is not supported (one device: the current "
+                      "one, leave devices empty)");
   if (!s.terms.empty())
     throw Unsupported("reconstruct_motion_corrected: sparse terms (options.solver.terms) are not supported; "
                       "use solver.lambda and solver.regularizer");
@@ -270,9 +270,18 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
   ReconReport &report = result.report;
   MotionCorrectionReport &mc = result.motion;
   mc.states = static_cast<int>(states.size());
-  report.backend = Backend::Cpu;
+  // The backend of the per-state F^H D and Q (and the maps' calibration images): the public
+  // operators' CUDA paths where asked and usable; the NUFFT in float64 is CPU only. The warps, the
+  // Toeplitz normal and CG run on the CPU either way (MotionCorrectionReport::note).
+  const bool float64_nufft = options.method == Method::Nufft && options.precision == Precision::Float64;
+  if (float64_nufft && options.backend == Backend::Cuda)
+    throw Unsupported("reconstruct_motion_corrected: method = nufft with precision = float64 runs on the CPU only");
+  const Backend backend =
+      float64_nufft ? Backend::Cpu : detail::resolve_backend(options.backend, "reconstruct_motion_corrected");
+  report.backend = backend;
   if (options.backend == Backend::Auto)
-    report.backend_note = "auto: cpu (reconstruct_motion_corrected runs on the CPU in this build)";
+    report.backend_note = backend == Backend::Cuda ? "auto: cuda (F^H D and Q per state; CG on the cpu)"
+                                                   : "auto: cpu (" + cuda_unavailable_reason() + ")";
 
   // The warps: fields checked above; the Jacobian weights made here.
   auto t = Clock::now();
@@ -293,20 +302,20 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
   if (options.method == Method::Auto) {
     const ReconSize size{grid.dims(), static_cast<double>(grid.voxels()), static_cast<double>(all.samples_per_coil()),
                          options.coils.virtual_coils > 0 ? options.coils.virtual_coils : all.coils(), 0};
-    MethodChoice choice = choose_method(size, Backend::Cpu, options.precision, options.nufft.tolerance);
+    MethodChoice choice = choose_method(size, backend, options.precision, options.nufft.tolerance);
     resolved.method = choice.method;
     report.method_note = std::move(choice.note);
   }
   report.method = resolved.method;
   report.normal = Normal::Toeplitz;
   const detail::ReconCoils coils = detail::announced_phase(
-      resolved, "coil maps", NAN, [&] { return detail::prepare_coils(all, grid, resolved, Backend::Cpu, report); });
+      resolved, "coil maps", NAN, [&] { return detail::prepare_coils(all, grid, resolved, backend, report); });
   const KSpaceData &used = coils.compressed ? *coils.compressed : all;
   const CoilSensitivities *maps = coils.maps.get();
 
   const bool nufft = resolved.method == Method::Nufft;
-  const NufftOptions nufft_options = detail::recon_nufft_options(resolved, Backend::Cpu);
-  const OperatorOptions op{Backend::Cpu, resolved.precision, resolved.gpu.policy};
+  const NufftOptions nufft_options = detail::recon_nufft_options(resolved, backend);
+  const OperatorOptions op{backend, resolved.precision, resolved.gpu.policy};
   std::vector<KSpaceData> parts;
   std::size_t offset = 0;
   for (const KSpaceData &d : states) {
@@ -358,7 +367,8 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
   report.status = cg.info();
   report.residuals = cg.residual_history();
   report.solver = "cg";
-  mc.note = "cpu: warps, F^H D, Q and CG (" + std::string(to_string(resolved.method)) + ")";
+  mc.note = std::string(to_string(backend)) + ": coil maps, F^H D and Q per state (" + to_string(resolved.method) +
+            "); cpu: warps, Toeplitz normals and CG";
   report.total_seconds = seconds_since(t_start);
   return result;
 }

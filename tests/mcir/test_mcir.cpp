@@ -175,7 +175,14 @@ TEST_CASE("MCIR refuses fields of the wrong count or grid, NaN in a field, misma
   CHECK_THROWS_WITH(reconstruct_motion_corrected({one, two_coils}, g, {DisplacementField{}, DisplacementField{}}, o),
                     test::contains("states[1].coils()"));
   CHECK_THROWS_WITH(reconstruct_motion_corrected({}, g, {}, o), test::contains("states.size()"));
-  ReconOptions cuda = o;
-  cuda.backend = Backend::Cuda;
-  CHECK_THROWS_AS(reconstruct_motion_corrected(states, g, {DisplacementField{}, DisplacementField{}}, cuda), Unsupported);
+  ReconOptions devices = o;
+  devices.gpu.devices = {0};
+  CHECK_THROWS_AS(reconstruct_motion_corrected(states, g, {DisplacementField{}, DisplacementField{}}, devices),
+                  Unsupported);
+  if (!cuda_available()) {
+    ReconOptions cuda = o;
+    cuda.backend = Backend::Cuda;
+    CHECK_THROWS_AS(reconstruct_motion_corrected(states, g, {DisplacementField{}, DisplacementField{}}, cuda),
+                    Unsupported);
+  }
 }
