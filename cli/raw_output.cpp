@@ -54,6 +54,8 @@ void write_raw_h5(const RawOutput &out, const Grid &grid, const GeneratedTraject
     in.slices.push_back({&slices[s], slice_geometry(out, static_cast<int>(s))});
   in.readouts = static_cast<int>(static_cast<std::int64_t>(slices[0].samples_per_coil()) / g.dims[1]);
   in.units = out.units;
+  in.acquisition_time_stamps = out.acquisition_time_stamps;
+  in.physiology_time_stamps = out.physiology_time_stamps;
   write_ismrmrd(out.path, in);
 }
 

@@ -2,6 +2,9 @@
 // Raw data (a trajectory and its samples) into a new ISMRMRD file: what `mri phantom` and
 // `mri traj` write for a `.h5` output. One acquisition per readout (BART's dim 1), with the
 // slice's geometry (read/phase/slice directions, position) in every acquisition.
+#include <array>
+#include <cstdint>
+
 #include "trajectory_options.hpp"
 
 namespace mri::cli {
@@ -15,6 +18,10 @@ struct RawOutput {
   // position + s * slice_spacing_mm * slice_dir.
   std::string read_dir = "1,0,0", phase_dir = "0,1,0", position = "0,0,0";
   double slice_spacing_mm = 5;
+  // Optional, empty or one per readout: written into every slice's acquisitions
+  // (IsmrmrdWriteInput's fields of the same names).
+  std::vector<std::uint32_t> acquisition_time_stamps;
+  std::vector<std::array<std::uint32_t, 3>> physiology_time_stamps;
 };
 
 // --voxel, --traj-units, --read-dir, --phase-dir, --position on `cmd`.

@@ -21,7 +21,8 @@ void add_trajectory_options(CLI::App &app, TrajectorySpec &s, const std::string 
       ->check(CLI::Range(0.01, 100.0))->capture_default_str();
   app.add_option("--blades", s.blades, "propeller: blades")->check(CLI::Range(1, 1 << 12))->capture_default_str();
   app.add_option("--lines", s.lines, "propeller: lines per blade")->check(CLI::Range(1, 1 << 12))->capture_default_str();
-  app.add_flag("--golden", s.golden, "radial, stack-of-stars: golden-angle spoke order (else uniform)");
+  app.add_flag("--golden", s.golden, "radial, stack-of-stars: golden-angle spoke order; koosh: golden-means order "
+                                     "(Chan et al. 2009; any run of spokes nearly uniform); else uniform");
   app.add_option("--points", s.points, "random: number of points")->check(CLI::Range(1, 1 << 28))->capture_default_str();
   app.add_option("--traj-seed", s.seed, "random: seed")->capture_default_str();
 }
@@ -59,7 +60,7 @@ GeneratedTrajectory generate_trajectory(const TrajectorySpec &s, const Grid &g) 
   const auto i64 = [](auto v) { return static_cast<std::int64_t>(v); };
   if (s.name == "cartesian") return {traj::cartesian(g), {3, g.nx(), g.ny() * g.nz()}};
   if (s.name == "random") return {traj::uniform_random(g, s.points, s.seed), {3, i64(s.points)}};
-  if (s.name == "koosh") return {traj::koosh(g, s.spokes, s.readout), {3, s.readout, s.spokes}};
+  if (s.name == "koosh") return {traj::koosh(g, s.spokes, s.readout, order), {3, s.readout, s.spokes}};
   if (s.name == "stack-of-stars")
     return {traj::stack_of_stars(g, s.spokes, s.readout, order), {3, s.readout, s.spokes * g.nz()}};
   if (s.name == "radial") return {traj::radial(g, s.spokes, s.readout, order), {3, s.readout, s.spokes}};

@@ -83,9 +83,13 @@ Trajectory propeller(const Grid &grid, int blades, int lines_per_blade, int read
 Trajectory stack_of_stars(const Grid &grid, int spokes, int readout,
                           SpokeOrder order = SpokeOrder::GoldenAngle);
 
-// 3D koosh ball: `spokes` full-diameter spokes of `readout` samples through the centre,
-// directions spread over the sphere by a Fibonacci (golden-spiral) lattice.
-Trajectory koosh(const Grid &grid, int spokes, int readout);
+// 3D koosh ball: `spokes` full-diameter spokes of `readout` samples through the centre.
+// Uniform: directions spread over the sphere by a Fibonacci (golden-spiral) lattice, ordered by
+// height (uniform as a whole, not in any shorter run). GoldenAngle: the multidimensional golden
+// means of Chan et al. (MRM 61:354, 2009), height frac(s phi1) and azimuth 2 pi frac(s phi2):
+// every contiguous run of spokes is nearly uniform, as continuous free-breathing acquisitions
+// sorted into frames need.
+Trajectory koosh(const Grid &grid, int spokes, int readout, SpokeOrder order = SpokeOrder::Uniform);
 
 // M points uniform in [-n/2, n/2)^d, reproducible from `seed`.
 Trajectory uniform_random(const Grid &grid, std::size_t m, std::uint64_t seed);

@@ -72,6 +72,13 @@ void check_input(const IsmrmrdWriteInput &in) {
                              "must divide the " + std::to_string(m) + " samples per coil into readouts of at most 65535");
   if (in.units == TrajUnits::Auto) detail::invalid_argument("write_ismrmrd: units", "auto", "say cycles or normalized");
   if (first.coils() > 65535) detail::invalid_argument("write_ismrmrd: coils", first.coils(), "too many");
+  const auto stamps = [&](std::size_t size, const char *name) {
+    if (size != 0 && size != static_cast<std::size_t>(in.readouts))
+      detail::invalid_argument(std::string("write_ismrmrd: ") + name + ".size()", size,
+                               "must be 0 or the readouts, " + std::to_string(in.readouts));
+  };
+  stamps(in.acquisition_time_stamps.size(), "acquisition_time_stamps");
+  stamps(in.physiology_time_stamps.size(), "physiology_time_stamps");
 }
 
 // The header is packed (2-byte aligned): its float arrays are written by memcpy, not through the
@@ -108,6 +115,12 @@ ISMRMRD::Acquisition readout(const IsmrmrdWriteInput &in, std::size_t slice, int
   acq.idx().slice = static_cast<std::uint16_t>(slice);
   if (in.slices[slice].geometry) set_geometry(acq, *in.slices[slice].geometry);
   acq.center_sample() = static_cast<std::uint16_t>(s / 2);
+  // memcpy: the packed header's 32-bit fields may be misaligned (as set_geometry's floats).
+  if (!in.acquisition_time_stamps.empty())
+    std::memcpy(&acq.acquisition_time_stamp(), &in.acquisition_time_stamps[static_cast<std::size_t>(r)], sizeof(std::uint32_t));
+  if (!in.physiology_time_stamps.empty())
+    std::memcpy(&acq.physiology_time_stamp()[0], in.physiology_time_stamps[static_cast<std::size_t>(r)].data(),
+                3 * sizeof(std::uint32_t));
   if (r == 0) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_SLICE);
   if (r == in.readouts - 1) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
   return acq;

@@ -129,6 +129,18 @@ Vec3 fibonacci_direction(int s, int count) {
   return {rho * std::cos(azimuth), rho * std::sin(azimuth), z};
 }
 
+// Direction s of the 2D golden-means sequence (Chan et al. 2009) on the upper hemisphere:
+// phi1 and phi2 are the eigenvector components of the 3x3 Fibonacci generalisation that make the
+// pairs (frac(s phi1), frac(s phi2)) a low-discrepancy sequence on the unit square; height
+// uniform in [0, 1) is area-uniform on the hemisphere (Archimedes' hat-box theorem).
+Vec3 golden_means_direction(int s) {
+  constexpr double phi1 = 0.465571231876768, phi2 = 0.682327803828019;
+  const double z = std::fmod(s * phi1, 1.0);
+  const double azimuth = 2.0 * kPi * std::fmod(s * phi2, 1.0);
+  const double rho = std::sqrt(std::max(0.0, 1.0 - z * z));
+  return {rho * std::cos(azimuth), rho * std::sin(azimuth), z};
+}
+
 } // namespace
 
 Trajectory cartesian(const Grid &grid) {
@@ -230,14 +242,16 @@ Trajectory stack_of_stars(const Grid &grid, int spokes, int readout, SpokeOrder 
   return Trajectory(3, std::move(points));
 }
 
-Trajectory koosh(const Grid &grid, int spokes, int readout) {
+Trajectory koosh(const Grid &grid, int spokes, int readout, SpokeOrder order) {
   require_dims(grid, 3, "koosh");
   validate_spokes(spokes, readout);
   const Vec3 half = half_extents(grid);
   std::vector<KPoint> points;
   points.reserve(static_cast<std::size_t>(spokes) * static_cast<std::size_t>(readout));
   for (int s = 0; s < spokes; ++s)
-    append_spoke(points, oriented(fibonacci_direction(s, spokes)), readout, half);
+    append_spoke(points,
+                 oriented(order == SpokeOrder::GoldenAngle ? golden_means_direction(s) : fibonacci_direction(s, spokes)),
+                 readout, half);
   return Trajectory(3, std::move(points));
 }
 

@@ -30,6 +30,7 @@
 // fresh 1 MiB buffer per acquisition read otherwise, which slows reading several-fold. Other code of the
 // process that calls HDF5 itself at the same time is not covered by the lock.
 #include <array>
+#include <cstdint>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -175,6 +176,11 @@ struct IsmrmrdWriteInput {
   int readouts = 1;               // samples_per_coil must be a multiple of it
   TrajUnits units = TrajUnits::CyclesPerFov; // how the trajectory is stored
   std::vector<std::vector<cfloat>> noise;    // noise scans, coil-major as IsmrmrdData::noise
+  // Optional, empty or one per readout (every slice the same): the acquisition_time_stamp
+  // (ISMRMRD leaves its unit to the vendor; 2.5 ms ticks, Siemens', are the common one) and the
+  // physiology_time_stamp[0..2] of readout r.
+  std::vector<std::uint32_t> acquisition_time_stamps;
+  std::vector<std::array<std::uint32_t, 3>> physiology_time_stamps;
 };
 
 // Writes a new file (replacing `path`) through a temporary file renamed at the end, so nothing
