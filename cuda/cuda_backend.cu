@@ -4,6 +4,7 @@
 #include "device.cuh"
 #include "exact/fhd_backend.hpp"
 #include "nufft/gridding_cuda.hpp"
+#include "offresonance/recon_field_cuda.hpp"
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/motion_backend.hpp"
@@ -75,6 +76,16 @@ public:
     auto plan = std::make_unique<NufftDevicePlan>(trajectory, *mri::detail::nufft_setup(grid, validated));
     if (!plan->samples_within_grid()) return nullptr; // the interface's "wrap and plan again"
     return plan;
+  }
+  std::unique_ptr<mri::detail::DeviceFieldFourier> field_fourier(const Trajectory &trajectory, const Grid &grid,
+                                                                const FieldMap &field,
+                                                                std::span<const float> times) const override {
+    return make_device_field_fourier(trajectory, grid, field, times);
+  }
+  ReconResult reconstruct_offresonance(const KSpaceData &data, std::span<const float> times, const Grid &grid,
+                                       const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
+                                       std::chrono::steady_clock::time_point t_start) const override {
+    return reconstruct_offresonance_cuda(data, times, grid, options, maps, std::move(report), t_start);
   }
   std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const override {
     return make_cuda_motion_backend(grid, options);

@@ -12,8 +12,9 @@
 // the exact sums; Nufft or Auto: time segmentation).
 //
 // Thread safety: FieldMap and TimeSegmentation are immutable values. The operators' forward and
-// adjoint only read them (scratch per call): a FieldFourierOperator may be called from any number
-// of threads at once; a SegmentedFieldOperator as its NufftOperator (one call at a time per plan,
+// adjoint only read them (scratch per call): a FieldFourierOperator on the CPU may be called from any
+// number of threads at once (on the CUDA backend copies share the device plan: one call at a time,
+// as FourierOperator); a SegmentedFieldOperator as its NufftOperator (one call at a time per plan,
 // serialised); SegmentedToeplitz owns FFT buffers: one call at a time.
 #include <memory>
 #include <span>
@@ -27,6 +28,10 @@
 #include "mri/trajectory.hpp"
 
 namespace mri {
+
+namespace detail {
+class DeviceFieldFourier; // the CUDA backend's plan, behind the plugin interface
+}
 
 // The off-resonance frequency f(x) in Hz on a grid (voxel index order as Image).
 class FieldMap {
@@ -110,7 +115,9 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
 //   (A^H y)_x = sum_m y_m exp(+2 pi i (k_m . x / n + f(x) t_m))
 // Float64: sums in double; Float32: the phase and a vectorised sine/cosine in float, chunks of 256 terms summed in float then in double. A map that is
 // zero everywhere (or times all zero) makes the field term vanish: today's FourierOperator runs,
-// bitwise. CPU only in this build (backend = Cuda: Unsupported).
+// bitwise. backend = Cuda (or Auto with a usable device): the field kernels of cuda/offresonance/,
+// the adjoint's kernel chosen by options.policy (docs/offresonance.md), a vanishing field the
+// uncorrected device sums.
 class FieldFourierOperator {
 public:
   // Throws InvalidArgument when the field map's grid differs from `grid`, times are not M finite
@@ -134,6 +141,7 @@ private:
   std::shared_ptr<const std::vector<float>> times_;
   OperatorOptions options_;
   bool vanishes_ = false;
+  std::shared_ptr<detail::DeviceFieldFourier> device_plan_; // null on the CPU backend
 };
 
 // The time-segmented field-corrected F: A x = sum_l B_l .* F(E_l .* x), A^H y = sum_l conj(E_l) .*

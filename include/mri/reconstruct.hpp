@@ -196,8 +196,8 @@ struct CoilOptions {
 // needs the data's sample times (KSpaceData::sample_times). method = Exact: the exact field-corrected
 // sums (the normal applied directly: it has no Toeplitz form); Nufft or Auto: time segmentation
 // (segmentation: interpolator, L or its automatic choice), the normal by its Toeplitz kernels
-// (solver.normal = Toeplitz) or by the segmented NUFFTs (Direct). CPU only in this build: backend
-// = auto runs it on the CPU (the report says so), backend = cuda is Unsupported. A map on another
+// (solver.normal = Toeplitz) or by the segmented NUFFTs (Direct). Both backends (on one device;
+// the GPU's kernels and fallbacks: docs/offresonance.md). A map on another
 // grid is resampled (FieldMap::resampled; ReconReport::offresonance_note says so); a map that is
 // zero everywhere runs the uncorrected model, which it equals. The Q cache is not used.
 struct OffResonanceOptions {

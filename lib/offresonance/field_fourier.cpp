@@ -4,16 +4,18 @@
 // sample), so both precisions run the direct sum: Float64 in double; Float32 evaluates the phase
 // and its sine and cosine in float (a pair's phase up to pi n / 2 + 2 pi |f| t keeps about 1e-5 rad)
 // by a branch-free polynomial the compiler vectorises, sums chunks of 256 terms in float and
-// those in double.
+// those in double. backend = Cuda: the plugin's DeviceFieldFourier (cuda/offresonance/).
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
 
+#include "backend.hpp"
 #include "mri/error.hpp"
 #include "mri/fourier.hpp"
 #include "mri/kspace.hpp"
 #include "mri/offresonance.hpp"
+#include "mri_backend/cuda_backend.hpp"
 #include "operator_checks.hpp"
 
 namespace mri {
@@ -200,16 +202,20 @@ FieldFourierOperator::FieldFourierOperator(Trajectory trajectory, Grid grid, std
   if (times.size() != trajectory_.size())
     detail::invalid_argument("sample_times.size()", times.size(), "must equal trajectory.size() = " + std::to_string(trajectory_.size()));
   detail::check_sample_times(times, trajectory_.size());
-  if (options_.backend == Backend::Cuda)
-    throw Unsupported("FieldFourierOperator: backend = cuda: the field-corrected exact sums run on the CPU in this build");
-  options_.backend = Backend::Cpu;
+  options_.backend = detail::resolve_backend(options_.backend, "FieldFourierOperator");
   vanishes_ = field_->is_zero() || all_zero(times);
   times_ = std::make_shared<const std::vector<float>>(std::move(times));
+  if (options_.backend == Backend::Cuda) {
+    const detail::CudaBackend &cuda = *detail::cuda_plugin().backend; // resolve_backend checked it
+    options_.policy = cuda.resolve_policy(options_.policy, options_.precision);
+    device_plan_ = cuda.field_fourier(trajectory_, grid_, *field_, *times_);
+  }
 }
 
 void FieldFourierOperator::forward(const Image &image, std::span<cfloat> samples) const {
   detail::check_image_grid(image, grid_);
   detail::check_sample_count(samples.size(), trajectory_.size());
+  if (device_plan_) return device_plan_->forward(options_.precision, image.data(), samples.data());
   if (vanishes_) return FourierOperator(trajectory_, grid_, options_).forward(image, samples);
   if (options_.precision == Precision::Float64)
     forward_sum_f64(trajectory_, *times_, grid_, field_->hz(), image.data(), samples.data());
@@ -220,6 +226,7 @@ void FieldFourierOperator::forward(const Image &image, std::span<cfloat> samples
 void FieldFourierOperator::adjoint(std::span<const cfloat> samples, Image &image) const {
   detail::check_image_grid(image, grid_);
   detail::check_sample_count(samples.size(), trajectory_.size());
+  if (device_plan_) return device_plan_->adjoint(options_.policy, samples.data(), image.data());
   if (vanishes_) return FourierOperator(trajectory_, grid_, options_).adjoint(samples, image);
   if (options_.precision == Precision::Float64)
     adjoint_sum_f64(trajectory_, *times_, grid_, field_->hz(), samples.data(), image.data());

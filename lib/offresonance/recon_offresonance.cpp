@@ -13,6 +13,7 @@
 
 #include "mri/linear_operator.hpp"
 #include "mri/offresonance.hpp"
+#include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
@@ -122,15 +123,32 @@ private:
 
 } // namespace
 
+namespace {
+
+ReconOptions field_options(const ReconOptions &options) {
+  ReconOptions o = options;
+  o.q_cache_dir.clear(); // the field-corrected kernels are not cached
+  if (o.method == Method::Exact) o.solver.normal = Normal::Direct;
+  return o;
+}
+
+} // namespace
+
 ReconResult reconstruct_offresonance_cpu(const KSpaceData &data, std::span<const float> times, const Grid &grid,
                                          const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
                                          ReconClock::time_point t_start) {
   report.backend = Backend::Cpu;
-  ReconOptions o = options;
-  o.q_cache_dir.clear(); // the field-corrected kernels are not cached
-  if (o.method == Method::Exact) o.solver.normal = Normal::Direct;
+  const ReconOptions o = field_options(options);
   FieldSteps steps(data, times, grid, o, maps, report);
   return drive_reconstruction(steps, data, grid, o, report, t_start);
+}
+
+ReconResult reconstruct_offresonance(const KSpaceData &data, std::span<const float> times, const Grid &grid,
+                                     const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
+                                     ReconClock::time_point t_start, Backend backend) {
+  if (backend != Backend::Cuda) return reconstruct_offresonance_cpu(data, times, grid, options, maps, std::move(report), t_start);
+  return require_cuda("reconstruct").reconstruct_offresonance(data, times, grid, field_options(options), maps,
+                                                              std::move(report), t_start);
 }
 
 } // namespace mri::detail

@@ -56,16 +56,12 @@ void validate_terms(const Grid &grid, const SolverOptions &s, int frames) {
   validate(s.proximal, "options.solver.proximal");
 }
 
-// A field map needs the samples' times and the CPU (issue 43's GPU half is not built yet): refuse
-// rather than return an uncorrected image.
+// A field map needs the samples' times: refuse rather than return an uncorrected image.
 void validate_offresonance(const KSpaceData &data, const ReconOptions &o) {
   if (!o.offresonance.field_map) return;
   if (!data.has_sample_times())
     detail::invalid_argument("data.sample_times().size()", 0,
                              "options.offresonance.field_map needs the samples' times (KSpaceData's sample_times)");
-  if (o.backend == Backend::Cuda || !o.gpu.devices.empty())
-    throw Unsupported("reconstruct: off-resonance correction (options.offresonance.field_map) runs on the CPU in "
-                      "this build; use backend = cpu or auto, without gpu.devices");
 }
 
 } // namespace
@@ -133,10 +129,14 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
   const KSpaceData &inside = wrapped ? *wrapped : data;
   ReconReport report;
   const bool field_correction = options.offresonance.field_map != nullptr;
-  const Backend backend = field_correction ? Backend::Cpu : detail::recon_backend(options);
-  if (field_correction && options.backend == Backend::Auto)
-    report.backend_note = "auto: cpu (off-resonance correction runs on the CPU in this build)";
-  MethodChoice method = detail::resolve_method(inside, grid, options, backend);
+  const Backend backend = detail::recon_backend(options);
+  // With a field map on the GPU, Auto runs time segmentation as on the CPU: the cost model weighs
+  // the uncorrected sums, and the exact field-corrected normal has no Toeplitz form.
+  MethodChoice method = field_correction && options.method == Method::Auto && backend == Backend::Cuda &&
+                                options.precision == Precision::Float32
+                            ? MethodChoice{Method::Nufft, "auto: nufft (time segmentation; the exact field-corrected "
+                                                          "normal has no Toeplitz form)"}
+                            : detail::resolve_method(inside, grid, options, backend);
   ReconOptions resolved = options; // the backends see Exact or Nufft, never Auto
   resolved.method = method.method;
   report.method_note = std::move(method.note);
@@ -158,8 +158,8 @@ ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOpt
                                  std::to_string(grid.nz()) + " (linear, same field of view)";
     }
     if (!resolved.offresonance.field_map->is_zero()) {
-      ReconResult r = detail::reconstruct_offresonance_cpu(used, data.sample_times(), grid, resolved, maps,
-                                                           std::move(report), t_start);
+      ReconResult r = detail::reconstruct_offresonance(used, data.sample_times(), grid, resolved, maps,
+                                                       std::move(report), t_start, backend);
       r.report.wrapped_samples = outside;
       return r;
     }

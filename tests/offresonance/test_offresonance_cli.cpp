@@ -175,7 +175,9 @@ TEST_CASE("mri recon refuses bad off-resonance inputs with one line and an exit 
   CHECK(lines(nan.err) == 1);
   CHECK(nan.err.find("--fieldmap = fnan: value 3 is nan") != std::string::npos);
 
-  const Run cuda = mri_cli(dir, common + "--fieldmap f --readout-times times --backend cuda");
-  CHECK(cuda.code != 0);
-  CHECK(lines(cuda.err) == 1);
+  if (!mri::cuda_available()) { // without a device: one line, no image; with one it runs (tests/gpu/offresonance)
+    const Run cuda = mri_cli(dir, common + "--fieldmap f --readout-times times --backend cuda");
+    CHECK(cuda.code != 0);
+    CHECK(lines(cuda.err) == 1);
+  }
 }

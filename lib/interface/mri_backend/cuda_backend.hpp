@@ -10,14 +10,17 @@
 // version check refuses a plugin from another build of mri rather than risk a mismatched vtable.
 #include <chrono>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "mri/image.hpp"
 #include "mri/motion.hpp"
 #include "mri/nufft.hpp"
+#include "mri/offresonance.hpp"
 #include "mri/options.hpp"
 #include "mri/reconstruct.hpp"
 #include "mri/trajectory.hpp"
+#include "offresonance.hpp"
 
 namespace mri {
 class MotionBackend; // motion_backend.hpp
@@ -26,7 +29,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 7;
+inline constexpr int kCudaPluginAbi = 8;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -96,6 +99,19 @@ public:
   // an empty trajectory or one of other dimensions, Unsupported when it does not fit the device.
   virtual std::unique_ptr<DeviceNufft> nufft(const Trajectory &trajectory, const Grid &grid,
                                              const NufftOptions &validated) const = 0;
+  // The exact field-corrected F and F^H (FieldFourierOperator with backend = Cuda): `trajectory`
+  // within the grid's k-space (Trajectory::wrapped), field on `grid`, one time per sample (validated
+  // by the caller). A field that vanishes (zero map or zero times) runs DeviceFourier's exact sums,
+  // as the host's operator runs FourierOperator. Throws InvalidArgument, Unsupported as fourier().
+  virtual std::unique_ptr<DeviceFieldFourier> field_fourier(const Trajectory &trajectory, const Grid &grid,
+                                                            const FieldMap &field, std::span<const float> times) const = 0;
+  // mri::reconstruct with options.offresonance.field_map (non-zero, on `grid`) on the device: as
+  // reconstruct() below, with `times` the data's sample times (one coil's), the report's
+  // off-resonance fields filled (lib/offresonance/recon_offresonance.hpp).
+  virtual ReconResult reconstruct_offresonance(const KSpaceData &data, std::span<const float> times, const Grid &grid,
+                                               const ReconOptions &options, const CoilSensitivities *maps,
+                                               ReconReport report,
+                                               std::chrono::steady_clock::time_point t_start) const = 0;
   // MotionEstimator's device backend (float32); options validated.
   virtual std::unique_ptr<MotionBackend> motion(const Grid &grid, const MotionOptions &options) const = 0;
   // mri::reconstruct on the device; data, grid and options already validated, the coils prepared

@@ -1,0 +1,119 @@
+#pragma once
+// Time segmentation on the device (plain C++ header): mri::TimeSegmentation's tables (made on the
+// host by segment_field) uploaded once, and the segmented model's operators on device vectors, as
+// lib/offresonance/segmented_operator.cpp has them on the host:
+//   forward   A x   = sum_l B_l .* F(E_l .* x)                      L forward NUFFTs
+//   adjoint   A^H y = sum_l conj(E_l) .* F^H(conj(B_l) .* y)         one batched adjoint NUFFT (L as coils)
+//   normal    A^H W A by the L(L+1)/2 kernel spectra K_ll' on the doubled grid (SegmentedToeplitzDevice),
+//             or as the forward, the weights and the adjoint (SegmentedDirectNormal).
+// F is the gridding NUFFT (cuda/nufft/), B = TimeSegmentation::sample_coefficients (L x M),
+// E = TimeSegmentation::voxel_phases (L x N).
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "mri/nufft.hpp"
+#include "mri/offresonance.hpp"
+#include "mri/regularizer.hpp"
+#include "recon/device_image.hpp"
+#include "toeplitz/toeplitz_cuda.hpp"
+
+namespace mri::cuda::detail {
+
+class NufftDevicePlan; // nufft/gridding_cuda.hpp
+class DeviceCoils;     // sense/sense_cuda.hpp
+
+// The segmented F and F^H on one NUFFT plan. Calls enqueue on the plan's stream and return at once;
+// they use the object's scratch: one call at a time.
+class SegmentedFieldDevice {
+public:
+  // s: a segmentation of `samples` samples on `grid`; nufft: the plan of the trajectory on `grid`
+  // (shared, e.g. with F^H D's), its adjoints by `gridding`. Throws InvalidArgument when the
+  // tables' sizes differ from L x samples and L x grid.voxels().
+  SegmentedFieldDevice(const TimeSegmentation &s, std::shared_ptr<NufftDevicePlan> nufft, const Grid &grid,
+                       std::size_t samples, Gridding gridding);
+  ~SegmentedFieldDevice();
+  SegmentedFieldDevice(SegmentedFieldDevice &&) noexcept;
+  SegmentedFieldDevice &operator=(SegmentedFieldDevice &&) noexcept;
+
+  int segments() const;
+  const Grid &grid() const;
+  std::size_t samples() const;
+  StreamHandle stream() const;                      // the NUFFT plan's
+  const cfloat *device_sample_coefficients() const; // B, L x M
+  const cfloat *device_voxel_phases() const;        // E, L x N
+  // Device pointers (M samples, grid.voxels() image values), input and output distinct.
+  void adjoint_device(const cfloat *samples, cfloat *image) const;
+  void forward_device(const cfloat *image, cfloat *samples) const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// A^H W A of the segmented model as its forward, the weights and its adjoint (2L NUFFT halves an
+// application): the normal where the Toeplitz kernels would not fit. apply_regularized adds
+// lambda W^H W (the regulariser's stencil) after the adjoint.
+class SegmentedDirectNormal : public SelfAdjointOnDevice<SegmentedDirectNormal> {
+public:
+  // op must outlive the operator. weights: empty (all ones) or one finite weight >= 0 per sample.
+  SegmentedDirectNormal(const SegmentedFieldDevice &op, std::span<const float> weights);
+  ~SegmentedDirectNormal();
+  SegmentedDirectNormal(SegmentedDirectNormal &&) noexcept;
+  SegmentedDirectNormal &operator=(SegmentedDirectNormal &&) noexcept;
+  const Grid &grid() const;
+  void apply(const DeviceImage &in, DeviceImage &out) const;
+  void apply_regularized(const DeviceImage &in, DeviceImage &out, Regularizer r, double lambda) const;
+  DeviceImage domain_vector() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The segmented normal by Toeplitz embedding, with SENSE's coils batched (the device form of
+// mri::SegmentedToeplitz around mri_backend/sense.hpp's coil sum):
+//   out = sum_c conj(S_c) .* sum_l conj(E_l) .* crop(IFFT(sum_l' K_ll' FFT(pad(E_l' .* S_c .* x))))
+//         + lambda R^H R x
+// K_ll'(d) = sum_m w_m conj(b_l(t_m)) b_l'(t_m) exp(+2 pi i k_m . d / n) on the doubled grid, centred
+// and scaled by 1 / (its voxels) as the host's kernels; the L(L+1)/2 pairs l <= l' are made by
+// batched adjoint NUFFTs of the trajectory doubled (K_l'l's spectrum is conj(K_ll')'s). An
+// application pads `coil_batch()` coils x L segments into contiguous padded grids, one batched cuFFT
+// forward, the L x L product per frequency, one batched inverse, one crop-and-combine kernel.
+class SegmentedToeplitzDevice : public SelfAdjointOnDevice<SegmentedToeplitzDevice> {
+public:
+  // The most segments the per-frequency product is compiled for; more: SegmentedDirectNormal.
+  static constexpr int kMaxSegments = 16;
+  // op (and coils) must outlive the operator. points: the trajectory's M points on the device (as
+  // given to op's NUFFT plan); nufft: validated options (their tolerance and kernel make the
+  // kernels' adjoint NUFFT on the doubled grid); coils: the maps (null: one coil without maps);
+  // r, lambda: the regulariser every application adds. Throws InvalidArgument (weights, lambda),
+  // Unsupported for op.segments() > kMaxSegments.
+  SegmentedToeplitzDevice(const SegmentedFieldDevice &op, const KPoint *points, std::span<const float> weights,
+                          const NufftOptions &nufft, Gridding gridding, const DeviceCoils *coils, Regularizer r,
+                          double lambda);
+  ~SegmentedToeplitzDevice();
+  SegmentedToeplitzDevice(SegmentedToeplitzDevice &&) noexcept;
+  SegmentedToeplitzDevice &operator=(SegmentedToeplitzDevice &&) noexcept;
+
+  // Device bytes of the kernels (L(L+1)/2 spectra) and of `coil_batch` x L padded grids with their
+  // cuFFT work area (about as much again), on `grid`'s doubled grid.
+  static std::size_t bytes(const Grid &grid, int segments, int coil_batch);
+  // The coils per pass for `coils` coils (1 without maps): as many as kBatchBytes of padded grids hold.
+  static int coil_batch_for(const Grid &grid, int segments, int coils);
+  int coil_batch() const;
+  double kernel_seconds() const; // the kernels' construction (NUFFTs and FFTs), wall time
+  const Grid &grid() const;
+  // out = the normal of x (+ the regulariser), on op's stream; x and out distinct images of grid().
+  void apply(const DeviceImage &x, DeviceImage &out) const;
+  DeviceImage domain_vector() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace mri::cuda::detail
