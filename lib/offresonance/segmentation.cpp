@@ -148,6 +148,7 @@ Errors segmentation_error(const Interpolator &interp, const Histogram &fine, con
   {
     std::vector<cdouble> b(static_cast<std::size_t>(L));
     Errors mine;
+    double max2 = 0; // squared: std::norm, not std::abs (hypot) per pair
 #pragma omp for schedule(static)
     for (std::size_t i = 0; i < times.size(); ++i) {
       interp.coefficients(times[i], b.data());
@@ -155,12 +156,13 @@ Errors segmentation_error(const Interpolator &interp, const Histogram &fine, con
       for (std::size_t j = 0; j < J; ++j) {
         cdouble approx = 0;
         for (int l = 0; l < L; ++l) approx += b[static_cast<std::size_t>(l)] * basis[j * static_cast<std::size_t>(L) + static_cast<std::size_t>(l)];
-        const double e = std::abs(std::polar(1.0, -kTwoPi * fine.hz[j] * times[i]) - approx);
-        sum += fine.count[j] * e * e;
-        mine.max = std::max(mine.max, e);
+        const double e2 = std::norm(std::polar(1.0, -kTwoPi * fine.hz[j] * times[i]) - approx);
+        sum += fine.count[j] * e2;
+        max2 = std::max(max2, e2);
       }
       mine.rms = std::max(mine.rms, std::sqrt(sum / total));
     }
+    mine.max = std::sqrt(max2);
 #pragma omp critical
     {
       worst.rms = std::max(worst.rms, mine.rms);
