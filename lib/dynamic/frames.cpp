@@ -81,6 +81,22 @@ std::int64_t readout_count(const KSpaceData &data, const ReadoutLayout &layout) 
   return readouts;
 }
 
+ReadoutLayout layout_from_time_stamps(int samples_per_readout, std::span<const std::uint32_t> stamps, double tick_seconds) {
+  if (!(tick_seconds > 0) || !std::isfinite(tick_seconds))
+    detail::invalid_argument("tick_seconds", tick_seconds, "must be positive and finite");
+  if (stamps.size() < 2 || stamps.back() <= stamps.front())
+    detail::invalid_argument("stamps.size()", stamps.size(), "needs at least 2 stamps, the last after the first");
+  ReadoutLayout layout;
+  layout.samples_per_readout = samples_per_readout;
+  for (std::size_t r = 0; r < stamps.size(); ++r) {
+    if (r > 0 && stamps[r] < stamps[r - 1])
+      detail::invalid_argument("stamps[" + std::to_string(r) + "]", stamps[r], "goes back in time");
+    layout.times.push_back(static_cast<double>(stamps[r] - stamps.front()) * tick_seconds);
+  }
+  layout.readout_seconds = layout.times.back() / static_cast<double>(stamps.size() - 1);
+  return layout;
+}
+
 FrameBinning bin_by_time(std::int64_t readouts, std::int64_t readouts_per_frame, std::int64_t step) {
   if (readouts_per_frame < kMinReadoutsPerFrame || readouts_per_frame > readouts)
     detail::invalid_argument("readouts_per_frame", readouts_per_frame,
