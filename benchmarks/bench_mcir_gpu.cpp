@@ -1,5 +1,6 @@
 // DeviceImageWarp (cuda/mcir/) at 128^3: forward (thread per voxel, the trilinear gather) and
-// adjoint (thread per voxel, float2 atomics), with and without the Jacobian weighting (arg 0/1),
+// adjoint (arg 2: 0 the deterministic gather by the sorted lists, 1 float2 atomics; the lists'
+// construction time is the BM_warp_lists_gpu row), with and without the Jacobian weighting (arg 0/1),
 // on the breathing-like field of mcir_problems.hpp; CUDA-event time per call (manual time), and the
 // CPU's ImageWarp on the same problem in the same run (bench_mcir_cpu's rows, for the ratio on one
 // machine). The bytes counter: 12 (field) + 8 (image) + 8 (output) bytes per voxel, +4 with
@@ -20,7 +21,8 @@ void run_device_warp(benchmark::State &state, bool adjoint) {
   const mri::Grid g(kWarpExtent, kWarpExtent, kWarpExtent);
   static const mri::DisplacementField field = mri::bench::breathing_field(g);
   const bool jacobian = state.range(0) != 0;
-  const mri::cuda::DeviceImageWarp w{mri::ImageWarp(field, {jacobian})};
+  const auto form = state.range(1) == 0 ? mri::cuda::DeviceWarpAdjoint::Gather : mri::cuda::DeviceWarpAdjoint::Atomic;
+  const mri::cuda::DeviceImageWarp w(mri::ImageWarp(field, {jacobian}), form);
   const mri::cuda::DeviceImage x(mri::bench::random_warp_image(g, 1));
   mri::cuda::DeviceImage y(g);
   mri::cuda::StreamTimer timer(y.stream());
@@ -36,8 +38,23 @@ void run_device_warp(benchmark::State &state, bool adjoint) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(voxels * (28 + (jacobian ? 4 : 0))));
   static const double copy = mri::cuda::measure_copy_bandwidth(std::size_t(voxels) * 8);
   state.counters["copy_GBps"] = copy / 1e9;
-  state.SetLabel(std::string(adjoint ? "adjoint" : "forward") + (jacobian ? " jacobian" : ""));
+  state.SetLabel(std::string(adjoint ? (state.range(1) == 0 ? "adjoint gather" : "adjoint atomic") : "forward") +
+                 (jacobian ? " jacobian" : ""));
 }
+
+// Making the gather adjoint's lists for one field (host wall time: count, scan, fill, sort, with
+// the field's upload), once per field.
+void BM_warp_lists_gpu(benchmark::State &state) {
+  const mri::Grid g(kWarpExtent, kWarpExtent, kWarpExtent);
+  static const mri::DisplacementField field = mri::bench::breathing_field(g);
+  const mri::ImageWarp host(field);
+  { const mri::cuda::DeviceImageWarp warm(host); }
+  for (auto _ : state) {
+    const mri::cuda::DeviceImageWarp w(host, mri::cuda::DeviceWarpAdjoint::Gather);
+    benchmark::DoNotOptimize(&w);
+  }
+}
+BENCHMARK(BM_warp_lists_gpu)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void run_host_warp(benchmark::State &state, bool adjoint) {
   const mri::Grid g(kWarpExtent, kWarpExtent, kWarpExtent);
@@ -57,8 +74,9 @@ void BM_warp_forward_gpu(benchmark::State &state) { run_device_warp(state, false
 void BM_warp_adjoint_gpu(benchmark::State &state) { run_device_warp(state, true); }
 void BM_warp_forward_cpu(benchmark::State &state) { run_host_warp(state, false); }
 void BM_warp_adjoint_cpu(benchmark::State &state) { run_host_warp(state, true); }
-BENCHMARK(BM_warp_forward_gpu)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_warp_adjoint_gpu)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
+// args: jacobian weighting, adjoint form (0 gather, 1 atomic).
+BENCHMARK(BM_warp_forward_gpu)->Args({0, 0})->Args({1, 0})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_warp_adjoint_gpu)->ArgsProduct({{0, 1}, {0, 1}})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_warp_forward_cpu)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_warp_adjoint_cpu)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 

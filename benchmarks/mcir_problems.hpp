@@ -31,7 +31,8 @@ inline Image random_warp_image(const Grid &g, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> n(0.0f, 1.0f);
   Image x(g);
-  for (auto &v : x.values()) v = {n(rng), n(rng)};
+  for (auto &v : x.values())
+    v = {n(rng), n(rng)};
   return x;
 }
 

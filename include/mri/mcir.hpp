@@ -88,12 +88,12 @@ struct MotionCorrectionOptions {
 // What reconstruct_motion_corrected adds to the ReconReport.
 struct MotionCorrectionReport {
   int states = 0;
-  int reference_states = 0;            // states whose field is absent or zero (no warp applied)
-  std::vector<std::size_t> samples;    // per state, samples per coil
-  double warp_seconds = 0;             // making the warps (fields checked, Jacobian weights)
-  double rhs_seconds = 0;              // sum_s W_s^H b_s (included in report.fhd_seconds)
-  double cg_warp_seconds = 0;          // the CG's warps W_s and W_s^H (part of report.cg_seconds)
-  std::string note;                    // where each part ran
+  int reference_states = 0;         // states whose field is absent or zero (no warp applied)
+  std::vector<std::size_t> samples; // per state, samples per coil
+  double warp_seconds = 0;          // making the warps (fields checked, Jacobian weights)
+  double rhs_seconds = 0;           // sum_s W_s^H b_s (included in report.fhd_seconds)
+  double cg_warp_seconds = 0;       // the CG's warps W_s and W_s^H (part of report.cg_seconds)
+  std::string note;                 // where each part ran
 };
 
 struct MotionCorrectedResult : ReconResult {

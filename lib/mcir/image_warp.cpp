@@ -20,8 +20,8 @@ struct ImageWarp::Plan {
   DisplacementField field;
   std::vector<float> jacobian; // with options.jacobian_weighting
   bool identity = false;
-  int slow_axis = 0;           // the axis the adjoint's slabs cut (z in 3D, y in 2D)
-  std::int64_t slab = 1;       // slab thickness: at least twice the field's reach along slow_axis
+  int slow_axis = 0;     // the axis the adjoint's slabs cut (z in 3D, y in 2D)
+  std::int64_t slab = 1; // slab thickness: at least twice the field's reach along slow_axis
   std::int64_t n[3] = {1, 1, 1};
 };
 
@@ -48,7 +48,8 @@ bool all_zero(const DisplacementField &f, int dims) {
 // (every other slab) write disjoint voxels when the thickness is at least 2 r.
 std::int64_t slab_thickness(const RealVolume &component) {
   float reach = 0;
-  for (const float d : component.values()) reach = std::max(reach, std::abs(d));
+  for (const float d : component.values())
+    reach = std::max(reach, std::abs(d));
   return 2 * (static_cast<std::int64_t>(std::ceil(reach)) + 1);
 }
 
@@ -79,8 +80,9 @@ dm::Stencil stencil_of(const ImageWarp::Plan &p, std::int64_t x, std::int64_t y,
 ImageWarp::ImageWarp(const DisplacementField &field, ImageWarpOptions options) {
   for (const RealVolume *c : {&field.u, &field.v, &field.w})
     if (c->size() != static_cast<std::size_t>(c->grid().voxels()))
-      detail::invalid_argument("field.u.size()", c->size(), "a field needs one value per voxel (an empty field: "
-                                                            "use ImageWarp::identity)");
+      detail::invalid_argument("field.u.size()", c->size(),
+                               "a field needs one value per voxel (an empty field: "
+                               "use ImageWarp::identity)");
   check_finite(field.u, "u");
   check_finite(field.v, "v");
   check_finite(field.w, "w");
@@ -89,13 +91,15 @@ ImageWarp::ImageWarp(const DisplacementField &field, ImageWarpOptions options) {
   auto plan = std::make_shared<Plan>();
   plan->grid = field.grid();
   plan->options = options;
-  for (int a = 0; a < 3; ++a) plan->n[a] = plan->grid.extent(a);
+  for (int a = 0; a < 3; ++a)
+    plan->n[a] = plan->grid.extent(a);
   plan->identity = all_zero(field, plan->grid.dims());
   plan->field = field;
   plan->slow_axis = plan->grid.dims() == 3 ? 2 : 1;
   plan->slab = slab_thickness(plan->slow_axis == 2 ? field.w : field.v);
   // A zero field's Jacobian is 1 everywhere: the weighted warp is the identity too.
-  if (options.jacobian_weighting && !plan->identity) plan->jacobian = jacobian_weights(field, plan->n);
+  if (options.jacobian_weighting && !plan->identity)
+    plan->jacobian = jacobian_weights(field, plan->n);
   plan_ = std::move(plan);
 }
 
@@ -111,7 +115,8 @@ void ImageWarp::forward(const Image &reference, Image &state) const {
   const Plan &p = *plan_;
   check_image(reference, p.grid, "reference");
   check_image(state, p.grid, "state");
-  if (&reference == &state) detail::invalid_argument("state", "the input image", "must not alias the input");
+  if (&reference == &state)
+    detail::invalid_argument("state", "the input image", "must not alias the input");
   if (p.identity) {
     std::copy(reference.values().begin(), reference.values().end(), state.values().begin());
     return;
@@ -125,7 +130,8 @@ void ImageWarp::forward(const Image &reference, Image &state) const {
         const std::int64_t v = x + p.n[0] * (y + p.n[1] * z);
         const dm::Stencil s = stencil_of(p, x, y, z, v);
         cfloat value(dm::interpolate(in, 2, s, p.n), dm::interpolate(in + 1, 2, s, p.n));
-        if (weighted) value *= p.jacobian[static_cast<std::size_t>(v)];
+        if (weighted)
+          value *= p.jacobian[static_cast<std::size_t>(v)];
         state[static_cast<std::size_t>(v)] = value;
       }
 }
@@ -138,7 +144,8 @@ void ImageWarp::adjoint(const Image &state, Image &reference) const {
   const Plan &p = *plan_;
   check_image(state, p.grid, "state");
   check_image(reference, p.grid, "reference");
-  if (&reference == &state) detail::invalid_argument("reference", "the input image", "must not alias the input");
+  if (&reference == &state)
+    detail::invalid_argument("reference", "the input image", "must not alias the input");
   if (p.identity) {
     std::copy(state.values().begin(), state.values().end(), reference.values().begin());
     return;
@@ -156,10 +163,12 @@ void ImageWarp::adjoint(const Image &state, Image &reference) const {
         const std::int64_t x = v % p.n[0], y = (v / p.n[0]) % p.n[1], z = v / (p.n[0] * p.n[1]);
         const dm::Stencil s = stencil_of(p, x, y, z, v);
         cfloat value = state[static_cast<std::size_t>(v)];
-        if (weighted) value *= p.jacobian[static_cast<std::size_t>(v)];
+        if (weighted)
+          value *= p.jacobian[static_cast<std::size_t>(v)];
         for (int k = 0; k < 8; ++k) {
           const float w = dm::corner_weight(s, k);
-          if (w != 0.0f) reference[static_cast<std::size_t>(dm::corner_index(s, p.n, k))] += w * value;
+          if (w != 0.0f)
+            reference[static_cast<std::size_t>(dm::corner_index(s, p.n, k))] += w * value;
         }
       }
     }

@@ -39,7 +39,8 @@ void validate_fields(const std::vector<KSpaceData> &states, const Grid &grid,
                                  "; the reference's zero or absent)");
   for (std::size_t s = 0; s < fields.size(); ++s) {
     const DisplacementField &f = fields[s];
-    if (absent(f)) continue;
+    if (absent(f))
+      continue;
     const std::string name = "fields[" + std::to_string(s) + "]";
     for (const RealVolume *c : {&f.u, &f.v, &f.w})
       if (!(c->grid() == grid) || c->size() != static_cast<std::size_t>(grid.voxels()))
@@ -58,11 +59,13 @@ void validate_fields(const std::vector<KSpaceData> &states, const Grid &grid,
 }
 
 void validate_states(const std::vector<KSpaceData> &states, const Grid &grid) {
-  if (states.empty()) detail::invalid_argument("states.size()", 0, "needs at least one state");
+  if (states.empty())
+    detail::invalid_argument("states.size()", 0, "needs at least one state");
   for (std::size_t s = 0; s < states.size(); ++s) {
     const std::string name = "states[" + std::to_string(s) + "]";
     const KSpaceData &d = states[s];
-    if (d.trajectory().empty()) detail::invalid_argument(name + ".trajectory().size()", 0, "needs at least one sample");
+    if (d.trajectory().empty())
+      detail::invalid_argument(name + ".trajectory().size()", 0, "needs at least one sample");
     if (d.trajectory().dims() != grid.dims())
       detail::invalid_argument(name + ".trajectory().dims()", d.trajectory().dims(),
                                "differs from the grid's " + std::to_string(grid.dims()));
@@ -87,7 +90,8 @@ void validate_options(const ReconOptions &o) {
     throw Unsupported("reconstruct_motion_corrected: solver.normal = direct is not supported (toeplitz only)");
   if (o.offresonance.field_map)
     throw Unsupported("reconstruct_motion_corrected: off-resonance correction is not supported");
-  if (s.iterations < 0) detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
+  if (s.iterations < 0)
+    detail::invalid_argument("options.solver.iterations", s.iterations, "must be >= 0");
   if (!(s.tolerance >= 0) || !std::isfinite(s.tolerance))
     detail::invalid_argument("options.solver.tolerance", s.tolerance, "must be finite and >= 0");
   if (!(s.lambda >= 0) || !std::isfinite(s.lambda))
@@ -112,7 +116,8 @@ KSpaceData concatenate(const std::vector<KSpaceData> &states, const Grid &grid, 
   std::vector<KPoint> points;
   std::vector<float> weights;
   std::size_t total = 0;
-  for (const KSpaceData &d : states) total += d.samples_per_coil();
+  for (const KSpaceData &d : states)
+    total += d.samples_per_coil();
   points.reserve(total);
   for (const KSpaceData &d : states) {
     wrapped += d.trajectory().check_range(grid);
@@ -158,12 +163,14 @@ public:
   using Range = Image;
   SenseToeplitzNormal(QOperator q, const CoilSensitivities *maps, const Grid &grid)
       : q_(std::make_shared<QOperator>(std::move(q))), maps_(maps), coil_in_(grid), coil_out_(grid) {
-    if (maps_) coils_.emplace(*maps_, Regularizer::None, 0.0);
+    if (maps_)
+      coils_.emplace(*maps_, Regularizer::None, 0.0);
   }
   Image domain_vector() const { return Image(q_->grid()); }
   Image range_vector() const { return Image(q_->grid()); }
   void forward(const Image &x, Image &out) const {
-    if (!coils_) return q_->forward(x, out);
+    if (!coils_)
+      return q_->forward(x, out);
     for (int c = 0; c < coils_->count(); ++c) {
       coils_->expand(c, x, coil_in_);
       q_->forward(coil_in_, coil_out_);
@@ -187,8 +194,12 @@ public:
   TimedWarp(ImageWarp w, double *seconds) : w_(std::move(w)), seconds_(seconds) {}
   Image domain_vector() const { return w_.domain_vector(); }
   Image range_vector() const { return w_.range_vector(); }
-  void forward(const Image &x, Image &y) const { timed([&] { w_.forward(x, y); }); }
-  void adjoint(const Image &y, Image &x) const { timed([&] { w_.adjoint(y, x); }); }
+  void forward(const Image &x, Image &y) const {
+    timed([&] { w_.forward(x, y); });
+  }
+  void adjoint(const Image &y, Image &x) const {
+    timed([&] { w_.adjoint(y, x); });
+  }
 
 private:
   template <class F> void timed(F &&f) const {
@@ -252,7 +263,8 @@ Image state_rhs(const KSpaceData &d, const Grid &grid, const CoilSensitivities *
     return rhs;
   }
   const detail::HostCoils host(*maps, Regularizer::None, 0.0);
-  for (int c = 0; c < coils; ++c) host.combine(c, images.data() + static_cast<std::size_t>(c) * n, rhs, c == 0);
+  for (int c = 0; c < coils; ++c)
+    host.combine(c, images.data() + static_cast<std::size_t>(c) * n, rhs, c == 0);
   return rhs;
 }
 
@@ -359,7 +371,8 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
   t = Clock::now();
   ConjugateGradient<decltype(normal_equations(normal)), Image> cg(normal_equations(normal));
   cg.set_max_iterations(options.solver.iterations).set_tolerance(options.solver.tolerance);
-  if (options.on_iteration) cg.set_callback(options.on_iteration);
+  if (options.on_iteration)
+    cg.set_callback(options.on_iteration);
   result.image = detail::announced_phase(resolved, "CG", NAN, [&] { return cg.solve(rhs); });
   report.cg_seconds = seconds_since(t);
   mc.cg_warp_seconds = cg_warp_seconds;

@@ -80,7 +80,8 @@ inline std::vector<cdouble> warp_f64(const DisplacementField &f, const Image &x,
         position_f64(f, xx, y, z, p);
         const Corners c = corners_f64(g, p);
         cdouble s = 0;
-        for (int k = 0; k < 8; ++k) s += c.weight[k] * cdouble(x[c.index[k]]);
+        for (int k = 0; k < 8; ++k)
+          s += c.weight[k] * cdouble(x[c.index[k]]);
         const std::int64_t v = g.index(xx, y, z);
         out[v] = weights.empty() ? s : s * double(weights[v]);
       }
@@ -98,7 +99,8 @@ inline std::vector<cdouble> warp_adjoint_f64(const DisplacementField &f, const I
         const Corners c = corners_f64(g, p);
         const std::int64_t v = g.index(x, yy, z);
         const cdouble value = weights.empty() ? cdouble(y[v]) : cdouble(y[v]) * double(weights[v]);
-        for (int k = 0; k < 8; ++k) out[c.index[k]] += c.weight[k] * value;
+        for (int k = 0; k < 8; ++k)
+          out[c.index[k]] += c.weight[k] * value;
       }
   return out;
 }

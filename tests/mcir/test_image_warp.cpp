@@ -23,7 +23,8 @@ const Grid kGrids[] = {Grid(23, 18), Grid(13, 10, 9)};
 
 cdouble dot_f64(const Image &a, const Image &b) {
   cdouble s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += std::conj(cdouble(a[i])) * cdouble(b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += std::conj(cdouble(a[i])) * cdouble(b[i]);
   return s;
 }
 double norm_f64(const Image &a) { return std::sqrt(std::abs(dot_f64(a, a))); }
@@ -82,11 +83,13 @@ TEST_CASE("ImageWarp's forward on a real image is mri::warp (the field's directi
     const DisplacementField f = smooth_field(g, 2.0, seed);
     const RealVolume real = textured_volume(g, seed + 1);
     Image x(g);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = real[i];
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] = real[i];
     const Image state = mri::forward(ImageWarp(f), x);
     const RealVolume expected = warp(real, f);
     bool equal = true;
-    for (std::size_t i = 0; i < x.size(); ++i) equal = equal && state[i] == cfloat(expected[i], 0.0f);
+    for (std::size_t i = 0; i < x.size(); ++i)
+      equal = equal && state[i] == cfloat(expected[i], 0.0f);
     CHECK(equal);
   }
 }
@@ -106,7 +109,8 @@ TEST_CASE("ImageWarp is exact on affine fields and linear images, its Jacobian w
         const double v[3] = {double(xx), double(y), double(z)};
         for (int r = 0; r < 3; ++r) {
           double s = d[r];
-          for (int col = 0; col < 3; ++col) s += a_mat[r][col] * (v[col] - c[col]);
+          for (int col = 0; col < 3; ++col)
+            s += a_mat[r][col] * (v[col] - c[col]);
           comp[r]->at(xx, y, z) = static_cast<float>(s);
         }
         x.at(xx, y, z) = cfloat(static_cast<float>(lin[0] * v[0] + lin[1] * v[1] + lin[2] * v[2] + 1.0), 0.5f);

@@ -28,7 +28,8 @@ Trajectory state_spokes(const Trajectory &all, int states, int s, int readout) {
   std::vector<KPoint> points;
   const std::size_t spokes = all.size() / static_cast<std::size_t>(readout);
   for (std::size_t i = static_cast<std::size_t>(s); i < spokes; i += static_cast<std::size_t>(states))
-    for (int r = 0; r < readout; ++r) points.push_back(all[i * static_cast<std::size_t>(readout) + r]);
+    for (int r = 0; r < readout; ++r)
+      points.push_back(all[i * static_cast<std::size_t>(readout) + r]);
   return Trajectory(2, std::move(points));
 }
 
@@ -127,7 +128,8 @@ TEST_CASE("MCIR with the true fields beats the motion-averaged reconstruction", 
     DisplacementField f = s == 0 ? DisplacementField(g) : smooth_field(g, 0.6 * s, seed + s);
     if (s > 0)
       for (std::int64_t y = 0; y < g.ny(); ++y)
-        for (std::int64_t x = 0; x < g.nx(); ++x) f.v.at(x, y) += static_cast<float>(0.05 * s * (double(y) - 24));
+        for (std::int64_t x = 0; x < g.nx(); ++x)
+          f.v.at(x, y) += static_cast<float>(0.05 * s * (double(y) - 24));
     const Image state_image = mri::forward(ImageWarp(f), truth);
     const Trajectory t = state_spokes(all, states_n, s, readout);
     const SenseOperator e(t, g, maps);
@@ -164,7 +166,8 @@ TEST_CASE("MCIR refuses fields of the wrong count or grid, NaN in a field, misma
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.solver.iterations = 2;
-  CHECK_THROWS_WITH(reconstruct_motion_corrected(states, g, {DisplacementField(g)}, o), test::contains("fields.size()"));
+  CHECK_THROWS_WITH(reconstruct_motion_corrected(states, g, {DisplacementField(g)}, o),
+                    test::contains("fields.size()"));
   CHECK_THROWS_WITH(reconstruct_motion_corrected(states, g, {DisplacementField(g), DisplacementField(Grid(12, 11))}, o),
                     test::contains("fields[1].grid()"));
   DisplacementField nan_field(g);

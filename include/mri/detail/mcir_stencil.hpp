@@ -68,23 +68,26 @@ MRI_HOST_DEVICE inline float interpolate(const float *f, std::int64_t stride, co
 // neighbours); 0 on an axis of extent 1.
 MRI_HOST_DEVICE inline float difference(const float *f, std::int64_t v, std::int64_t stride, std::int64_t i,
                                         std::int64_t n) {
-  if (n < 2) return 0.0f;
-  if (i == 0) return f[v + stride] - f[v];
-  if (i == n - 1) return f[v] - f[v - stride];
+  if (n < 2)
+    return 0.0f;
+  if (i == 0)
+    return f[v + stride] - f[v];
+  if (i == n - 1)
+    return f[v] - f[v - stride];
   return 0.5f * (f[v + stride] - f[v - stride]);
 }
 
 // |det(I + grad u)| at voxel (x, y, z): the local volume ratio of v -> v + u(v) (mass
 // conservation's change of variables); on a 2D grid the 2x2 determinant (w has no effect there).
-MRI_HOST_DEVICE inline float jacobian_weight(const float *u, const float *v, const float *w,
-                                             const std::int64_t (&n)[3], std::int64_t x, std::int64_t y,
-                                             std::int64_t z) {
+MRI_HOST_DEVICE inline float jacobian_weight(const float *u, const float *v, const float *w, const std::int64_t (&n)[3],
+                                             std::int64_t x, std::int64_t y, std::int64_t z) {
   const std::int64_t idx = x + n[0] * (y + n[1] * z), sx = 1, sy = n[0], sz = n[0] * n[1];
   const float *c[3] = {u, v, w};
   const std::int64_t stride[3] = {sx, sy, sz}, i[3] = {x, y, z};
   float j[3][3];
   for (int r = 0; r < 3; ++r)
-    for (int a = 0; a < 3; ++a) j[r][a] = (r == a ? 1.0f : 0.0f) + difference(c[r], idx, stride[a], i[a], n[a]);
+    for (int a = 0; a < 3; ++a)
+      j[r][a] = (r == a ? 1.0f : 0.0f) + difference(c[r], idx, stride[a], i[a], n[a]);
   if (n[2] == 1) {
     const float d2 = j[0][0] * j[1][1] - j[0][1] * j[1][0];
     return d2 < 0.0f ? -d2 : d2;

@@ -6,7 +6,8 @@
 // forward differs only by nvcc's fused multiply-adds in the lerps (a few float32 ulps of the
 // largest input); the adjoint also by the order of its atomic additions (up to 8 terms per state
 // voxel reaching a reference voxel). A relative L2 error of 1e-5 separates that rounding from any
-// wrong index or weight, which moves O(1) of the signal.
+// wrong index or weight, which moves O(1) of the signal. The gather adjoint sums each voxel's terms in
+// a fixed order: the same bits run to run (tested, with its lists made anew).
 // Tags: [gpu][mcir] all; [small] the quick subset compute-sanitizer runs.
 #include <cmath>
 #include <complex>
@@ -51,7 +52,8 @@ DisplacementField smooth_field(const Grid &g, double amplitude, std::uint64_t se
 
 std::complex<double> dot_f64(const Image &a, const Image &b) {
   std::complex<double> s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += std::conj(std::complex<double>(a[i])) * std::complex<double>(b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += std::conj(std::complex<double>(a[i])) * std::complex<double>(b[i]);
   return s;
 }
 
@@ -59,25 +61,40 @@ std::complex<double> dot_f64(const Image &a, const Image &b) {
 
 TEST_CASE("DeviceImageWarp forward and adjoint equal the host's", "[gpu][mcir][small]") {
   for (const Grid &g : {Grid(37, 29), Grid(24, 19, 17)})
-    for (const bool jacobian : {false, true}) {
-      const std::uint64_t seed = fresh_seed();
-      INFO("grid " << g.nx() << "x" << g.ny() << "x" << g.nz() << ", jacobian " << jacobian << ", seed " << seed);
-      const ImageWarp host(smooth_field(g, 3.0, seed), {jacobian});
-      const DeviceImageWarp device(host);
-      const Image x = test::random_image(g, seed + 1), y = test::random_image(g, seed + 2);
-      const DeviceImage dx(x), dy(y);
-      DeviceImage out(g);
-      device.forward(dx, out);
-      CHECK(test::relative_error(out.to_host(), mri::forward(host, x)) < kRoundingTolerance);
-      device.adjoint(dy, out);
-      const Image wy = out.to_host();
-      CHECK(test::relative_error(wy, mri::adjoint(host, y)) < kRoundingTolerance);
-      // <W x, y> = <x, W^H y> with both from the device.
-      device.forward(dx, out);
-      const Image wx = out.to_host();
-      const double scale = std::sqrt(std::abs(dot_f64(wx, wx)) * std::abs(dot_f64(y, y)));
-      CHECK(std::abs(dot_f64(wx, y) - dot_f64(x, wy)) < kRoundingTolerance * scale);
-    }
+    for (const bool jacobian : {false, true})
+      for (const cuda::DeviceWarpAdjoint form : {cuda::DeviceWarpAdjoint::Gather, cuda::DeviceWarpAdjoint::Atomic}) {
+        const std::uint64_t seed = fresh_seed();
+        INFO("grid " << g.nx() << "x" << g.ny() << "x" << g.nz() << ", jacobian " << jacobian << ", adjoint "
+                     << (form == cuda::DeviceWarpAdjoint::Gather ? "gather" : "atomic") << ", seed " << seed);
+        const ImageWarp host(smooth_field(g, 3.0, seed), {jacobian});
+        const DeviceImageWarp device(host, form);
+        const Image x = test::random_image(g, seed + 1), y = test::random_image(g, seed + 2);
+        const DeviceImage dx(x), dy(y);
+        DeviceImage out(g);
+        device.forward(dx, out);
+        CHECK(test::relative_error(out.to_host(), mri::forward(host, x)) < kRoundingTolerance);
+        device.adjoint(dy, out);
+        const Image wy = out.to_host();
+        CHECK(test::relative_error(wy, mri::adjoint(host, y)) < kRoundingTolerance);
+        // <W x, y> = <x, W^H y> with both from the device.
+        device.forward(dx, out);
+        const Image wx = out.to_host();
+        const double scale = std::sqrt(std::abs(dot_f64(wx, wx)) * std::abs(dot_f64(y, y)));
+        CHECK(std::abs(dot_f64(wx, y) - dot_f64(x, wy)) < kRoundingTolerance * scale);
+      }
+}
+
+TEST_CASE("DeviceImageWarp's gather adjoint is the same bits run to run", "[gpu][mcir][small][determinism]") {
+  const Grid g(40, 33, 21);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const ImageWarp host(smooth_field(g, 4.0, seed), {true});
+  const DeviceImage y(test::random_image(g, seed + 1));
+  DeviceImage out(g);
+  DeviceImageWarp(host).adjoint(y, out);
+  const Image first = out.to_host();
+  DeviceImageWarp(host).adjoint(y, out); // lists made again: their fill order differs, their sort does not
+  CHECK(out.to_host().values() == first.values());
 }
 
 TEST_CASE("DeviceImageWarp of a zero field copies, bitwise", "[gpu][mcir][small]") {
