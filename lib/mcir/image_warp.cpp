@@ -153,24 +153,27 @@ void ImageWarp::adjoint(const Image &state, Image &reference) const {
   std::fill(reference.values().begin(), reference.values().end(), cfloat(0));
   const bool weighted = !p.jacobian.empty();
   const std::int64_t extent = p.n[p.slow_axis], slabs = (extent + p.slab - 1) / p.slab;
-  const std::int64_t plane = p.slow_axis == 2 ? p.n[0] * p.n[1] : p.n[0]; // voxels per slow-axis index
   const bool parallel = p.grid.voxels() >= kMinParallelVoxels;
   for (int colour = 0; colour < 2; ++colour) {
 #pragma omp parallel for schedule(static) if (parallel)
     for (std::int64_t b = colour; b < slabs; b += 2) {
-      const std::int64_t first = b * p.slab * plane, last = std::min(extent, (b + 1) * p.slab) * plane;
-      for (std::int64_t v = first; v < last; ++v) {
-        const std::int64_t x = v % p.n[0], y = (v / p.n[0]) % p.n[1], z = v / (p.n[0] * p.n[1]);
-        const dm::Stencil s = stencil_of(p, x, y, z, v);
-        cfloat value = state[static_cast<std::size_t>(v)];
-        if (weighted)
-          value *= p.jacobian[static_cast<std::size_t>(v)];
-        for (int k = 0; k < 8; ++k) {
-          const float w = dm::corner_weight(s, k);
-          if (w != 0.0f)
-            reference[static_cast<std::size_t>(dm::corner_index(s, p.n, k))] += w * value;
-        }
-      }
+      // Slow-axis indices i of the slab; (j, x) the plane's other two (3D: y and x; 2D: x alone).
+      const std::int64_t middle = p.slow_axis == 2 ? p.n[1] : 1;
+      for (std::int64_t i = b * p.slab; i < std::min(extent, (b + 1) * p.slab); ++i)
+        for (std::int64_t j = 0; j < middle; ++j)
+          for (std::int64_t x = 0; x < p.n[0]; ++x) {
+            const std::int64_t y = p.slow_axis == 2 ? j : i, z = p.slow_axis == 2 ? i : 0;
+            const std::int64_t v = x + p.n[0] * (y + p.n[1] * z);
+            const dm::Stencil s = stencil_of(p, x, y, z, v);
+            cfloat value = state[static_cast<std::size_t>(v)];
+            if (weighted)
+              value *= p.jacobian[static_cast<std::size_t>(v)];
+            for (int k = 0; k < 8; ++k) {
+              const float w = dm::corner_weight(s, k);
+              if (w != 0.0f)
+                reference[static_cast<std::size_t>(dm::corner_index(s, p.n, k))] += w * value;
+            }
+          }
     }
   }
 }
