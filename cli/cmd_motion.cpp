@@ -153,6 +153,13 @@ void add_estimator_options(CLI::App &cmd, MotionOptions &o) {
            "auto (multigrid on the CPU, SOR on the GPU) | multigrid (CPU) | Jacobi (the GPU motion paper's) | multicolour SOR");
   cmd.add_option("--tolerance", o.tolerance, "multigrid: relative Euler-Lagrange residual at which a warp's solve stops")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  add_enum(cmd, "--data-term", o.data_term,
+           {{"quadratic", MotionDataTerm::Quadratic}, {"charbonnier", MotionDataTerm::Charbonnier}},
+           "quadratic (the seed's CLG) | charbonnier (robust, by lagged diffusivity; CPU; docs/motion.md)");
+  cmd.add_option("--epsilon", o.epsilon, "charbonnier: the residual scale (intensities of frames scaled to [0, 1]), > 0")
+      ->capture_default_str();
+  cmd.add_option("--reweightings", o.reweightings, "charbonnier: weighted linear solves per warp, >= 1")
+      ->capture_default_str();
   add_enum(cmd, "--memory", o.memory, {{"cached", MotionMemory::Cached}, {"shared-tiles", MotionMemory::SharedTiles}},
            "CUDA stencil kernels: plain cached loads or shared-memory tiles (the CPU ignores it)");
   add_enum(cmd, "--derivative", o.derivative, {{"central", MotionDerivative::Central}, {"forward", MotionDerivative::Forward}},

@@ -67,6 +67,18 @@ enum class MotionDerivative {
   Central  // second-order, centred on the voxel like It: lower endpoint error, same cost
 };
 
+// The data term's penalty of the linearised brightness-constancy residual
+// e(w) = (w - w0, 1)^T J_rho (w - w0, 1) (w0: the warp's starting field).
+enum class MotionDataTerm {
+  Quadratic,  // e itself: the seed's CLG (Bruhn et al. 2005), every residual weighted alike
+  Charbonnier // psi(e) = 2 eps^2 (sqrt(1 + e / eps^2) - 1), the robust CLG of Bruhn et al. 2005
+              // (section 5) as Brox et al. 2004 penalise their data term: residuals above eps
+              // (edges that no smooth field warps onto each other) weigh like |residual|, not its
+              // square. Minimised by lagged diffusivity: `reweightings` linear solves per warp,
+              // each with the tensor weighted by psi'(e) = 1 / sqrt(1 + e / eps^2) at the field
+              // of the previous solve (the weight -> 1, the quadratic term, as eps -> infinity)
+};
+
 struct MotionOptions {
   double alpha = 0.03; // smoothness weight (intensities scaled to ~[0, 1]); >= 0
   double gamma = 0.0;  // volume-conserving (divergence) weight; >= 0
@@ -82,6 +94,13 @@ struct MotionOptions {
   // Euler-Lagrange system, norms over all voxels and components); 0 runs every cycle. >= 0.
   double tolerance = 1e-3;
   MotionMultigridOptions multigrid;
+  MotionDataTerm data_term = MotionDataTerm::Quadratic;
+  // Charbonnier: the residual scale (intensity units, frames ~[0, 1]); > 0. 0.03: docs/motion.md's
+  // measurement (smaller helps expansion, costs contraction and large rotations).
+  double epsilon = 0.03;
+  // Charbonnier: weighted linear solves per warp; >= 1. The weights are recomputed at every warp
+  // anyway; more solves per warp changed no measured EPE by more than 0.001 voxels.
+  int reweightings = 1;
   MotionMemory memory = MotionMemory::Cached;
   MotionDerivative derivative = MotionDerivative::Central;
   Backend backend = Backend::Cpu;
@@ -126,8 +145,8 @@ class MotionBackend; // lib/interface/mri_backend/motion_backend.hpp
 
 // A plan for one volume size and one set of options (FINUFFT-style: made once, run many times).
 // Throws InvalidArgument for bad options (naming the option and value) or a grid too small for
-// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64 or with
-// MotionSolver::Multigrid. options() holds the backend and solver resolved.
+// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64, with
+// MotionSolver::Multigrid or with MotionDataTerm::Charbonnier. options() holds the backend and solver resolved.
 class MotionEstimator {
 public:
   MotionEstimator(const Grid &grid, const MotionOptions &options);

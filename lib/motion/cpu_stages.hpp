@@ -47,6 +47,12 @@ template <class T>
 void tensor(const Field<T> &g, const Volume<T> &fixed, const Volume<T> &moved, Tensor<T> &j);
 // j -= J3 w0 (fold_warp_offset) at every voxel.
 template <class T> void fold(Tensor<T> &j, const Field<T> &w0);
+// The Charbonnier data term's reweighting (MotionDataTerm::Charbonnier): j = psi'(e) data on
+// channels kXX..kZT at every voxel, e the residual of w - w0 under the unfolded tensor `data`
+// (charbonnier_weight); j's kTT is left alone (no solver reads it).
+template <class T>
+void charbonnier_reweight(const Tensor<T> &data, const Field<T> &w0, const Field<T> &w,
+                          Tensor<T> &j, T inv_eps2);
 // One solver pass. colour < 0: a Jacobi sweep of every voxel from src into dst (distinct).
 // colour >= 0: the SOR pass over the voxels of that colour (voxel_colour(..., colours)), in place
 // (src and dst the same field: no neighbour of a voxel has its colour).

@@ -55,6 +55,13 @@ void validate(const Grid &grid, const MotionOptions &o) {
     detail::invalid_argument("options.solver", static_cast<int>(o.solver), "not a MotionSolver");
   if (!std::isfinite(o.tolerance) || o.tolerance < 0)
     detail::invalid_argument("options.tolerance", o.tolerance, "must be finite and >= 0");
+  if (!(o.data_term == MotionDataTerm::Quadratic || o.data_term == MotionDataTerm::Charbonnier))
+    detail::invalid_argument("options.data_term", static_cast<int>(o.data_term),
+                             "not a MotionDataTerm");
+  if (!std::isfinite(o.epsilon) || !(o.epsilon > 0))
+    detail::invalid_argument("options.epsilon", o.epsilon, "must be finite and > 0");
+  if (o.reweightings < 1)
+    detail::invalid_argument("options.reweightings", o.reweightings, "must be >= 1");
   const MotionMultigridOptions &mg = o.multigrid;
   if (mg.max_cycles < 1)
     detail::invalid_argument("options.multigrid.max_cycles", mg.max_cycles, "must be >= 1");
@@ -113,6 +120,9 @@ std::unique_ptr<MotionBackend> make_backend(const Grid &grid, MotionOptions &o) 
   if (o.solver == MotionSolver::Multigrid)
     throw Unsupported("options.solver = multigrid: the CUDA motion backend has no multigrid solver "
                       "yet (use backend = cpu, or solver = jacobi, red-black SOR or auto)");
+  if (o.data_term == MotionDataTerm::Charbonnier)
+    throw Unsupported("options.data_term = charbonnier: the CUDA motion backend has no robust data "
+                      "term yet (use backend = cpu, or data_term = quadratic)");
   return detail::require_cuda("MotionEstimator").motion(grid, o);
 }
 

@@ -42,6 +42,10 @@ public:
     motion::tensor(g, fixed, moved, j);
   }
   void fold(Tensor<T> &j, const Field<T> &w) const { motion::fold(j, w); }
+  void charbonnier_reweight(const Tensor<T> &data, const Field<T> &w0, const Field<T> &w,
+                            Tensor<T> &j, double inv_eps2) const {
+    motion::charbonnier_reweight(data, w0, w, j, T(inv_eps2));
+  }
   void sweep(const Tensor<T> &j, const Field<T> &src, Field<T> &dst, int colour,
              int colours) const {
     motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? T(1) : omega_);

@@ -5,6 +5,7 @@
 // (cuda/motion/motion_*.cu): one definition of each formula, not a copy per backend or per
 // precision. The backends differ only in how they load neighbours (the CUDA memory policies) and
 // how they loop.
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -81,6 +82,22 @@ template <class T> MRI_HOST_DEVICE inline void fold_warp_offset(T (&j)[kChannels
   j[kXT] -= j[kXX] * u + j[kXY] * v + j[kXZ] * w;
   j[kYT] -= j[kXY] * u + j[kYY] * v + j[kYZ] * w;
   j[kZT] -= j[kXZ] * u + j[kYZ] * v + j[kZZ] * w;
+}
+
+// The Charbonnier data term's lagged-diffusivity weight psi'(e) = 1 / sqrt(1 + e / eps^2)
+// (mri/motion.hpp, MotionDataTerm) at a voxel, e = (d, 1)^T J (d, 1) the linearised residual of
+// the displacement d = w - w0 from the warp's start, J the unfolded tensor (all 10 channels,
+// kTT = K_rho * It^2 included). e >= 0 in exact arithmetic (J is a Gaussian sum of outer
+// products); rounding below zero is clamped.
+template <class T>
+MRI_HOST_DEVICE inline T charbonnier_weight(const T (&j)[kChannels], T du, T dv, T dw,
+                                            T inv_eps2) {
+  T e = j[kXX] * du * du + j[kYY] * dv * dv + j[kZZ] * dw * dw +
+        T(2) * (j[kXY] * du * dv + j[kXZ] * du * dw + j[kYZ] * dv * dw) +
+        T(2) * (j[kXT] * du + j[kYT] * dv + j[kZT] * dw) + j[kTT];
+  e = e > T(0) ? e : T(0);
+  using std::sqrt; // float and double overloads, host and device
+  return T(1) / sqrt(T(1) + e * inv_eps2);
 }
 
 // A voxel's array indices and the volume's extents (Index: int64 on the CPU; int on the GPU,

@@ -11,8 +11,9 @@
 // Ten&), fold(Ten&, Fld), sweep(Ten, Fld src, Fld& dst, colour, colours), timed(Stage, fn),
 // elapsed(Stage), reset_timers(), synchronize(). Optional: relative_residual(Ten, Fld) (the
 // Euler-Lagrange residual ||b - A w|| / ||b|| of the warp's system: the report's solver_residual)
-// and multigrid(Ten, Fld&, level) -> {residual, cycles, fine_passes} (MotionSolver::Multigrid);
-// an Ops without multigrid refuses that solver (Unsupported) rather than run another.
+// and multigrid(Ten, Fld&, level) -> {residual, cycles, fine_passes} (MotionSolver::Multigrid),
+// charbonnier_reweight(Ten data, Fld w0, Fld w, Ten& j, inv_eps2) (MotionDataTerm::Charbonnier);
+// an Ops without one refuses what needs it (Unsupported) rather than run something else.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -49,6 +50,9 @@ public:
   static constexpr bool kHasResidual = requires(Ops &o, const Ten &j, const Fld &w) {
     o.relative_residual(j, w);
   };
+  static constexpr bool kHasRobust = requires(Ops &o, const Ten &j, const Fld &w, Ten &out) {
+    o.charbonnier_reweight(j, w, w, out, 1.0);
+  };
 
   DriverBackend(Ops ops, const Grid &grid, const MotionOptions &options)
       : ops_(std::move(ops)), options_(options) {
@@ -56,6 +60,10 @@ public:
       if (options.solver == MotionSolver::Multigrid)
         throw Unsupported("options.solver = multigrid: this motion backend has no multigrid solver "
                           "(use backend = cpu, or solver = jacobi or red-black SOR)");
+    if constexpr (!kHasRobust)
+      if (options.data_term == MotionDataTerm::Charbonnier)
+        throw Unsupported("options.data_term = charbonnier: this motion backend has no robust data "
+                          "term (use backend = cpu, or data_term = quadratic)");
     for (const Grid &g : pyramid_grids(grid, options.levels))
       levels_.push_back(make_level(g));
     for (Frame &f : frames_)
@@ -91,15 +99,22 @@ private:
     Fld w, w_next, g;
     Vol moved, tmp;
     Ten j;
+    Ten data; // Charbonnier: the warp's unweighted, unfolded tensor
+    Fld w0;   // Charbonnier: the field the warp started from
   };
   struct Frame {
     std::vector<Vol> level; // pre-smoothed frame per pyramid level
   };
 
   Level make_level(const Grid &g) {
-    Level l{g, make_field(g), make_field(g), make_field(g), ops_.make(g), ops_.make(g), {}};
+    Level l{g, make_field(g), make_field(g), make_field(g), ops_.make(g), ops_.make(g), {}, {}, {}};
     for (Vol &c : l.j)
       c = ops_.make(g);
+    if (robust()) {
+      for (Vol &c : l.data)
+        c = ops_.make(g);
+      l.w0 = make_field(g);
+    }
     return l;
   }
   Fld make_field(const Grid &g) { return {ops_.make(g), ops_.make(g), ops_.make(g)}; }
@@ -155,14 +170,42 @@ private:
   void linearise_and_solve(Level &lv, int l, const Vol &fixed, const Vol &moving) {
     ops_.timed(Stage::Warp, [&] { ops_.warp(moving, lv.w, lv.moved); });
     ops_.timed(Stage::Tensor, [&] { ops_.tensor(lv.g, fixed, lv.moved, lv.j); });
-    // kTT (It^2) only enters the energy's constant: the solver never reads it, so it is not
-    // smoothed.
+    // kTT (It^2) only enters the quadratic energy's constant: the solver never reads it, so it is
+    // smoothed only for the Charbonnier weights, which need the whole residual.
     ops_.timed(Stage::Gaussian, [&] {
-      for (int c = 0; c < kTT; ++c)
+      for (int c = 0; c < (robust() ? kChannels : kTT); ++c)
         ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
     });
+    if constexpr (kHasRobust)
+      if (robust()) {
+        reweighted_solves(lv, l);
+        return;
+      }
     ops_.timed(Stage::Tensor, [&] { ops_.fold(lv.j, lv.w); });
     ops_.timed(Stage::Solver, [&] { solve(lv, l); });
+  }
+
+  bool robust() const { return options_.data_term == MotionDataTerm::Charbonnier; }
+
+  // Lagged diffusivity (Bruhn et al. 2005, section 5; Brox et al. 2004): each solve's tensor is
+  // the data tensor weighted per voxel by psi'(e) at the field the previous solve left (the first
+  // at the warp's start), so each linear system is the quadratic CLG's, solved by the chosen
+  // solver; the weights majorise the concave psi, so each solve lowers the robust energy.
+  void reweighted_solves(Level &lv, int l) {
+    ops_.timed(Stage::Tensor, [&] {
+      for (int c = 0; c < kChannels; ++c)
+        ops_.copy(lv.j[c], lv.data[c]);
+      for (int a = 0; a < 3; ++a)
+        ops_.copy(lv.w[a], lv.w0[a]);
+    });
+    const double inv_eps2 = 1.0 / (options_.epsilon * options_.epsilon);
+    for (int k = 0; k < options_.reweightings; ++k) {
+      ops_.timed(Stage::Tensor, [&] {
+        ops_.charbonnier_reweight(lv.data, lv.w0, lv.w, lv.j, inv_eps2);
+        ops_.fold(lv.j, lv.w0);
+      });
+      ops_.timed(Stage::Solver, [&] { solve(lv, l); });
+    }
   }
 
   void solve(Level &lv, int l) {
