@@ -326,3 +326,19 @@ TEST_CASE("reconstruct with a field map and an l1-wavelet term on the GPU iterat
   CHECK(r[1].report.offresonance == "time-segmented");
   CHECK(e <= 1e-3);
 }
+
+TEST_CASE("reconstruct on the GPU with a zero field map equals the uncorrected GPU reconstruction", "[gpu][offresonance][small]") {
+  // A zero map runs the uncorrected model, which it equals (bitwise: the device reductions run in a
+  // fixed order), as on the CPU.
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const ReconProblem p = recon_problem(seed);
+  mri::ReconOptions o = recon_options(p, Backend::Cuda, mri::Method::Nufft, mri::Normal::Toeplitz);
+  o.offresonance.field_map.reset();
+  const mri::ReconResult plain = mri::reconstruct(p.data, p.grid, o);
+  o.offresonance.field_map = std::make_shared<const FieldMap>(p.grid, std::vector<float>(static_cast<std::size_t>(p.grid.voxels())));
+  const mri::ReconResult zero = mri::reconstruct(p.data, p.grid, o);
+  CHECK(zero.report.backend == Backend::Cuda);
+  CHECK(zero.report.offresonance == "none");
+  CHECK(zero.image.values() == plain.image.values());
+}
