@@ -153,8 +153,8 @@ TEST_CASE("motion: the Charbonnier term with a huge epsilon is the quadratic one
 TEST_CASE("motion: a contracting Shepp-Logan volume, default settings, EPE <= 60% of zero flow",
           "[motion]") {
   // Issue 42's target, on the phantom scaled as `mri motion` scales its frames, amplitude 1.
-  // Measured (docs/motion.md, "Piecewise-smooth anatomy"): 35% of the zero-flow EPE at 28^3 for
-  // either data term, 38% / 43% (quadratic / Charbonnier) at 32^3. The opposite motion
+  // Measured (docs/motion.md, "Piecewise-smooth anatomy"): 35% / 41% of the zero-flow EPE
+  // (quadratic / Charbonnier) at 28^3, 38% / 43% at 32^3. The opposite motion
   // (expansion) is not held to the target: 93% quadratic, 73-92% Charbonnier at 32^3 (the docs
   // say why). 28^3: below the stages' threshold for threads, so seconds under a loaded CI.
   const std::uint64_t seed = fresh_seed();
