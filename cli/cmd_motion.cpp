@@ -155,7 +155,7 @@ void add_estimator_options(CLI::App &cmd, MotionOptions &o) {
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   add_enum(cmd, "--data-term", o.data_term,
            {{"quadratic", MotionDataTerm::Quadratic}, {"charbonnier", MotionDataTerm::Charbonnier}},
-           "quadratic (the seed's CLG) | charbonnier (robust, by lagged diffusivity; CPU; docs/motion.md)");
+           "quadratic (the seed's CLG) | charbonnier (robust, by lagged diffusivity; docs/motion.md)");
   cmd.add_option("--epsilon", o.epsilon, "charbonnier: the residual scale (intensities of frames scaled to [0, 1]), > 0")
       ->capture_default_str();
   cmd.add_option("--reweightings", o.reweightings, "charbonnier: weighted linear solves per warp, >= 1")

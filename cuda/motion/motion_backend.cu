@@ -68,6 +68,10 @@ public:
     motion::tensor(g, fixed, moved, j, s());
   }
   void fold(DeviceTensor &j, const DeviceField &w) const { motion::fold(j, w, s()); }
+  void charbonnier_reweight(const DeviceTensor &data, const DeviceField &w0, const DeviceField &w,
+                            DeviceTensor &j, double inv_eps2) const {
+    motion::charbonnier_reweight(data, w0, w, j, float(inv_eps2), s());
+  }
   void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour,
              int colours) const {
     motion::sweep(j, src, dst, colour, colours, alpha_, gamma_, colour < 0 ? 1.0f : omega_, memory_,

@@ -48,10 +48,14 @@ void gradients(const DeviceVolume &f, DeviceField &g, bool central, cudaStream_t
 // motion_warp.cu: trilinear warping (the paper's section 4.4) and the pyramid's resampling
 void warp(const DeviceVolume &f, const DeviceField &w, DeviceVolume &out, cudaStream_t s);
 void resample(const DeviceVolume &f, DeviceVolume &out, float scale, cudaStream_t s);
-// motion_tensor.cu: the 10 products and the per-warp fold
+// motion_tensor.cu: the 10 products, the per-warp fold and the Charbonnier reweighting
 void tensor(const DeviceField &g, const DeviceVolume &fixed, const DeviceVolume &moved,
             DeviceTensor &j, cudaStream_t s);
 void fold(DeviceTensor &j, const DeviceField &w, cudaStream_t s);
+// j = psi'(e) data on channels kXX..kZT (MotionDataTerm::Charbonnier; lib/motion/cpu_stages.hpp's
+// charbonnier_reweight)
+void charbonnier_reweight(const DeviceTensor &data, const DeviceField &w0, const DeviceField &w,
+                          DeviceTensor &j, float inv_eps2, cudaStream_t s);
 // motion_solver.cu: one Jacobi sweep (colour < 0, src -> dst) or SOR colour pass (in place,
 // src == dst), with the memory policy of the paper's section 4.3
 void sweep(const DeviceTensor &j, const DeviceField &src, DeviceField &dst, int colour, int colours,

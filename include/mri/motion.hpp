@@ -145,8 +145,8 @@ class MotionBackend; // lib/interface/mri_backend/motion_backend.hpp
 
 // A plan for one volume size and one set of options (FINUFFT-style: made once, run many times).
 // Throws InvalidArgument for bad options (naming the option and value) or a grid too small for
-// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64, with
-// MotionSolver::Multigrid or with MotionDataTerm::Charbonnier. options() holds the backend and solver resolved.
+// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64 or with
+// MotionSolver::Multigrid. options() holds the backend and solver resolved.
 class MotionEstimator {
 public:
   MotionEstimator(const Grid &grid, const MotionOptions &options);

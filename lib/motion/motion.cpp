@@ -120,9 +120,6 @@ std::unique_ptr<MotionBackend> make_backend(const Grid &grid, MotionOptions &o) 
   if (o.solver == MotionSolver::Multigrid)
     throw Unsupported("options.solver = multigrid: the CUDA motion backend has no multigrid solver "
                       "yet (use backend = cpu, or solver = jacobi, red-black SOR or auto)");
-  if (o.data_term == MotionDataTerm::Charbonnier)
-    throw Unsupported("options.data_term = charbonnier: the CUDA motion backend has no robust data "
-                      "term yet (use backend = cpu, or data_term = quadratic)");
   return detail::require_cuda("MotionEstimator").motion(grid, o);
 }
 

@@ -188,8 +188,4 @@ TEST_CASE("motion: bad data-term options name the option", "[motion][bad-input]"
   bad([](MotionOptions &o) { o.reweightings = 0; }, "options.reweightings = 0");
   bad([](MotionOptions &o) { o.data_term = static_cast<MotionDataTerm>(9); },
       "options.data_term = 9");
-  // The CUDA backend has no robust data term: refused (without a device, refused for that first).
-  MotionOptions cuda = charbonnier(0.03);
-  cuda.backend = Backend::Cuda;
-  CHECK_THROWS_AS(MotionEstimator(g, cuda), Unsupported);
 }
