@@ -61,8 +61,8 @@ __global__ void charbonnier_kernel(ConstTensorPtrs data, const float *__restrict
 #pragma unroll
   for (int c = 0; c < kChannels; ++c)
     p[c] = data.c[c][i];
-  const float weight =
-      mri::detail::motion::charbonnier_weight(p, u[i] - u0[i], v[i] - v0[i], w[i] - w0[i], inv_eps2);
+  const float weight = mri::detail::motion::charbonnier_weight(p, u[i] - u0[i], v[i] - v0[i],
+                                                               w[i] - w0[i], inv_eps2);
 #pragma unroll
   for (int c = 0; c < kTT; ++c)
     j.c[c][i] = weight * p[c];
