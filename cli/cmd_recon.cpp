@@ -90,7 +90,8 @@ void add_field_options(CLI::App &cmd, ReconArgs &a) {
                                            "(else resampled, with a warning); needs --readout-times");
   cmd.add_option("--readout-times", a.input.readout_times,
                  "BART .cfl of the samples' times in seconds from the echo, shaped like the k-space without coils; "
-                 "or dwell:D[:T0]: sample i of each readout at T0 + i D seconds");
+                 "or dwell:D[:T0]: sample i of each readout at T0 + i D seconds; with --in (ISMRMRD), ismrmrd[:T0]: "
+                 "sample i of each acquisition at T0 + (i - center_sample) sample_time_us");
   cmd.add_option("--segments", s.segments, "time segments L of the field correction (0: the smallest L meeting --segment-tolerance)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   add_enum(cmd, "--segment-interpolator", s.interpolator, kSegmentInterpolators,

@@ -58,6 +58,26 @@ std::shared_ptr<const FieldMap> read_field_map(const std::string &path) {
 
 namespace {
 
+} // namespace
+
+std::optional<double> ismrmrd_times_offset(const std::string &spec) {
+  if (spec != "ismrmrd" && spec.rfind("ismrmrd:", 0) != 0) return std::nullopt;
+  if (spec == "ismrmrd") return 0.0;
+  const std::string rest = spec.substr(8);
+  double offset = 0;
+  try {
+    std::size_t used = 0;
+    offset = std::stod(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument(rest);
+  } catch (const std::exception &) {
+    refuse("--readout-times", spec, "expected ismrmrd[:OFFSET_SECONDS]");
+  }
+  if (!(offset >= 0) || !std::isfinite(offset)) refuse("--readout-times", spec, "the offset must be >= 0 (seconds)");
+  return offset;
+}
+
+namespace {
+
 // "dwell:D[:T0]": sample i of every readout at T0 + i D seconds.
 std::optional<std::vector<float>> uniform_times(const std::string &spec, std::size_t samples, std::size_t readout) {
   if (spec.rfind("dwell:", 0) != 0) return std::nullopt;

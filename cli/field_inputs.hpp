@@ -2,6 +2,7 @@
 // Off-resonance inputs of `mri recon` (issue 43): the field map (--fieldmap: BART .cfl or NIfTI, Hz)
 // and the samples' times (--readout-times: BART .cfl shaped like the k-space without coils, seconds).
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,10 @@ std::shared_ptr<const FieldMap> read_field_map(const std::string &path);
 // "dwell:D[:T0]", sample i of every readout at T0 + i D seconds. Throws InvalidArgument naming
 // --readout-times and the value.
 std::vector<float> read_readout_times(const std::string &path, std::size_t samples, std::size_t readout);
+
+// "ismrmrd[:T0]" (ISMRMRD input): the file's own times, sample i of an acquisition at
+// T0 + (i - center_sample) sample_time_us (IsmrmrdReadOptions::sample_times); the offset T0, or
+// none for another spec. Throws InvalidArgument naming --readout-times for a bad offset.
+std::optional<double> ismrmrd_times_offset(const std::string &spec);
 
 } // namespace mri::cli

@@ -31,6 +31,10 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
   IsmrmrdReadOptions options;
   options.units = a.units;
   options.group = a.group;
+  if (const std::optional<double> offset = ismrmrd_times_offset(a.readout_times)) {
+    options.sample_times = true; // the acquisitions' sample_time_us and center_sample
+    options.time_offset = *offset;
+  }
   auto reader = std::make_unique<IsmrmrdReader>(a.in, options);
   const IsmrmrdHeader &h = reader->header();
   ReconInputs r;
@@ -103,8 +107,11 @@ ReconInputs load_cfl(const InputArgs &a) {
 } // namespace
 
 void check_inputs(const InputArgs &a) {
-  if (!a.in.empty() && !a.readout_times.empty())
-    throw UsageError("--readout-times needs BART inputs (--traj/--kspace): ISMRMRD sample times are not read yet");
+  const bool file_times = a.readout_times == "ismrmrd" || a.readout_times.rfind("ismrmrd:", 0) == 0;
+  if (!a.in.empty() && !a.readout_times.empty() && !file_times)
+    throw UsageError("--readout-times with ISMRMRD input (--in) takes ismrmrd[:OFFSET_SECONDS]: the file's "
+                     "sample_time_us and center_sample");
+  if (a.in.empty() && file_times) throw UsageError("--readout-times " + a.readout_times + " needs ISMRMRD input (--in)");
   if (!a.in.empty() && (!a.traj.empty() || !a.kspace.empty() || !a.weights.empty()))
     throw UsageError("--in (ISMRMRD) and --traj/--kspace/--weights (BART) contradict each other: give one");
   if (!a.matrix.empty()) (void)parse_matrix(a.matrix, "--matrix");

@@ -48,6 +48,7 @@ hid_t header_type() {
       {"trajectory_dimensions", HOFFSET(H, trajectory_dimensions)}};
   for (const auto &[name, offset] : u16) H5Tinsert(t, name, offset, H5T_NATIVE_UINT16);
   H5Tinsert(t, "acquisition_time_stamp", HOFFSET(H, acquisition_time_stamp), H5T_NATIVE_UINT32);
+  H5Tinsert(t, "sample_time_us", HOFFSET(H, sample_time_us), H5T_NATIVE_FLOAT);
   insert_array(t, "physiology_time_stamp", HOFFSET(H, physiology_time_stamp), H5T_NATIVE_UINT32, ISMRMRD::ISMRMRD_PHYS_STAMPS);
   const std::pair<const char *, std::size_t> vec3[] = {{"position", HOFFSET(H, position)},
                                                         {"read_dir", HOFFSET(H, read_dir)},

@@ -50,7 +50,8 @@ KSpaceData prewhiten(const KSpaceData &data, const std::vector<cdouble> &covaria
       for (Eigen::Index j = 0; j <= i; ++j) sum += w(i, j) * cdouble(in[static_cast<std::size_t>(j) * m + s]);
       out[static_cast<std::size_t>(i) * m + s] = cfloat(sum);
     }
-  return KSpaceData(data.trajectory(), std::move(out), data.weights(), data.coils());
+  return KSpaceData(data.trajectory(), std::move(out), data.weights(), data.coils(),
+                    std::vector<float>(data.sample_times().begin(), data.sample_times().end()));
 }
 
 } // namespace mri

@@ -39,6 +39,7 @@ constexpr std::size_t kItemsAhead = 4;
 struct Group {
   std::vector<KPoint> points;  // the samples per coil read so far
   std::vector<cfloat> samples; // coil c's sample m at c * per_coil + m
+  std::vector<float> times;    // IsmrmrdReadOptions::sample_times: one per point
   bool seen = false;
 };
 
@@ -55,6 +56,12 @@ const std::filesystem::path &checked_file(const std::filesystem::path &path, con
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); // no HDF5 error stack on stderr: ours is the message
   if (H5Fis_hdf5(path.c_str()) <= 0) detail::ismrmrd_io_error(path, "not an HDF5 file (ISMRMRD raw data is HDF5)");
   return path;
+}
+
+const IsmrmrdReadOptions &checked_times(const IsmrmrdReadOptions &o) {
+  if (!std::isfinite(o.time_offset))
+    detail::invalid_argument("IsmrmrdReadOptions::time_offset", o.time_offset, "must be finite (seconds)");
+  return o;
 }
 
 const char *trajectory_name(ISMRMRD::TrajectoryType t) {
@@ -110,7 +117,7 @@ int limit_centre(const ISMRMRD::Optional<ISMRMRD::Limit> &limit, int matrix) {
 class IsmrmrdReader::Impl {
 public:
   Impl(const std::filesystem::path &path, const IsmrmrdReadOptions &options)
-      : path_(path), options_(options), guard_(checked_file(path, options.group), options.group),
+      : path_(path), options_(checked_times(options)), guard_(checked_file(path, options.group), options.group),
         xml_(read_xml(guard_, path)), acquisitions_(path, options.group) {
     out_.header = header_facts(xml_, path);
     grid_ = out_.header.encoded_grid();
@@ -202,7 +209,8 @@ private:
         p = {p.kx * static_cast<float>(grid_.nx()), p.ky * static_cast<float>(grid_.ny()),
              p.kz * static_cast<float>(grid_.nz())};
     IsmrmrdItem item = items_[k]; // counters and geometry
-    item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {}, out_.header.coils);
+    item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {}, out_.header.coils,
+                           std::move(g.times));
     g = Group{};
     return item;
   }
@@ -257,10 +265,30 @@ private:
     if (at + static_cast<std::size_t>(kept) > per_coil)
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": more samples than its header said");
     for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
+    if (options_.sample_times) add_times(acq.head, index, pre, kept, g.times);
     for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
       const cfloat *first = acq.data + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
       check_finite(index, c, first, last, pre);
       std::copy(first, last, g.samples.begin() + static_cast<std::ptrdiff_t>(c * per_coil + at));
+    }
+  }
+
+  // IsmrmrdReadOptions::sample_times of samples [pre, pre + kept) of acquisition `index`.
+  void add_times(const ISMRMRD::ISMRMRD_AcquisitionHeader &h, std::size_t index, int pre, int kept,
+                 std::vector<float> &times) const {
+    const float dwell_us = h.sample_time_us; // by value: the packed header's field may be misaligned
+    const std::string where = path_.string() + ": acquisition " + std::to_string(index);
+    if (!(dwell_us > 0) || !std::isfinite(dwell_us))
+      detail::invalid_argument(where + " sample_time_us", dwell_us, "must be > 0 to give the samples' times");
+    const int centre = h.center_sample;
+    for (int i = pre; i < pre + kept; ++i) {
+      double t = options_.time_offset + (i - centre) * 1e-6 * static_cast<double>(dwell_us);
+      if (t < 0 && t > -1e-12) t = 0; // an offset of exactly center_sample dwells, up to its rounding
+      if (!(t >= 0))
+        detail::invalid_argument(where + " sample " + std::to_string(i) + " time", t,
+                                 "must be >= 0 seconds from the echo (center_sample " + std::to_string(centre) +
+                                     "; IsmrmrdReadOptions::time_offset moves the times)");
+      times.push_back(static_cast<float>(t));
     }
   }
 

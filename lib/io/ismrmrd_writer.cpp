@@ -116,6 +116,7 @@ ISMRMRD::Acquisition readout(const IsmrmrdWriteInput &in, std::size_t slice, int
   if (in.slices[slice].geometry) set_geometry(acq, *in.slices[slice].geometry);
   acq.center_sample() = static_cast<std::uint16_t>(s / 2);
   // memcpy: the packed header's 32-bit fields may be misaligned (as set_geometry's floats).
+  std::memcpy(&acq.sample_time_us(), &in.sample_time_us, sizeof(float));
   if (!in.acquisition_time_stamps.empty())
     std::memcpy(&acq.acquisition_time_stamp(), &in.acquisition_time_stamps[static_cast<std::size_t>(r)], sizeof(std::uint32_t));
   if (!in.physiology_time_stamps.empty())

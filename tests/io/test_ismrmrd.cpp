@@ -106,6 +106,42 @@ TEST_CASE("ismrmrd: write then read returns the samples, trajectory, counts and 
   CHECK(d.units == TrajUnits::CyclesPerFov); // auto: |k| up to 16 > 0.5
 }
 
+TEST_CASE("ismrmrd: sample times from sample_time_us and center_sample, kept by prewhiten", "[ismrmrd]") {
+  // Off-resonance correction needs each sample's time from the echo (KSpaceData::sample_times):
+  // sample i of an acquisition at time_offset + (i - center_sample) * sample_time_us.
+  test::TempDir dir("ismrmrd");
+  const Fixture f;
+  IsmrmrdWriteInput in = f.input(TrajUnits::CyclesPerFov);
+  in.sample_time_us = 4; // the writer puts center_sample at 20 of each readout's 40 samples
+  write_ismrmrd(dir / "dwell.h5", in);
+  CHECK(read_ismrmrd(dir / "dwell.h5").items.at(0).data.sample_times().empty()); // not asked: none
+  IsmrmrdReadOptions o;
+  o.sample_times = true;
+  o.time_offset = 1e-3;
+  const IsmrmrdData d = read_ismrmrd(dir / "dwell.h5", o);
+  const KSpaceData &k = d.items.at(0).data;
+  REQUIRE(k.sample_times().size() == k.samples_per_coil());
+  double worst = 0;
+  for (std::size_t m = 0; m < k.samples_per_coil(); ++m) {
+    const double expected = 1e-3 + (static_cast<double>(m % 40) - 20) * 4e-6;
+    worst = std::max(worst, std::abs(k.sample_times()[m] - expected));
+  }
+  CHECK(worst <= 1e-9); // float32 times of ~1 ms: a few 1e-11 s of rounding
+  CHECK(k.samples() == f.data.samples());
+  const KSpaceData white = prewhiten(k, noise_covariance(d.noise, 2));
+  CHECK(std::vector<float>(white.sample_times().begin(), white.sample_times().end()) ==
+        std::vector<float>(k.sample_times().begin(), k.sample_times().end()));
+
+  using mri::test::contains; // Catch2 v2 and v3 (catch.hpp)
+  o.time_offset = 0; // samples before the echo would have negative times
+  CHECK_THROWS_WITH(read_ismrmrd(dir / "dwell.h5", o), contains("sample 0 time") && contains("center_sample 20"));
+  o.time_offset = NAN;
+  CHECK_THROWS_WITH(read_ismrmrd(dir / "dwell.h5", o), contains("IsmrmrdReadOptions::time_offset"));
+  o.time_offset = 1e-3;
+  write_ismrmrd(dir / "nodwell.h5", f.input(TrajUnits::CyclesPerFov)); // sample_time_us 0
+  CHECK_THROWS_WITH(read_ismrmrd(dir / "nodwell.h5", o), contains("sample_time_us = 0"));
+}
+
 TEST_CASE("ismrmrd: slices with their geometry: one item each, geometry read back; none without", "[ismrmrd]") {
   test::TempDir dir("ismrmrd");
   const Fixture f;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catch.hpp"
+#include "mri/io/ismrmrd.hpp"
 #include "mri/mri.hpp"
 #include "test_support.hpp"
 
@@ -180,4 +181,40 @@ TEST_CASE("mri recon refuses bad off-resonance inputs with one line and an exit 
     CHECK(cuda.code != 0);
     CHECK(lines(cuda.err) == 1);
   }
+}
+
+TEST_CASE("mri recon --in FILE.h5 --readout-times ismrmrd:T0 takes the samples' times from the file", "[offresonance]") {
+  // The spiral of write_problem in an ISMRMRD file with sample_time_us = 16 ms / 500 = 32 us; the
+  // writer puts center_sample at 250, so T0 = 250 x 32 us gives the simulated times (i x 32 us).
+  test::TempDir dir("offres-ismrmrd");
+  const Image truth = write_problem(dir);
+  const Grid g(kN, kN);
+  const Trajectory t = bart::to_trajectory(bart::read_cfl(dir / "t"), 2);
+  const KSpaceData data(t, bart::read_cfl(dir / "k").data);
+  IsmrmrdWriteInput in;
+  in.header.encoded_matrix = in.header.recon_matrix = {kN, kN, 1};
+  in.header.encoded_fov_mm = in.header.recon_fov_mm = {240, 240, 5};
+  in.header.trajectory = "spiral";
+  in.header.coils = 1;
+  in.slices = {{&data}};
+  in.readouts = kInterleaves;
+  in.sample_time_us = 32;
+  write_ismrmrd(dir / "raw.h5", in);
+  const std::string common = "recon --in raw.h5 --iterations 10 --backend cpu ";
+  const Run corrected = mri_cli(dir, common + "--fieldmap f --readout-times ismrmrd:0.008 --out fixed");
+  INFO(corrected.err);
+  REQUIRE(corrected.code == 0);
+  CHECK(corrected.err.find("field correction: time-segmented") != std::string::npos);
+  const Run plain = mri_cli(dir, common + "--out plain");
+  REQUIRE(plain.code == 0);
+  CHECK(psnr_of(dir, "fixed", truth) > psnr_of(dir, "plain", truth) + 5);
+
+  const Run before_echo = mri_cli(dir, common + "--fieldmap f --readout-times ismrmrd --out x");
+  CHECK(before_echo.code == 1);
+  CHECK(lines(before_echo.err) == 1);
+  CHECK(before_echo.err.find("center_sample 250") != std::string::npos);
+  const Run bart_input = mri_cli(dir, "recon --traj t --kspace k --matrix 24,24 --fieldmap f --readout-times ismrmrd --out x");
+  CHECK(bart_input.code == 2);
+  const Run file_times = mri_cli(dir, common + "--fieldmap f --readout-times times --out x");
+  CHECK(file_times.code == 2);
 }

@@ -58,6 +58,14 @@ const char *to_string(TrajUnits);
 struct IsmrmrdReadOptions {
   TrajUnits units = TrajUnits::Auto;
   std::string group = "dataset"; // the HDF5 group holding the header and the acquisitions
+  // The samples' times (KSpaceData::sample_times, for off-resonance correction) from each imaging
+  // acquisition's sample_time_us (the dwell) and center_sample (the echo: the k-space centre
+  // crossing): sample i of an acquisition, counted from its first stored sample (discarded ones
+  // included), at time_offset + (i - center_sample) * sample_time_us seconds from the echo. Off:
+  // no times. Refused (InvalidArgument naming the acquisition): a sample_time_us not > 0, a time
+  // below 0 (samples before the echo: the model's times start there; time_offset moves them).
+  bool sample_times = false;
+  double time_offset = 0; // seconds, finite
 };
 
 // The facts of the XML header the reconstruction needs (first encoding space).
@@ -195,6 +203,7 @@ struct IsmrmrdWriteInput {
   // physiology_time_stamp[0..2] of readout r.
   std::vector<std::uint32_t> acquisition_time_stamps;
   std::vector<std::array<std::uint32_t, 3>> physiology_time_stamps;
+  float sample_time_us = 0; // every acquisition's dwell time (ISMRMRD's sample_time_us), microseconds
 };
 
 // Writes a new file (replacing `path`) through a temporary file renamed at the end, so nothing
