@@ -95,6 +95,11 @@ public:
                           std::chrono::steady_clock::time_point t_start) const override {
     return reconstruct_cuda(data, grid, options, maps, std::move(report), t_start);
   }
+  FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Grid &grid, const ReconOptions &options,
+                                  const CoilSensitivities *maps, ReconReport report,
+                                  std::chrono::steady_clock::time_point t_start) const override {
+    return reconstruct_frames_cuda(frames, grid, options, maps, std::move(report), t_start);
+  }
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "host_clock.hpp"
 #include "mri/error.hpp"
 #include "mri/toeplitz_cache.hpp"
+#include "mri_backend/frames_driver.hpp"
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
@@ -110,7 +112,8 @@ public:
         gridding_(recon_gridding(options.nufft.gridding)),
         report_(report), devices_(recon_devices(options.gpu.devices)) {
     report_.backend = Backend::Cuda;
-    for (const int d : devices_) report_.device_seconds.push_back({d, 0, 0});
+    if (report_.device_seconds.empty()) // frames share one report: one entry per device
+      for (const int d : devices_) report_.device_seconds.push_back({d, 0, 0});
   }
 
   // The memory need, before anything is allocated; then the maps up.
@@ -405,6 +408,14 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
                              const CoilSensitivities *maps, ReconReport report, Clock::time_point t_start) {
   GpuSteps steps(data, grid, options, maps, report);
   return mri::detail::drive_reconstruction(steps, data, grid, options, report, t_start);
+}
+
+FramesResult reconstruct_frames_cuda(const std::vector<KSpaceData> &frames, const Grid &grid,
+                                     const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
+                                     Clock::time_point t_start) {
+  std::deque<GpuSteps> steps;
+  for (const KSpaceData &frame : frames) steps.emplace_back(frame, grid, options, maps, report);
+  return mri::detail::drive_frames(steps, frames, grid, options, report, t_start);
 }
 
 } // namespace mri::cuda::detail

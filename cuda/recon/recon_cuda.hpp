@@ -2,7 +2,9 @@
 // mri::reconstruct's GPU path (plain C++): lib/recon/reconstruct.cpp calls it once the backend has
 // resolved to Cuda and the options are validated.
 #include <chrono>
+#include <vector>
 
+#include "mri/dynamic.hpp"
 #include "mri/reconstruct.hpp"
 
 namespace mri::cuda::detail {
@@ -13,5 +15,11 @@ namespace mri::cuda::detail {
 ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
                              const CoilSensitivities *maps, ReconReport report,
                              std::chrono::steady_clock::time_point t_start);
+
+// The same for a series of frames (reconstruct_frames): each frame its own F^H D and normal
+// operator on the device, one solver on the stack (mri_backend/frames_driver.hpp).
+FramesResult reconstruct_frames_cuda(const std::vector<KSpaceData> &frames, const Grid &grid,
+                                     const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
+                                     std::chrono::steady_clock::time_point t_start);
 
 } // namespace mri::cuda::detail

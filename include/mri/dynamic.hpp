@@ -33,9 +33,11 @@ struct FramesResult {
 // Throws InvalidArgument for no frames, frames with different coil counts or some weighted and some
 // not, a bad frame (as reconstruct: named "frames[f]..."), terms that cannot run on the stack
 // (validate with the frame count: TV along the frames needs 2 frames), and every option
-// reconstruct refuses; Unsupported for what this build does not run on frames: backend = cuda or
-// gpu.devices (CPU only in this build: auto runs on the CPU and says so), an off-resonance field
-// map. options.on_iteration is not called (its argument is one image); on_phase is, per phase of
+// reconstruct refuses; Unsupported where reconstruct is (no usable GPU for backend = cuda) and for
+// what this build does not run on frames: an off-resonance field map, locally low rank on the GPU
+// (backend = auto then runs on the CPU and says so in backend_note). On the GPU every frame's
+// operators are on the device at once: F^H D, the Toeplitz kernel and its coil batches per frame
+// (the memory check is per frame: ReconReport::device_bytes is one frame's). options.on_iteration is not called (its argument is one image); on_phase is, per phase of
 // the whole series.
 FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Grid &grid,
                                 const ReconOptions &options = {});

@@ -3,6 +3,7 @@
 #include "recon_cpu.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <optional>
 #include <span>
 #include <utility>
@@ -142,8 +143,7 @@ FramesResult reconstruct_frames_cpu(const std::vector<KSpaceData> &frames, const
                                     const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
                                     ReconClock::time_point t_start) {
   report.backend = Backend::Cpu;
-  std::vector<CpuSteps> steps;
-  steps.reserve(frames.size());
+  std::deque<CpuSteps> steps;
   for (const KSpaceData &frame : frames) steps.emplace_back(frame, grid, options, maps);
   return drive_frames(steps, frames, grid, options, report, t_start);
 }

@@ -1,6 +1,7 @@
 // mri::reconstruct_frames and join_frames (mri/dynamic.hpp): the frames checked, the coils
-// prepared once from all of them, then the frames' joint solve on the CPU
-// (mri_backend/frames_driver.hpp).
+// prepared once from all of them, then the frames' joint solve on the CPU or the CUDA backend
+// (mri_backend/frames_driver.hpp on either's steps).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "mri/dynamic.hpp"
 #include "mri/error.hpp"
+#include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/recon_report.hpp"
 #include "method_choice.hpp"
 #include "recon_cpu.hpp"
@@ -61,15 +63,21 @@ std::vector<KSpaceData> prepared_frames(const std::vector<KSpaceData> &frames, c
   return out;
 }
 
-// What this build runs on frames: the CPU, without a field map.
-void check_frames_backend(const ReconOptions &o, ReconReport &report) {
+// What this build runs on frames: no field map; locally low rank on host frames only.
+Backend frames_backend(const ReconOptions &o, ReconReport &report) {
   if (o.offresonance.field_map)
     throw Unsupported("reconstruct_frames: off-resonance correction (options.offresonance.field_map) is not "
                       "available for frames in this build");
-  if (o.backend == Backend::Cuda || !o.gpu.devices.empty())
-    throw Unsupported("reconstruct_frames: runs on the CPU in this build; use backend = cpu or auto, without "
-                      "gpu.devices");
-  if (o.backend == Backend::Auto) report.backend_note = "auto: cpu (reconstruct_frames runs on the CPU in this build)";
+  const bool low_rank = std::any_of(o.solver.terms.begin(), o.solver.terms.end(),
+                                    [](const SparseTerm &t) { return t.penalty == SparsePenalty::LocallyLowRank; });
+  if (low_rank && o.backend == Backend::Auto && o.gpu.devices.empty()) {
+    report.backend_note = "auto: cpu (locally low rank runs on host frames in this build)";
+    return Backend::Cpu;
+  }
+  const Backend backend = detail::recon_backend(o);
+  if (low_rank && backend == Backend::Cuda)
+    throw Unsupported("reconstruct_frames: locally low rank runs on the CPU in this build; use backend = cpu or auto");
+  return backend;
 }
 
 } // namespace
@@ -109,7 +117,7 @@ FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Gri
     }
   }
   ReconReport report;
-  check_frames_backend(options, report);
+  const Backend backend = frames_backend(options, report);
   const KSpaceData all = join_frames(frames);
   std::size_t wrapped_all = 0;
   const KSpaceData all_inside = [&] {
@@ -118,16 +126,20 @@ FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Gri
                            : all;
   }();
   ReconOptions resolved = options;
-  MethodChoice method = detail::resolve_method(all_inside, grid, options, Backend::Cpu);
+  MethodChoice method = detail::resolve_method(all_inside, grid, options, backend);
   resolved.method = method.method;
   report.method_note = std::move(method.note);
   const detail::ReconCoils coils = detail::announced_phase(resolved, "coil maps", NAN, [&] {
-    return detail::prepare_coils(all_inside, grid, resolved, Backend::Cpu, report);
+    return detail::prepare_coils(all_inside, grid, resolved, backend, report);
   });
   std::size_t wrapped = 0;
   const std::vector<KSpaceData> used = prepared_frames(frames, grid, coils, wrapped);
   resolved.on_iteration = nullptr; // its argument is one image (mri/dynamic.hpp)
-  FramesResult r = detail::reconstruct_frames_cpu(used, grid, resolved, coils.maps.get(), std::move(report), t_start);
+  FramesResult r = backend == Backend::Cuda
+                       ? detail::require_cuda("reconstruct_frames")
+                             .reconstruct_frames(used, grid, resolved, coils.maps.get(), std::move(report), t_start)
+                       : detail::reconstruct_frames_cpu(used, grid, resolved, coils.maps.get(), std::move(report),
+                                                        t_start);
   r.report.wrapped_samples = wrapped;
   return r;
 }

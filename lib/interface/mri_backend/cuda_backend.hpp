@@ -12,7 +12,9 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "mri/dynamic.hpp"
 #include "mri/image.hpp"
 #include "mri/motion.hpp"
 #include "mri/nufft.hpp"
@@ -123,6 +125,11 @@ public:
   virtual ReconResult reconstruct(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
                                   const CoilSensitivities *maps, ReconReport report,
                                   std::chrono::steady_clock::time_point t_start) const = 0;
+  // mri::reconstruct_frames on the device, as reconstruct() above for each frame (every frame's
+  // data prepared alike, `maps` shared), one solver on the stack of frames.
+  virtual FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Grid &grid,
+                                          const ReconOptions &options, const CoilSensitivities *maps,
+                                          ReconReport report, std::chrono::steady_clock::time_point t_start) const = 0;
 };
 
 // The plugin as libmri found it: the backend, or null and the reason (no driver, dlerror, a

@@ -1,6 +1,7 @@
 #pragma once
 // The flow of mri::reconstruct_frames (mri/dynamic.hpp) over the steps of one reconstruction per
-// frame (the Steps of recon_driver.hpp, one object per frame's data): each frame's F^H D and its
+// frame (the Steps of recon_driver.hpp, one object per frame's data, in a deque: Steps hold
+// plans and references and need not move): each frame's F^H D and its
 // own normal operator (Toeplitz from its own Q, or direct), then one solver on the stack of
 // frames (FrameStack) with the block-diagonal normal operator (FrameNormal): CG without sparse
 // terms (the frames then decouple: it equals one CG per frame stopped jointly), else the proximal
@@ -8,6 +9,7 @@
 // locally low rank). The data scale is one for the whole stack, from all frames' adjoint images.
 // No Q cache: a frame's trajectory is a subset that the next acquisition sorts differently.
 #include <chrono>
+#include <deque>
 #include <cmath>
 #include <functional>
 #include <utility>
@@ -25,7 +27,7 @@ namespace mri::detail {
 // f(FrameNormal of steps[from..]'s normals), each frame's operator alive while f runs: frame k's
 // with_normal hands its operator to a callback that recurses to frame k + 1.
 template <class Steps, class Vec, class F>
-ReconResult with_frame_normals(std::vector<Steps> &steps, const FrameStack<Vec> &like, std::size_t from,
+ReconResult with_frame_normals(std::deque<Steps> &steps, const FrameStack<Vec> &like, std::size_t from,
                                std::vector<std::function<void(const Vec &, Vec &)>> &applies, F &f) {
   if (from == steps.size()) return f(FrameNormal<Vec>(applies));
   return steps[from].with_normal(like[from], [&](auto normal) {
@@ -53,7 +55,7 @@ template <class Solver> void record_proximal(ReconReport &report, const Solver &
 }
 
 template <class Steps>
-FramesResult drive_frames(std::vector<Steps> &steps, const std::vector<KSpaceData> &frames, const Grid &grid,
+FramesResult drive_frames(std::deque<Steps> &steps, const std::vector<KSpaceData> &frames, const Grid &grid,
                           const ReconOptions &o, ReconReport &report, ReconClock::time_point t_start) {
   using Vec = typename Steps::Vec;
   using Stack = FrameStack<Vec>;
