@@ -12,6 +12,7 @@
 #include "batch_mpi.hpp"
 #include "field_inputs.hpp"
 #include "process_clock.hpp"
+#include "recon_dynamic.hpp"
 #include "recon_inputs.hpp"
 #include "report.hpp"
 
@@ -29,6 +30,7 @@ struct ReconArgs {
   std::string regularizer = "none";   // --regularizer: an l2 regulariser or a sparse term's name
   std::vector<std::string> bart_terms; // -R, BART pics' syntax
   Wavelet wavelet = Wavelet::Daubechies2;
+  DynamicArgs dynamic;                 // --bins, --frames-spokes, --motion-correct (recon_dynamic.hpp)
 };
 
 void add_solver_options(CLI::App &cmd, ReconArgs &a) {
@@ -42,7 +44,8 @@ void add_solver_options(CLI::App &cmd, ReconArgs &a) {
                  "sparse: wavelet (l1-wavelet) | tv (isotropic total variation), by a proximal solver")
       ->check(CLI::IsMember(kRegularizerNames))->capture_default_str();
   cmd.add_option("-R", a.bart_terms, "a term in BART pics' syntax, repeatable: W:DIMS:0:L (l1-wavelet), T:DIMS:0:L "
-                 "(total variation), I:DIMS:0:L (l1), Q:L (l2); DIMS a bit mask of x=1, y=2, z=4")->allow_extra_args(false);
+                 "(total variation), I:DIMS:0:L (l1), Q:L (l2); DIMS a bit mask of x=1, y=2, z=4; with --bins or "
+                 "--frames-spokes also T:1024:0:L (TV along the frames) and L:7:7:L (locally low rank)")->allow_extra_args(false);
   add_enum(cmd, "--solver", o.solver.proximal.algorithm, kProximalAlgorithms,
            "with sparse terms: auto (fista for one term, else admm) | fista | admm | primal-dual");
   add_enum(cmd, "--wavelet", a.wavelet, kWavelets, "the l1-wavelet terms' family (db2: BART's)");
@@ -191,6 +194,7 @@ ReconOptions effective_options(const ReconArgs &a, const ReconInputs &in, bool r
 void check_recon(const ReconArgs &a) {
   for (const std::string &path : a.out) check_output_path(path);
   check_inputs(a.input);
+  check_dynamic(a.dynamic);
 }
 
 // One line per distinct method_note of the items (method = auto: which method ran and why).
@@ -227,6 +231,13 @@ int run_recon(const ReconArgs &a, bool regularizer_given) {
   ReconInputs in;
   OutputOptions out;
   ReconOptions o;
+  if (a.dynamic.requested()) {
+    if (ranks.size() > 1) throw UsageError("--bins/--frames-spokes run in one process (not under mpirun)");
+    in = load_inputs(a.input, quiet);
+    out = {a.complex, in.voxel_mm, scanner_geometry(in)};
+    o = effective_options(a, in, regularizer_given);
+    return run_dynamic(a.dynamic, in, o, a.out, out, a.report, quiet);
+  }
   if (const int code = ranks.all_or_none([&] {
         in = load_inputs(a.input, quiet);
         out = {a.complex, in.voxel_mm, scanner_geometry(in)};
@@ -274,6 +285,7 @@ Runner add_recon(CLI::App &app) {
   add_io_options(*cmd, *a);
   add_solver_options(*cmd, *a);
   add_field_options(*cmd, *a);
+  add_dynamic_options(*cmd, a->dynamic);
   CLI::Option *regularizer = cmd->get_option("--regularizer");
   cmd->final_callback([a] { check_recon(*a); });
   return [a, regularizer] { return run_recon(*a, regularizer->count() > 0); };

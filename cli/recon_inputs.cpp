@@ -46,7 +46,7 @@ ReconInputs load_h5(const InputArgs &a, bool quiet) {
                   std::min(r.grid.nz(), std::int64_t{h.recon_matrix[2]}));
   for (int ax = 0; ax < 3; ++ax) // 1 mm where the header has no FOV
     if (h.recon_fov_mm[ax] > 0) r.voxel_mm[ax] = h.recon_fov_mm[ax] / h.recon_matrix[ax];
-  for (const IsmrmrdItem &it : reader->items()) r.problems.push_back({item_label(it), {}, it.geometry});
+  for (const IsmrmrdItem &it : reader->items()) r.problems.push_back({item_label(it), {}, {}, it.geometry});
   r.ismrmrd = ReconInputs::Ismrmrd{std::move(reader), a.in, a.prewhiten, quiet, {}};
   return r;
 }
@@ -97,7 +97,7 @@ ReconInputs load_cfl(const InputArgs &a) {
   std::vector<float> times;
   if (!a.readout_times.empty())
     times = read_readout_times(a.readout_times, t.size(), traj.dims.size() > 1 ? static_cast<std::size_t>(traj.dims[1]) : 1);
-  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils, std::move(times)), std::nullopt});
+  r.problems.push_back({a.kspace, KSpaceData(t, std::move(k.data), std::move(w), coils, std::move(times)), {}, std::nullopt});
   if (!a.fov.empty()) std::copy_n(voxel_sizes(a, r.grid).begin(), r.grid.dims(), r.voxel_mm.begin());
   r.source = {{"traj", a.traj},   {"kspace", a.kspace}, {"weights", a.weights}, {"coils", coils},
               {"orientation", "identity: BART files carry no scanner geometry"}};
@@ -136,6 +136,7 @@ void read_problems(ReconInputs &in, const std::function<void(std::size_t)> &read
     if (std::exchange(first, false) && src.prewhiten) // every noise scan is in before the first item
       src.covariance = noise_covariance(file.noise, file.header.coils);
     in.problems[i].data = std::move(item.data);
+    in.problems[i].readouts = std::move(item.readouts);
     ready(i);
   });
   describe_h5(in, d);

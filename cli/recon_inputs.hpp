@@ -17,6 +17,7 @@ namespace mri::cli {
 struct ReconProblem {
   std::string label; // "slice 0 contrast 0 repetition 1 ..." or the k-space file
   KSpaceData data;   // ISMRMRD: empty until read_problems has read it
+  std::vector<IsmrmrdReadout> readouts; // ISMRMRD: its acquisitions (sizes, time stamps); BART: none
   std::optional<ScannerGeometry> geometry; // ISMRMRD: where the item lies in the scanner
 };
 

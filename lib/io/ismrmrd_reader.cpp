@@ -40,6 +40,7 @@ struct Group {
   std::vector<KPoint> points;  // the samples per coil read so far
   std::vector<cfloat> samples; // coil c's sample m at c * per_coil + m
   std::vector<float> times;    // IsmrmrdReadOptions::sample_times: one per point
+  std::vector<IsmrmrdReadout> readouts;
   bool seen = false;
 };
 
@@ -211,6 +212,7 @@ private:
     IsmrmrdItem item = items_[k]; // counters and geometry
     item.data = KSpaceData(Trajectory(grid_.dims(), std::move(g.points)), std::move(g.samples), {}, out_.header.coils,
                            std::move(g.times));
+    item.readouts = std::move(g.readouts);
     g = Group{};
     return item;
   }
@@ -266,6 +268,9 @@ private:
       detail::ismrmrd_io_error(path_, "acquisition " + std::to_string(index) + ": more samples than its header said");
     for (int i = pre; i < pre + kept; ++i) g.points.push_back(point(acq, index, i));
     if (options_.sample_times) add_times(acq.head, index, pre, kept, g.times);
+    g.readouts.push_back({static_cast<std::size_t>(kept), acq.head.acquisition_time_stamp,
+                          {acq.head.physiology_time_stamp[0], acq.head.physiology_time_stamp[1],
+                           acq.head.physiology_time_stamp[2]}});
     for (std::size_t c = 0; c < coils; ++c) { // libismrmrd stores coil c's samples at c * ns
       const cfloat *first = acq.data + c * static_cast<std::size_t>(ns) + pre, *last = first + kept;
       check_finite(index, c, first, last, pre);

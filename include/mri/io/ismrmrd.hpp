@@ -82,10 +82,19 @@ struct IsmrmrdHeader {
   Grid recon_grid() const { return Grid(recon_matrix[0], recon_matrix[1], recon_matrix[2]); }
 };
 
+// One imaging acquisition (a readout) of an item, in the item's order: what sorting a continuous
+// acquisition into frames needs (mri/frames.hpp).
+struct IsmrmrdReadout {
+  std::size_t samples = 0;              // its samples per coil in the item (discards removed)
+  std::uint32_t acquisition_time_stamp = 0; // the vendor's ticks (2.5 ms on Siemens' and ours)
+  std::array<std::uint32_t, 3> physiology_time_stamp{0, 0, 0};
+};
+
 // One reconstruction problem of a file: the acquisitions of one counter combination.
 struct IsmrmrdItem {
   int slice = 0, contrast = 0, repetition = 0, average = 0, phase = 0, set = 0;
   KSpaceData data;
+  std::vector<IsmrmrdReadout> readouts; // its acquisitions, in the order of data's samples
   std::optional<ScannerGeometry> geometry; // none: the acquisitions do not say
 };
 
