@@ -92,11 +92,11 @@ std::vector<DisplacementField> register_states(const std::vector<Image> &states,
   for (std::size_t s = 1; s < states.size(); ++s) {
     fields[s] = estimator.estimate(normalised_magnitude(states[s]), reference);
     const MotionReport &r = estimator.report();
-    report.push_back({{"state", s},
-                      {"total_ms", r.total_ms},
-                      {"solver", to_string(r.solver)},
-                      {"solver_residual", r.solver_residual},
-                      {"mean_jacobian", jacobian_stats(fields[s]).mean_det}});
+    report.push_back(nlohmann::json{{"state", s},
+                                    {"total_ms", r.total_ms},
+                                    {"solver_cycles", r.solver_cycles},
+                                    {"solver_residual", r.solver_residual},
+                                    {"mean_jacobian", jacobian_stats(fields[s]).mean_det}});
   }
   return fields;
 }
