@@ -19,10 +19,6 @@
 namespace mri::cli {
 namespace {
 
-// ISMRMRD leaves acquisition_time_stamp's unit to the vendor; 2.5 ms ticks (Siemens', and what
-// `mri phantom` writes) are the common one.
-constexpr double kTimeStampSeconds = 2.5e-3;
-
 bool stamped(const std::vector<IsmrmrdReadout> &readouts) {
   return std::any_of(readouts.begin(), readouts.end(), [&](const IsmrmrdReadout &r) {
     return r.acquisition_time_stamp != readouts.front().acquisition_time_stamp;
@@ -52,9 +48,9 @@ ReadoutLayout readout_layout(const DynamicArgs &a, const ReconProblem &p) {
   if (a.tr > 0) {
     layout.readout_seconds = a.tr;
   } else if (p.readouts.size() > 1 && stamped(p.readouts)) {
-    const double t0 = p.readouts.front().acquisition_time_stamp;
-    for (const IsmrmrdReadout &r : p.readouts) layout.times.push_back((r.acquisition_time_stamp - t0) * kTimeStampSeconds);
-    layout.readout_seconds = layout.times.back() / static_cast<double>(p.readouts.size() - 1);
+    std::vector<std::uint32_t> stamps;
+    for (const IsmrmrdReadout &r : p.readouts) stamps.push_back(r.acquisition_time_stamp);
+    layout = layout_from_time_stamps(layout.samples_per_readout, stamps); // 2.5 ms ticks
   } else {
     throw UsageError("--bins/--frames-spokes: the input has no acquisition time stamps; give --tr (seconds between readouts)");
   }
@@ -62,7 +58,7 @@ ReadoutLayout readout_layout(const DynamicArgs &a, const ReconProblem &p) {
 }
 
 std::vector<double> header_signal(const ReconProblem &p) {
-  std::vector<double> s;
+  std::vector<double> s; // amplitude binning is scale-free: the stamps as they are
   for (const IsmrmrdReadout &r : p.readouts) s.push_back(r.physiology_time_stamp[0]);
   return s;
 }

@@ -65,14 +65,16 @@ TEST_CASE("cli: phantom --motion breathing writes time stamps and the state per 
   const NiftiVolume truth = read_nifti(dir / "truth.nii");
   CHECK(test::relative_error(Image(grid, truth.data), Phantom::shepp_logan_3d().rasterize(grid)) < 1e-6);
 
-  // The same stamps through the SDK's reader, the layout from them, and the header's signal.
-  const std::vector<IsmrmrdTimeStamps> stamps = read_ismrmrd_time_stamps(dir / "fb.h5");
-  REQUIRE(stamps.size() == 1);
-  REQUIRE(stamps[0].acquisition.size() == spokes);
-  const ReadoutLayout layout = layout_from_time_stamps(16, stamps[0].acquisition);
+  // The same stamps through the SDK's reader (each item's readouts), the layout from them, and the
+  // header's signal.
+  const std::vector<IsmrmrdReadout> &readouts = data.items[0].readouts;
+  REQUIRE(readouts.size() == spokes);
+  std::vector<std::uint32_t> stamps;
+  for (const IsmrmrdReadout &r : readouts) stamps.push_back(r.acquisition_time_stamp);
+  const ReadoutLayout layout = layout_from_time_stamps(16, stamps);
   CHECK(layout.readout_seconds == Approx(0.02).epsilon(1e-12));
   std::vector<double> header_signal;
-  for (const auto &p : stamps[0].physiology) header_signal.push_back(p[0] / 1000.0);
+  for (const IsmrmrdReadout &r : readouts) header_signal.push_back(r.physiology_time_stamp[0] / 1000.0);
   for (std::size_t r = 0; r < trace.size(); r += 53) CHECK(header_signal[r] == Approx(trace[r]).margin(5e-4));
   FrameRequest request;
   request.bins = 4;

@@ -122,20 +122,6 @@ struct IsmrmrdData {
   std::vector<std::string> notes;
 };
 
-// The time stamps of an item's imaging acquisitions, in the order they are stored (for files with
-// one readout per acquisition, as write_ismrmrd writes them: one per readout). The units are the
-// vendor's: acquisition_time_stamp in ticks (2.5 ms on Siemens and in what `mri phantom` writes),
-// physiology_time_stamp as the writer put it (`mri phantom --motion breathing`: [0] = the
-// respiratory state in thousandths).
-struct IsmrmrdTimeStamps {
-  std::vector<std::uint32_t> acquisition;
-  std::vector<std::array<std::uint32_t, 3>> physiology;
-};
-// One entry per item of read_ismrmrd (same order), from the acquisitions' headers alone (no
-// samples are read). Throws IoError as read_ismrmrd for a file it cannot read.
-std::vector<IsmrmrdTimeStamps> read_ismrmrd_time_stamps(const std::filesystem::path &path,
-                                                        const IsmrmrdReadOptions &options = {});
-
 // Throws IoError naming the file for a missing file, one that is not HDF5/ISMRMRD, a missing or
 // malformed XML header, or acquisitions that disagree with it (channels, trajectory dimensions,
 // no trajectory on a non-Cartesian encoding);
