@@ -9,7 +9,7 @@ from . import _mri
 from ._arrays import (_asarray, complex_array, image_shape, is_points, matrix_tuple, points_array,
                       real_array, seed_value, trajectory_points, with_coils)
 from ._mri import CudaError, Error, InvalidArgument, IoError, Unsupported
-from ._operators import (ExactOperator, FieldFourierOperator, LinearOperator, NufftOperator,
+from ._operators import (ExactOperator, FieldFourierOperator, ImageWarp, LinearOperator, NufftOperator,
                          SegmentedFieldOperator, SenseOperator, ToeplitzNormal)
 
 __version__ = _mri.__version__
@@ -17,8 +17,8 @@ __version__ = _mri.__version__
 __all__ = [
     "Error", "InvalidArgument", "IoError", "CudaError", "Unsupported",
     "LinearOperator", "NufftOperator", "ExactOperator", "SenseOperator", "ToeplitzNormal",
-    "FieldFourierOperator", "SegmentedFieldOperator",
-    "reconstruct", "reconstruct_batch", "cuda_available", "cuda_unavailable_reason",
+    "FieldFourierOperator", "SegmentedFieldOperator", "ImageWarp",
+    "reconstruct", "reconstruct_batch", "reconstruct_frames", "reconstruct_motion_corrected", "frames", "cuda_available", "cuda_unavailable_reason",
     "phantom", "phantom_kspace", "simulated_maps", "add_noise", "psnr",
     "estimate_sensitivities", "MotionEstimator", "synthetic_motion", "traj", "density", "io",
 ]
@@ -118,6 +118,79 @@ def reconstruct_batch(items, matrix, *, jobs=1, share_q=True, errors="raise", se
             report.update(units=units, threads=threads)
             results.append((image, report))
     return results
+
+
+def _frame_items(name, frames):
+    """Each frame as (trajectory, kspace[, weights]) or a dict as reconstruct_batch's items."""
+    if isinstance(frames, (str, bytes)) or not hasattr(frames, "__iter__"):
+        raise TypeError(f"{name}: expected a list of (trajectory, kspace[, weights]) tuples or dicts")
+    prepared, first = [], None
+    for i, entry in enumerate(frames):
+        if isinstance(entry, dict):
+            unknown = set(entry) - {"trajectory", "points", "kspace", "weights", "times"}
+            if unknown:
+                raise TypeError(f"{name}[{i}]: unexpected keys {sorted(unknown)}")
+            trajectory = entry["trajectory"] if "trajectory" in entry else entry["points"]
+            kspace, weights, times = entry["kspace"], entry.get("weights"), entry.get("times")
+        elif isinstance(entry, (tuple, list)) and len(entry) in (2, 3):
+            trajectory, kspace = entry[0], entry[1]
+            weights = entry[2] if len(entry) == 3 else None
+            times = None
+        else:
+            raise TypeError(f"{name}[{i}]: expected (trajectory, kspace[, weights]) or a dict")
+        first = trajectory if first is None else first
+        prepared.append(_item(trajectory, kspace, weights, times))
+    if not prepared:
+        raise ValueError(f"{name}: no frames")
+    return prepared, first
+
+
+def reconstruct_frames(frames, matrix, *, sens=None, lam=0.0, iterations=20, method="auto", backend="auto",
+                       units="auto", field_map=None, **options):
+    """mri::reconstruct_frames (mri/dynamic.hpp): the frames reconstructed jointly on one grid.
+    frames: a list of (trajectory, kspace[, weights]) tuples (each as reconstruct takes them) or
+    dicts as reconstruct_batch's items; mri.frames.split_frames returns them. Every option of
+    reconstruct, with the terms over the stack of frames: "T:1024:0:LAM" (TV along the frames,
+    axes=mri.FRAME_AXIS) and "L:7:7:LAM" (locally low rank, dict key "block"). Coil maps are
+    estimated once from all frames. Returns (images, report): a list of (nx, ny[, nz]) complex64
+    images in the frames' order (np.stack(images, axis=-1) gives `mri recon --bins`'s 4D layout)
+    and one report for the series. units "auto": from the first frame's trajectory."""
+    matrix = matrix_tuple(matrix)
+    prepared, first = _frame_items("frames", frames)
+    units = _units(units, first)
+    sens, sens_coils, field_map = _shared(matrix, sens, field_map)
+    options = _options(options, lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    images, report = _mri.reconstruct_frames(prepared, matrix, sens, sens_coils, field_map, options)
+    report["units"] = units
+    return images, report
+
+
+def reconstruct_motion_corrected(states, matrix, fields, *, jacobian_weighting=False, sens=None, lam=0.0,
+                                 iterations=20, method="auto", backend="auto", units="auto", **options):
+    """mri::reconstruct_motion_corrected (mri/mcir.hpp): one reference image from every motion
+    state's data, min sum_s ||E_s W_s x - y_s||^2, W_s the warp of fields[s] (an (nx, ny[, nz], 3)
+    displacement array as MotionEstimator returns, or None for a state in the reference's
+    position). states: as reconstruct_frames' frames. Returns (image, report), report["motion"]
+    the MotionCorrectionReport (states, reference_states, samples, warp/rhs/cg_warp seconds, note)."""
+    matrix = matrix_tuple(matrix)
+    prepared, first = _frame_items("states", states)
+    if isinstance(fields, (str, bytes)) or not hasattr(fields, "__len__"):
+        raise TypeError("fields: expected a list with one displacement array (or None) per state")
+    if len(fields) != len(prepared):
+        raise ValueError(f"fields: {len(fields)} fields for {len(prepared)} states")
+    field_shape = image_shape(matrix) + (3,)
+    fields = [None if f is None else real_array(f"fields[{i}]", f, field_shape) for i, f in enumerate(fields)]
+    units = _units(units, first)
+    sens, sens_coils, _ = _shared(matrix, sens, None)
+    options = _options(options, lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    image, report = _mri.reconstruct_motion_corrected(prepared, matrix, fields, bool(jacobian_weighting), sens,
+                                                      sens_coils, options)
+    report["units"] = units
+    return image, report
+
+
+# SparseTerm axes value of total variation along the frames (mri::kFrameAxis; BART's T:1024).
+FRAME_AXIS = 1024
 
 
 def _units(units, trajectory):
@@ -236,4 +309,4 @@ def synthetic_motion(matrix, motion="translation", amplitude=1.0, seed=0):
     return _mri.motion_synthetic(matrix_tuple(matrix), motion, float(amplitude), seed_value(seed))
 
 
-from . import density, io, traj  # noqa: E402  (submodules that use the names above)
+from . import density, frames, io, traj  # noqa: E402  (submodules that use the names above)

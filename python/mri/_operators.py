@@ -176,3 +176,23 @@ class ToeplitzNormal(LinearOperator):
     adjoint = forward
     normal = forward
     __call__ = forward
+
+
+class ImageWarp(LinearOperator):
+    """The warp of a reference image into a motion state (mri/mcir.hpp):
+    (W x)(v) = J(v) x(v + u(v)), trilinear interpolation with clamp-to-edge, J = 1 or the
+    Jacobian weight (jacobian_weighting); adjoint the exact transpose of that interpolation.
+    field: (nx, ny[, nz], 3) float32 displacements u in voxels, MotionEstimator's convention:
+    MotionEstimator.estimate(fixed=state, moving=reference) returns it. A zero field is the
+    identity (bitwise). CPU."""
+
+    def __init__(self, field, matrix, *, jacobian_weighting=False):
+        matrix = matrix_tuple(matrix)
+        self.ishape = self.oshape = image_shape(matrix)
+        field = real_array("field", field, self.ishape + (3,))
+        self._op = _mri.ImageWarp(field, matrix, bool(jacobian_weighting))
+        self.matrix = matrix
+
+    @property
+    def is_identity(self):
+        return self._op.is_identity

@@ -11,4 +11,6 @@ void bind_errors(py::module_ &m);
 py::object python_error(std::exception_ptr error);
 void bind_operators(py::module_ &m);
 void bind_reconstruct(py::module_ &m);
+// mri.frames' binnings and mri.ImageWarp (dynamic.cpp).
+void bind_dynamic(py::module_ &m);
 } // namespace mri::python

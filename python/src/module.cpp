@@ -307,4 +307,5 @@ PYBIND11_MODULE(_mri, m) {
   bind_bart(m);
   bind_operators(m);
   bind_reconstruct(m);
+  bind_dynamic(m);
 }

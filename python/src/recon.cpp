@@ -14,10 +14,16 @@
 #include "enums.hpp"
 #include "mri/bart.hpp"
 #include "mri/batch.hpp"
+#include "mri/dynamic.hpp"
+#include "mri/mcir.hpp"
 #include "mri/offresonance.hpp"
 #include "mri/reconstruct.hpp"
 
 namespace mri::python {
+
+// dynamic.cpp: (nx, ny[, nz], 3) float32 displacements as a DisplacementField on grid.
+DisplacementField displacement_field(const py::array &a, const Grid &grid, const char *name);
+
 namespace {
 
 // Reads the options out of `kw`, each key once; a key left over is a TypeError, as Python
@@ -299,6 +305,67 @@ py::list reconstruct_batch_py(const py::list &items, const std::vector<std::int6
   return out;
 }
 
+// Items (tuples as item_data takes them) as KSpaceData.
+std::vector<KSpaceData> items_data(const py::list &items, const Grid &grid) {
+  std::vector<KSpaceData> data;
+  for (py::handle h : items) {
+    const py::tuple t = h.cast<py::tuple>();
+    data.push_back(item_data(t[0].cast<py::array>(), t[1].cast<py::array>(), t[2].cast<std::optional<py::array>>(),
+                             t[3].cast<std::optional<py::array>>(), t[4].cast<int>(), grid));
+  }
+  return data;
+}
+
+// mri::reconstruct_frames: frames (items) -> (list of images in the frames' order, one report).
+py::tuple reconstruct_frames_py(const py::list &frames, const std::vector<std::int64_t> &matrix,
+                                const std::optional<py::array> &sens, int sens_coils,
+                                const std::optional<py::array> &field_map, const py::dict &kw) {
+  const Grid grid = to_grid(matrix);
+  bool bart_units = false;
+  const ReconOptions options = options_for(kw, grid, sens, sens_coils, field_map, bart_units);
+  const std::vector<KSpaceData> data = items_data(frames, grid);
+  FramesResult result;
+  {
+    py::gil_scoped_release release;
+    result = reconstruct_frames(data, grid, options);
+  }
+  py::list images;
+  for (Image &image : result.frames) images.append(image_out(std::move(image), bart_units));
+  return py::make_tuple(images, report_dict(result.report));
+}
+
+// mri::reconstruct_motion_corrected: states (items), one field per state (None: the reference
+// state, no warp) -> (image, report with the MotionCorrectionReport under "motion").
+py::tuple reconstruct_motion_corrected_py(const py::list &states, const std::vector<std::int64_t> &matrix,
+                                          const py::list &fields, bool jacobian_weighting,
+                                          const std::optional<py::array> &sens, int sens_coils, const py::dict &kw) {
+  const Grid grid = to_grid(matrix);
+  bool bart_units = false;
+  const ReconOptions options = options_for(kw, grid, sens, sens_coils, std::nullopt, bart_units);
+  const std::vector<KSpaceData> data = items_data(states, grid);
+  std::vector<DisplacementField> warps;
+  for (py::handle h : fields)
+    warps.push_back(h.is_none() ? DisplacementField(grid) : displacement_field(h.cast<py::array>(), grid, "fields"));
+  MotionCorrectionOptions motion;
+  motion.warp.jacobian_weighting = jacobian_weighting;
+  MotionCorrectedResult result;
+  {
+    py::gil_scoped_release release;
+    result = reconstruct_motion_corrected(data, grid, warps, options, motion);
+  }
+  py::dict report = report_dict(result.report);
+  py::dict m;
+  m["states"] = result.motion.states;
+  m["reference_states"] = result.motion.reference_states;
+  m["samples"] = result.motion.samples;
+  m["warp_seconds"] = result.motion.warp_seconds;
+  m["rhs_seconds"] = result.motion.rhs_seconds;
+  m["cg_warp_seconds"] = result.motion.cg_warp_seconds;
+  m["note"] = result.motion.note;
+  report["motion"] = m;
+  return py::make_tuple(image_out(std::move(result.image), bart_units), report);
+}
+
 } // namespace
 
 void bind_reconstruct(py::module_ &m) {
@@ -307,6 +374,10 @@ void bind_reconstruct(py::module_ &m) {
         py::arg("options"));
   m.def("reconstruct_batch", &reconstruct_batch_py, py::arg("items"), py::arg("matrix"), py::arg("sens"),
         py::arg("sens_coils"), py::arg("field_map"), py::arg("jobs"), py::arg("share_q"), py::arg("options"));
+  m.def("reconstruct_frames", &reconstruct_frames_py, py::arg("frames"), py::arg("matrix"), py::arg("sens"),
+        py::arg("sens_coils"), py::arg("field_map"), py::arg("options"));
+  m.def("reconstruct_motion_corrected", &reconstruct_motion_corrected_py, py::arg("states"), py::arg("matrix"),
+        py::arg("fields"), py::arg("jacobian_weighting"), py::arg("sens"), py::arg("sens_coils"), py::arg("options"));
 }
 
 } // namespace mri::python

@@ -1,0 +1,131 @@
+"""mri.reconstruct_frames, mri.frames (binning, splitting, self-gating), mri.ImageWarp and
+mri.reconstruct_motion_corrected: the C++ APIs of mri/dynamic.hpp, frames.hpp and mcir.hpp."""
+
+import numpy as np
+import pytest
+
+import mri
+from conftest import random_image
+
+MATRIX = (32, 32)
+SPOKES, READOUT = 64, 64
+
+
+@pytest.fixture(scope="module")
+def acquisition():
+    # A golden-angle radial acquisition, readout-major (spoke r = samples r*S .. r*S + S - 1).
+    points = mri.traj.radial(MATRIX, SPOKES, READOUT, golden=True)
+    kspace = mri.add_noise(mri.phantom_kspace(points, MATRIX, coils=2), snr=30, seed=7)
+    return points, kspace
+
+
+def test_one_frame_is_reconstruct_bitwise(acquisition):
+    # reconstruct_frames without terms runs reconstruct() on each frame (mri/dynamic.hpp): one
+    # frame must give reconstruct's image bit for bit, CG and FISTA with a wavelet term alike.
+    points, kspace = acquisition
+    for options in ({"lam": 0.01}, {"terms": ["W:3:0:0.001"], "solver": "fista"}):
+        image, _ = mri.reconstruct(points, kspace, MATRIX, iterations=8, backend="cpu", **options)
+        images, report = mri.reconstruct_frames([(points, kspace)], MATRIX, iterations=8, backend="cpu", **options)
+        assert len(images) == 1 and images[0].shape == MATRIX and images[0].dtype == np.complex64
+        assert np.array_equal(images[0], image)
+        assert report["units"] == "sdk"
+
+
+def test_temporal_tv_runs_by_admm(acquisition):
+    points, kspace = acquisition
+    frames = mri.frames.split_frames(points, kspace, READOUT, mri.frames.bin_by_time(SPOKES, 16))
+    assert len(frames) == 4
+    images, report = mri.reconstruct_frames(frames, MATRIX, iterations=5, backend="cpu",
+                                            terms=["T:1024:0:0.01"])
+    assert len(images) == 4 and all(i.shape == MATRIX for i in images)
+    assert "admm" in report["solver"].lower()
+    assert all(np.isfinite(i).all() and np.linalg.norm(i) > 0 for i in images)
+    # The same term as a dict, axes = mri.FRAME_AXIS (BART's T:1024).
+    _, report = mri.reconstruct_frames(frames, MATRIX, iterations=2, backend="cpu",
+                                       terms=[{"penalty": "total-variation", "lam": 0.01, "axes": mri.FRAME_AXIS}])
+    assert "admm" in report["solver"].lower()
+
+
+def test_bins_have_equal_counts(rng):
+    signal = rng.standard_normal(SPOKES * 2 + 3)
+    binning = mri.frames.bin_by_amplitude(signal, 4, expiration="low")
+    counts = binning["readouts_per_frame"]
+    assert binning["method"] == "amplitude" and len(binning["frames"]) == 4
+    assert counts.max() - counts.min() <= 1 and counts.sum() == signal.size
+    assert np.array_equal(np.sort(np.concatenate(binning["frames"])), np.arange(signal.size))
+    # bin 0 holds the lowest values (end-expiration at the low end, as asked)
+    assert signal[binning["frames"][0]].max() <= signal[binning["frames"][1]].min()
+    time = mri.frames.bin_by_time(SPOKES, 16, step=8)
+    assert time["method"] == "time" and [list(f) for f in time["frames"]][1] == list(range(8, 24))
+
+
+def test_split_frames_takes_each_frames_readouts(acquisition):
+    points, kspace = acquisition
+    binning = [np.arange(10, 20), np.arange(40, 50)]
+    frames = mri.frames.split_frames(points, kspace, READOUT, binning)
+    for (p, k, w), readouts in zip(frames, binning):
+        rows = (readouts[:, None] * READOUT + np.arange(READOUT)).reshape(-1)
+        assert w is None
+        assert np.array_equal(p, points[rows]) and np.array_equal(k, kspace[rows])
+
+
+def test_self_gating_signal_one_value_per_readout(acquisition):
+    points, kspace = acquisition
+    signal = mri.frames.self_gating_signal(points, kspace, READOUT, 0.1)
+    assert signal["values"].shape == (SPOKES,) and np.isfinite(signal["values"]).all()
+    assert signal["source"] == "self-gating" and isinstance(signal["breathing_peak_found"], bool)
+
+
+def test_image_warp_is_adjoint(rng):
+    # <W x, y> = <x, W^H y>, both sides in float64 by NumPy from the operator's complex64 outputs;
+    # the tolerance 1e-5 (relative) covers float32 rounding of the 4-point interpolation sums.
+    field = np.zeros(MATRIX + (3,), dtype=np.float32)
+    field[..., :2] = 2.5 * rng.standard_normal(MATRIX + (2,))
+    for jacobian in (False, True):
+        warp = mri.ImageWarp(field, MATRIX, jacobian_weighting=jacobian)
+        assert warp.shape == (32 * 32, 32 * 32) and warp.dtype == np.complex64 and not warp.is_identity
+        x, y = random_image(rng, MATRIX), random_image(rng, MATRIX)
+        lhs = np.vdot(warp.forward(x).astype(np.complex128), y.astype(np.complex128))
+        rhs = np.vdot(x.astype(np.complex128), warp.adjoint(y).astype(np.complex128))
+        assert abs(lhs - rhs) <= 1e-5 * abs(lhs)
+
+
+def test_zero_field_warp_is_the_identity(rng):
+    warp = mri.ImageWarp(np.zeros(MATRIX + (3,)), MATRIX)
+    x = random_image(rng, MATRIX)
+    assert warp.is_identity and np.array_equal(warp.forward(x), x)
+
+
+def test_motion_corrected_with_reference_states(acquisition):
+    points, kspace = acquisition
+    states = mri.frames.split_frames(points, kspace, READOUT, mri.frames.bin_by_time(SPOKES, 32))
+    image, report = mri.reconstruct_motion_corrected(states, MATRIX, [None, np.zeros(MATRIX + (3,))],
+                                                     iterations=5, backend="cpu")
+    assert image.shape == MATRIX and np.linalg.norm(image) > 0
+    assert report["motion"]["states"] == 2 and report["motion"]["reference_states"] == 2
+
+
+def test_bad_inputs_name_the_argument(acquisition):
+    points, kspace = acquisition
+    with pytest.raises(ValueError, match="frames"):
+        mri.reconstruct_frames([], MATRIX)
+    with pytest.raises(TypeError, match="frames"):
+        mri.reconstruct_frames(points, MATRIX)
+    with pytest.raises(TypeError, match="frames\\[0\\]"):
+        mri.reconstruct_frames([(points,)], MATRIX)
+    with pytest.raises(ValueError, match="readouts_per_frame"):
+        mri.frames.bin_by_time(SPOKES, 4)
+    with pytest.raises(TypeError, match="readouts_per_frame"):
+        mri.frames.bin_by_time(SPOKES, 16.0)
+    with pytest.raises(ValueError, match="bins"):
+        mri.frames.bin_by_amplitude(np.arange(SPOKES, dtype=float), 100)
+    with pytest.raises(ValueError, match="expiration"):
+        mri.frames.bin_by_amplitude(np.arange(SPOKES, dtype=float), 2, expiration="up")
+    with pytest.raises(ValueError, match="samples_per_readout"):
+        mri.frames.split_frames(points, kspace, READOUT - 1, [np.arange(10)])
+    with pytest.raises(ValueError, match="field"):
+        mri.ImageWarp(np.zeros(MATRIX + (2,)), MATRIX)
+    with pytest.raises(TypeError, match="field"):
+        mri.ImageWarp(np.zeros(MATRIX + (3,), dtype=np.complex64), MATRIX)
+    with pytest.raises(ValueError, match="fields"):
+        mri.reconstruct_motion_corrected([(points, kspace)], MATRIX, [None, None])
