@@ -18,7 +18,7 @@ __all__ = [
     "Error", "InvalidArgument", "IoError", "CudaError", "Unsupported",
     "LinearOperator", "NufftOperator", "ExactOperator", "SenseOperator", "ToeplitzNormal",
     "FieldFourierOperator", "SegmentedFieldOperator", "ImageWarp",
-    "reconstruct", "reconstruct_batch", "reconstruct_frames", "reconstruct_motion_corrected", "frames", "cuda_available", "cuda_unavailable_reason",
+    "reconstruct", "reconstruct_batch", "reconstruct_frames", "reconstruct_motion_corrected", "frames", "breathing", "cuda_available", "cuda_unavailable_reason",
     "phantom", "phantom_kspace", "simulated_maps", "add_noise", "psnr",
     "estimate_sensitivities", "MotionEstimator", "synthetic_motion", "traj", "density", "io",
 ]
@@ -309,4 +309,4 @@ def synthetic_motion(matrix, motion="translation", amplitude=1.0, seed=0):
     return _mri.motion_synthetic(matrix_tuple(matrix), motion, float(amplitude), seed_value(seed))
 
 
-from . import density, frames, io, traj  # noqa: E402  (submodules that use the names above)
+from . import breathing, density, frames, io, traj  # noqa: E402  (submodules that use the names above)

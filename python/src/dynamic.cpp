@@ -6,6 +6,7 @@
 
 #include "arrays.hpp"
 #include "bindings.hpp"
+#include "mri/breathing.hpp"
 #include "mri/error.hpp"
 #include "mri/frames.hpp"
 #include "mri/mcir.hpp"
@@ -146,6 +147,60 @@ void bind_image_warp(py::module_ &m) {
       .def_property_readonly("is_identity", &ImageWarp::is_identity);
 }
 
+// ---- the free-breathing simulation (mri/breathing.hpp) ----------------------------------------
+Phantom phantom_of(const Grid &grid) {
+  return grid.dims() == 2 ? Phantom::shepp_logan_2d() : Phantom::shepp_logan_3d();
+}
+
+BreathingOptions breathing_options(double amplitude_voxels, double ap_expansion, double period_seconds,
+                                   double readout_seconds, int sharpness, double irregularity, std::uint64_t seed) {
+  BreathingOptions o;
+  o.amplitude_voxels = amplitude_voxels;
+  o.ap_expansion = ap_expansion;
+  o.period_seconds = period_seconds;
+  o.readout_seconds = readout_seconds;
+  o.sharpness = sharpness;
+  o.irregularity = irregularity;
+  o.seed = seed;
+  return o;
+}
+
+py::array_t<float> field_out(const DisplacementField &f) {
+  const Grid &grid = f.grid();
+  std::vector<float> v;
+  v.reserve(3 * f.u.size());
+  for (const RealVolume *c : {&f.u, &f.v, &f.w}) v.insert(v.end(), c->values().begin(), c->values().end());
+  return to_array(std::move(v), image_shape(grid, {3}));
+}
+
+void bind_breathing(py::module_ &m) {
+  m.def("simulate_breathing", [](const py::array &points, const std::vector<std::int64_t> &matrix, int samples_per_readout,
+                                 int coils, const BreathingOptions &o, double snr, std::uint64_t noise_seed) {
+    const Grid grid = to_grid(matrix);
+    const Trajectory t = to_trajectory(points, grid.dims(), "trajectory");
+    BreathingAcquisition acq;
+    {
+      py::gil_scoped_release release;
+      acq = simulate_breathing(phantom_of(grid), t, grid, samples_per_readout, coils, o, snr, noise_seed);
+    }
+    const auto m_samples = static_cast<py::ssize_t>(acq.data.trajectory().size());
+    py::dict d;
+    d["kspace"] = to_array(std::vector<cfloat>(acq.data.samples()), {m_samples, acq.data.coils()});
+    const auto r = static_cast<py::ssize_t>(acq.trace.size());
+    d["trace"] = to_array(std::move(acq.trace), {r});
+    d["readout_seconds"] = acq.layout.readout_seconds;
+    d["samples_per_readout"] = acq.layout.samples_per_readout;
+    return d;
+  });
+  m.def("breathing_displacement", [](const std::vector<std::int64_t> &matrix, double fixed, double moving,
+                                     const BreathingOptions &o) {
+    const Grid grid = to_grid(matrix);
+    return field_out(motion_displacement(grid, breathing_motion(fixed, grid.dims(), o), breathing_motion(moving, grid.dims(), o)));
+  });
+  py::class_<BreathingOptions>(m, "BreathingOptions")
+      .def(py::init(&breathing_options));
+}
+
 } // namespace
 
 DisplacementField displacement_field(const py::array &a, const Grid &grid, const char *name) {
@@ -155,6 +210,7 @@ DisplacementField displacement_field(const py::array &a, const Grid &grid, const
 void bind_dynamic(py::module_ &m) {
   bind_frames(m);
   bind_image_warp(m);
+  bind_breathing(m);
 }
 
 } // namespace mri::python

@@ -129,3 +129,35 @@ def test_bad_inputs_name_the_argument(acquisition):
         mri.ImageWarp(np.zeros(MATRIX + (3,), dtype=np.complex64), MATRIX)
     with pytest.raises(ValueError, match="fields"):
         mri.reconstruct_motion_corrected([(points, kspace)], MATRIX, [None, None])
+
+
+@pytest.fixture(scope="module")
+def breathing():
+    # The C++ test's acquisition (tests/dynamic/test_breathing.cpp): 2D golden-angle radial, 2000
+    # spokes of 8 samples, 4 coils, SNR 30, period 4 s at TR 10 ms (20 s), amplitude 2 voxels.
+    points = mri.traj.radial(MATRIX, 2000, 8, golden=True)
+    acq = mri.breathing.simulate(points, MATRIX, 8, coils=4, snr=30, noise_seed=3, amplitude_voxels=2,
+                                 readout_seconds=0.01, seed=5)
+    return points, acq
+
+
+def test_self_gating_finds_the_simulated_breathing(breathing):
+    points, acq = breathing
+    assert acq["kspace"].shape == (points.shape[0], 4) and acq["trace"].shape == (2000,)
+    signal = mri.frames.self_gating_signal(points, acq["kspace"], acq["samples_per_readout"],
+                                           acq["readout_seconds"])
+    assert signal["breathing_peak_found"], signal["note"]
+    assert abs(signal["peak_hz"] - 0.25) < 0.08  # period 4 s, cycles irregular by 10%
+    # The C++ test's bound (correlation with the true trace above 0.9; the reasons it is below 1
+    # are in tests/dynamic/test_breathing.cpp).
+    assert np.corrcoef(signal["values"], acq["trace"])[0, 1] > 0.9
+    binning = mri.frames.bin_by_amplitude(signal["values"], 4)
+    means = [acq["trace"][f].mean() for f in binning["frames"]]
+    assert all(a < b for a, b in zip(means, means[1:]))  # bin 0 is end-expiration
+
+
+def test_breathing_displacement_is_the_si_shift():
+    # 2D: y is superior-inferior, shifted by amplitude * (moving - fixed) voxels everywhere.
+    field = mri.breathing.displacement(MATRIX, 0.2, 1.1, amplitude_voxels=2)
+    assert field.shape == MATRIX + (3,) and field.dtype == np.float32
+    assert np.allclose(field[..., 1], 2 * 0.9, rtol=1e-6)
