@@ -3,6 +3,7 @@
 #include "mri_backend/nufft_access.hpp"
 #include "device.cuh"
 #include "exact/fhd_backend.hpp"
+#include "mcir/mcir_cuda.hpp"
 #include "nufft/gridding_cuda.hpp"
 #include "offresonance/recon_field_cuda.hpp"
 #include "mri/error.hpp"
@@ -99,6 +100,11 @@ public:
                                   const CoilSensitivities *maps, ReconReport report,
                                   std::chrono::steady_clock::time_point t_start) const override {
     return reconstruct_frames_cuda(frames, grid, options, maps, std::move(report), t_start);
+  }
+  Image solve_motion_corrected(const std::vector<mri::detail::DeviceMcirState> &states, const Grid &grid,
+                               const ReconOptions &options, const CoilSensitivities *maps, ReconReport &report,
+                               MotionCorrectionReport &motion) const override {
+    return solve_motion_corrected_cuda(states, grid, options, maps, report, motion);
   }
 };
 

@@ -109,16 +109,18 @@ struct MotionCorrectedResult : ReconResult {
 // reconstruction's to float rounding (tests/mcir). F^H D and Q per state as options.method
 // (Auto: the NUFFT on the CPU) and options.nufft; solver.normal = Toeplitz; solver.lambda and
 // regularizer as reconstruct (R^H R once, outside the state sum).
-// Where it runs: the coil maps' calibration images and each state's F^H D and Q on
-// options.backend as the public operators run them (Cuda, or Auto with a usable GPU: the device's
-// NUFFT or exact sums; method = Nufft in float64: the CPU), the warps, the Toeplitz normals and CG
-// on the CPU (report.backend is the first's; motion.note says both). The device warp
-// (cuda/mcir/) is not used by this function yet.
+// Where it runs: backend = Cpu, all on the CPU. Cuda, or Auto with a usable GPU: the whole solve
+// on the device: the maps' calibration images, each state's F^H D (and with the NUFFT its Q) by the
+// public operators' device paths, then the warps, each state's device Toeplitz operator between
+// the device coil maps, the state sum, R^H R and CG in the CUDA plugin (one image back);
+// method = Nufft in float64 runs on the CPU (Auto) or is refused (Cuda). report.backend,
+// report.device_note and motion.note say where each part ran.
 // Throws InvalidArgument for no states, fields.size() != states.size() ("fields.size()"), a field
 // on another grid ("fields[s].grid()"), a NaN or Inf in a field ("fields[s].u[i]"), states of
 // different coil counts ("states[s].coils()") or dimensions, weights given for some states only,
 // and what reconstruct refuses in the options; Unsupported for backend = Cuda without a usable
-// device, gpu.devices, sparse terms, solver.normal = Direct and off-resonance correction.
+// device or with method = Nufft in float64, gpu.devices, sparse terms, solver.normal = Direct and
+// off-resonance correction.
 MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
                                                    const std::vector<DisplacementField> &fields,
                                                    const ReconOptions &options = {},

@@ -3,7 +3,8 @@
 // assembled in the operator core (mri/linear_operator.hpp) from ImageWarp, each state's Toeplitz
 // normal (QOperator, one per state: Q depends on the state's trajectory and weights) between the
 // coil maps, and the regulariser's normal once outside the state sum; solved by the one
-// ConjugateGradient. The per-state F^H D and Q on the requested backend, the rest on the CPU.
+// ConjugateGradient. Backend Cuda: the same equations solved on the device (solve_on_device below,
+// cuda/mcir/mcir_cuda.cu); Cpu: everything here.
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "mri/mcir.hpp"
 #include "mri/nufft.hpp"
 #include "mri/toeplitz.hpp"
+#include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_report.hpp"
 #include "sense/recon_coils.hpp"
@@ -268,6 +270,44 @@ Image state_rhs(const KSpaceData &d, const Grid &grid, const CoilSensitivities *
   return rhs;
 }
 
+// The solve on the CUDA backend (CudaBackend::solve_motion_corrected): b_s and, with the NUFFT, Q_s
+// computed here by the public operators on the device (their host results go up once); the warps,
+// the Toeplitz normals, the state sum and CG on the device.
+Image solve_on_device(const std::vector<KSpaceData> &parts, const std::vector<ImageWarp> &warps, const Grid &grid,
+                      const ReconOptions &resolved, const CoilSensitivities *maps, bool nufft,
+                      const NufftOptions &nufft_options, const OperatorOptions &op, ReconReport &report,
+                      MotionCorrectionReport &mc) {
+  const detail::CudaBackend &cuda = detail::require_cuda("reconstruct_motion_corrected");
+  std::vector<detail::DeviceMcirState> states(parts.size());
+  auto t = Clock::now();
+  detail::announced_phase(resolved, "F^H D", NAN, [&] {
+    for (std::size_t s = 0; s < parts.size(); ++s) {
+      states[s].data = &parts[s];
+      states[s].warp = &warps[s];
+      states[s].rhs = state_rhs(parts[s], grid, maps, nufft, nufft_options, op);
+    }
+    return 0;
+  });
+  report.fhd_seconds = mc.rhs_seconds = seconds_since(t);
+  if (nufft) {
+    t = Clock::now();
+    detail::announced_phase(resolved, "Q", NAN, [&] {
+      for (std::size_t s = 0; s < parts.size(); ++s)
+        states[s].q = nufft_q(parts[s].trajectory(), parts[s].weights(), grid, nufft_options);
+      return 0;
+    });
+    report.q_seconds = seconds_since(t);
+  }
+  Image image = detail::announced_phase(resolved, "CG", NAN, [&] {
+    return cuda.solve_motion_corrected(states, grid, resolved, maps, report, mc);
+  });
+  report.fhd_seconds = mc.rhs_seconds; // the device's warps of b added to the host's F^H D
+  mc.note = std::string("cuda: coil maps, F^H D") + (nufft ? " and Q" : "") + " per state by the public operators (" +
+            to_string(resolved.method) + "); cuda: " + (nufft ? "" : "Q, ") +
+            "warps, Toeplitz normals and CG (CudaBackend::solve_motion_corrected)";
+  return image;
+}
+
 } // namespace
 
 MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
@@ -282,9 +322,10 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
   ReconReport &report = result.report;
   MotionCorrectionReport &mc = result.motion;
   mc.states = static_cast<int>(states.size());
-  // The backend of the per-state F^H D and Q (and the maps' calibration images): the public
-  // operators' CUDA paths where asked and usable; the NUFFT in float64 is CPU only. The warps, the
-  // Toeplitz normal and CG run on the CPU either way (MotionCorrectionReport::note).
+  // The backend: Cuda where asked and usable (the NUFFT in float64 is CPU only): the maps'
+  // calibration images and each state's F^H D (and the NUFFT's Q) by the public operators on the
+  // device, the rest by CudaBackend::solve_motion_corrected; Cpu: all on the host, the public
+  // operators' CPU paths (MotionCorrectionReport::note).
   const bool float64_nufft = options.method == Method::Nufft && options.precision == Precision::Float64;
   if (float64_nufft && options.backend == Backend::Cuda)
     throw Unsupported("reconstruct_motion_corrected: method = nufft with precision = float64 runs on the CPU only");
@@ -292,7 +333,7 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
       float64_nufft ? Backend::Cpu : detail::resolve_backend(options.backend, "reconstruct_motion_corrected");
   report.backend = backend;
   if (options.backend == Backend::Auto)
-    report.backend_note = backend == Backend::Cuda ? "auto: cuda (F^H D and Q per state; CG on the cpu)"
+    report.backend_note = backend == Backend::Cuda ? "auto: cuda (the whole solve on the device)"
                                                    : "auto: cpu (" + cuda_unavailable_reason() + ")";
 
   // The warps: fields checked above; the Jacobian weights made here.
@@ -334,6 +375,12 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
     mc.samples.push_back(d.samples_per_coil());
     parts.push_back(state_part(used, offset, d.samples_per_coil()));
     offset += d.samples_per_coil();
+  }
+
+  if (backend == Backend::Cuda) {
+    result.image = solve_on_device(parts, warps, grid, resolved, maps, nufft, nufft_options, op, report, mc);
+    report.total_seconds = seconds_since(t_start);
+    return result;
   }
 
   // b = sum_s W_s^H b_s.

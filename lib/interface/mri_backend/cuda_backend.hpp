@@ -10,12 +10,14 @@
 // version check refuses a plugin from another build of mri rather than risk a mismatched vtable.
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "mri/dynamic.hpp"
 #include "mri/image.hpp"
+#include "mri/mcir.hpp"
 #include "mri/motion.hpp"
 #include "mri/nufft.hpp"
 #include "mri/offresonance.hpp"
@@ -31,7 +33,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 8;
+inline constexpr int kCudaPluginAbi = 9;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -83,6 +85,16 @@ NufftOptions validated_nufft_options(NufftOptions options, int dims);
 // What Gridding::Auto runs on `backend` (resolved) at kernel width `width`.
 Gridding deterministic_gridding(Backend backend, int dims, int width);
 
+// One motion state of reconstruct_motion_corrected's device solve (lib/mcir/mcir.cpp prepares it).
+struct DeviceMcirState {
+  const KSpaceData *data = nullptr; // the state's samples as solved (coil-compressed when asked): Q's
+                                    // trajectory (within the grid's k-space) and weights
+  const ImageWarp *warp = nullptr;  // reference -> state
+  Image rhs;                        // b_s = sum_c conj(S_c) F_s^H (w .* D_{s,c}) (without maps: F_s^H (w .* D_s))
+  std::optional<Image> q;           // Q on grid.doubled() (method = nufft: nufft_q); empty: Q by the
+                                    // device's exact sum from data's trajectory and weights
+};
+
 class CudaBackend {
 public:
   virtual ~CudaBackend() = default;
@@ -130,6 +142,17 @@ public:
   virtual FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Grid &grid,
                                           const ReconOptions &options, const CoilSensitivities *maps,
                                           ReconReport report, std::chrono::steady_clock::time_point t_start) const = 0;
+  // reconstruct_motion_corrected's solve on the device: sum_s W_s^H b_s by the device warps, each
+  // state's Toeplitz operator from its Q, the normal sum_s W_s^H N_s W_s (N_s: the SENSE normal
+  // with `maps`, Q_s alone without) + lambda R^H R (options.solver.regularizer, once outside the
+  // sum), and ConjugateGradient on device images; the image comes back to the host. options:
+  // validated and resolved (method, precision, gpu.policy read; solver.iterations, tolerance,
+  // on_iteration). Fills report's q_seconds (Toeplitz operators), cg_seconds, iterations, status,
+  // residuals, solver, device_note, and motion's rhs_seconds (the warps' part of b only),
+  // cg_warp_seconds (0: the device's warps run asynchronously inside the CG, not timed apart).
+  virtual Image solve_motion_corrected(const std::vector<DeviceMcirState> &states, const Grid &grid,
+                                       const ReconOptions &options, const CoilSensitivities *maps, ReconReport &report,
+                                       MotionCorrectionReport &motion) const = 0;
 };
 
 // The plugin as libmri found it: the backend, or null and the reason (no driver, dlerror, a
