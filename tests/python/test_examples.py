@@ -37,3 +37,10 @@ def test_unrolled_network_trains():
     torch.manual_seed(0)
     losses = example.main(steps=4)
     assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
+def test_free_breathing_example_writes_the_state_stack(tmp_path):
+    subprocess.run([sys.executable, str(EXAMPLES / "free_breathing.py"), str(tmp_path / "states")], check=True,
+                   capture_output=True)
+    stack = mri.io.read_cfl(tmp_path / "states")
+    assert stack.shape == (32, 32, 4) and np.isfinite(stack).all() and np.abs(stack).max() > 0
