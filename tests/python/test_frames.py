@@ -185,3 +185,17 @@ def test_breathing_displacement_is_the_si_shift():
     field = mri.breathing.displacement(MATRIX, 0.2, 1.1, amplitude_voxels=2)
     assert field.shape == MATRIX + (3,) and field.dtype == np.float32
     assert np.allclose(field[..., 1], 2 * 0.9, rtol=1e-6)
+
+
+def test_weighted_frames_and_locally_low_rank(acquisition):
+    points, kspace = acquisition
+    # A frame's third element is its density weights: one weighted frame = reconstruct bitwise.
+    weights = mri.density.radial(points, MATRIX, SPOKES)
+    image, _ = mri.reconstruct(points, kspace, MATRIX, weights=weights, iterations=5, backend="cpu")
+    images, _ = mri.reconstruct_frames([(points, kspace, weights)], MATRIX, iterations=5, backend="cpu")
+    assert np.array_equal(images[0], image)
+    # Locally low rank over the frames (BART's L:7:7 in 3D; on a 2D grid axes 3 = x, y), a term
+    # reconstruct does not take.
+    frames = mri.frames.split_frames(points, kspace, READOUT, mri.frames.bin_by_time(SPOKES, 16))
+    images, report = mri.reconstruct_frames(frames, MATRIX, iterations=3, backend="cpu", terms=["L:3:3:0.01"])
+    assert len(images) == 4 and all(np.isfinite(i).all() for i in images)
