@@ -1,6 +1,7 @@
 // The motion estimator's data terms (mri/motion.hpp, MotionDataTerm): the Charbonnier weights
 // against a float64 reference, the robust estimate equal to the quadratic one when epsilon is
-// huge, the contracting Shepp-Logan target of issue 42 at the default settings, and bad options.
+// huge, issue 42's targets (the contracting Shepp-Logan volume at the default settings; gamma
+// 0.3 on a translation with the robust term), and bad options.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -170,6 +171,29 @@ TEST_CASE("motion: a contracting Shepp-Logan volume, default settings, EPE <= 60
                  << zero);
     CHECK(epe <= 0.6 * zero);
   }
+}
+
+TEST_CASE("motion: with the Charbonnier term, gamma 0.3 does not hurt a translation", "[motion]") {
+  // Issue 42's volume-term target (EPE with gamma 0.3 at most 1.1x gamma 0's on divergence-free
+  // motion), for the robust term at its default epsilon; the quadratic term's is
+  // test_motion_multigrid.cpp's. Measured at 32^3 (docs/motion.md): 0.047 -> 0.036 voxels.
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const Grid g(24, 24, 24);
+  const Pair p = make_pair(textured_volume(g, seed), SyntheticMotion::Translation, 1.5, seed + 3);
+  MotionOptions o = charbonnier(MotionOptions{}.epsilon);
+  MotionEstimator plain(g, o);
+  o.gamma = 0.3;
+  MotionEstimator conserving(g, o);
+  const double epe0 = average_endpoint_error(plain.estimate(p.fixed, p.moving), p.truth, kBorder),
+               epe1 =
+                   average_endpoint_error(conserving.estimate(p.fixed, p.moving), p.truth, kBorder);
+  // The multigrid does not always meet its tolerance on the weighted systems at gamma 0.3
+  // (5 of 9 runs left 1.5e-3 to 0.033 after 20 cycles; docs/motion.md): not asserted, the field
+  // is.
+  INFO("EPE gamma 0: " << epe0 << ", gamma 0.3: " << epe1 << ", residual "
+                       << conserving.report().solver_residual);
+  CHECK(epe1 <= 1.1 * epe0); // measured 0.65-0.81x in 9 runs
 }
 
 TEST_CASE("motion: bad data-term options name the option", "[motion][bad-input]") {
