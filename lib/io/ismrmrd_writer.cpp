@@ -120,8 +120,8 @@ ISMRMRD::Acquisition readout(const IsmrmrdWriteInput &in, std::size_t slice, int
   if (!in.acquisition_time_stamps.empty())
     std::memcpy(&acq.acquisition_time_stamp(), &in.acquisition_time_stamps[static_cast<std::size_t>(r)], sizeof(std::uint32_t));
   if (!in.physiology_time_stamps.empty())
-    std::memcpy(&acq.physiology_time_stamp()[0], in.physiology_time_stamps[static_cast<std::size_t>(r)].data(),
-                3 * sizeof(std::uint32_t));
+    std::memcpy(&acq.physiology_time_stamp(), in.physiology_time_stamps[static_cast<std::size_t>(r)].data(),
+                3 * sizeof(std::uint32_t)); // the array's address: no misaligned element is formed
   if (r == 0) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_FIRST_IN_SLICE);
   if (r == in.readouts - 1) acq.setFlag(ISMRMRD::ISMRMRD_ACQ_LAST_IN_SLICE);
   return acq;
