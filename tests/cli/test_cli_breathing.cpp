@@ -2,6 +2,7 @@
 // time stamps and the respiratory state, the truth image and the trace, and self-gating on the
 // file's data recovering the trace.
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -52,8 +53,12 @@ TEST_CASE("cli: phantom --motion breathing writes time stamps and the state per 
   for (int r = 0; r < spokes; r += 37) {
     ISMRMRD::Acquisition acq;
     file.readAcquisition(static_cast<std::uint32_t>(r), acq);
-    CHECK(acq.acquisition_time_stamp() == static_cast<std::uint32_t>(8 * r));
-    CHECK(acq.physiology_time_stamp()[0] == static_cast<std::uint32_t>(std::llround(1000 * trace[static_cast<std::size_t>(r)])));
+    // memcpy: the packed header's 32-bit fields may be misaligned (no reference may bind to them).
+    std::uint32_t stamp = 0, state = 0;
+    std::memcpy(&stamp, &acq.acquisition_time_stamp(), sizeof stamp);
+    std::memcpy(&state, &acq.physiology_time_stamp(), sizeof state);
+    CHECK(stamp == static_cast<std::uint32_t>(8 * r));
+    CHECK(state == static_cast<std::uint32_t>(std::llround(1000 * trace[static_cast<std::size_t>(r)])));
   }
 
   // The spokes in golden-means order, the truth the phantom at rest.
