@@ -101,9 +101,10 @@ struct SelfGatingOptions {
   double high_hz = 0.5;
   double window_seconds = 30; // principal component over sliding windows of this length (half
                               // overlapping); a shorter acquisition is one window
-  double peak_ratio = 20;     // a breathing peak: in-band periodogram maximum at least this many
+  double peak_ratio = 100;    // a breathing peak: in-band periodogram maximum at least this many
                               // times the median periodogram above the band (tests/dynamic's
-                              // 2D radial at SNR 30: 3-9 without breathing, ~1e4 with it)
+                              // 2D radial at SNR 30: 3-20.5 without breathing, ~1e4 with it;
+                              // the phantom files' 7e4-1e6)
 };
 
 // The respiratory signal from the data (XD-GRASP, Feng et al., MRM 75:775 (2016)): the k-space

@@ -36,7 +36,7 @@ def bin_by_amplitude(signal, bins, expiration="auto"):
 
 
 def self_gating_signal(trajectory, kspace, samples_per_readout, readout_seconds, *, times=None,
-                       low_hz=0.1, high_hz=0.5, window_seconds=30.0, peak_ratio=20.0):
+                       low_hz=0.1, high_hz=0.5, window_seconds=30.0, peak_ratio=100.0):
     """The respiratory signal from the data's k-space centre (XD-GRASP; mri/frames.hpp): a dict
     with "values" (one per readout, float64), "breathing_peak_found", "peak_hz", "peak_ratio",
     "source", "note"."""
