@@ -36,24 +36,6 @@ ReconResult with_frame_normals(std::deque<Steps> &steps, const FrameStack<Vec> &
   });
 }
 
-// The solver's outcome into the report: CG's, or the proximal solver's.
-template <class Solver> void record_cg(ReconReport &report, const Solver &cg) {
-  report.iterations = cg.iterations();
-  report.status = cg.info();
-  report.residuals = cg.residual_history();
-}
-template <class Solver> void record_proximal(ReconReport &report, const Solver &solver) {
-  report.solver = to_string(solver.algorithm());
-  report.iterations = solver.iterations();
-  report.status = solver.info();
-  report.residuals = solver.change_history();
-  report.objective = solver.objective_history();
-  report.step = solver.step();
-  report.lipschitz = solver.lipschitz();
-  report.rejected_steps = solver.rejected_steps();
-  report.step_raises = solver.step_raises();
-}
-
 template <class Steps>
 FramesResult drive_frames(std::deque<Steps> &steps, const std::vector<KSpaceData> &frames, const Grid &grid,
                           const ReconOptions &o, ReconReport &report, ReconClock::time_point t_start) {

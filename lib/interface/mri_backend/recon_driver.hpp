@@ -72,6 +72,19 @@ inline double expected_q_seconds(const ReconReport &report, const Grid &grid) {
 // the whole objective.
 double weighted_data_energy(const KSpaceData &data);
 
+// The proximal solver's outcome into the report.
+template <class Solver> void record_proximal(ReconReport &report, const Solver &solver) {
+  report.solver = to_string(solver.algorithm());
+  report.iterations = solver.iterations();
+  report.status = solver.info();
+  report.residuals = solver.change_history();
+  report.objective = solver.objective_history();
+  report.step = solver.step();
+  report.lipschitz = solver.lipschitz();
+  report.rejected_steps = solver.rejected_steps();
+  report.step_raises = solver.step_raises();
+}
+
 // The solver phase with sparse terms: the data scaled (ReconOptions::solver.scaling), the
 // proximal solver on the normal operator CG would have had, the image scaled back.
 template <class Steps, class Vec>
@@ -104,14 +117,7 @@ ReconResult drive_proximal(Steps &steps, const Vec &rhs, const KSpaceData &data,
       });
     });
     Image image = in_phase(report, &ReconReport::transfer_seconds, [&] { return unscaled(x); });
-    report.iterations = solver.iterations();
-    report.status = solver.info();
-    report.residuals = solver.change_history();
-    report.objective = solver.objective_history();
-    report.step = solver.step();
-    report.lipschitz = solver.lipschitz();
-    report.rejected_steps = solver.rejected_steps();
-    report.step_raises = solver.step_raises();
+    record_proximal(report, solver);
     report.total_seconds = std::chrono::duration<double>(ReconClock::now() - t_start).count();
     return ReconResult{std::move(image), std::move(report)};
   });

@@ -85,13 +85,18 @@ inline NufftOptions recon_nufft_options(const ReconOptions &o, Backend backend) 
   return n;
 }
 
+// The conjugate gradient's outcome into the report.
+template <class Solver> void record_cg(ReconReport &report, const Solver &cg) {
+  report.iterations = cg.iterations();
+  report.status = cg.info();
+  report.residuals = cg.residual_history();
+}
+
 // The result: the image, and the report completed with the solver's outcome and the total time
 // since t_start.
 template <class Solver>
 ReconResult finish_recon(Image image, ReconReport report, const Solver &cg, ReconClock::time_point t_start) {
-  report.iterations = cg.iterations();
-  report.status = cg.info();
-  report.residuals = cg.residual_history();
+  record_cg(report, cg);
   report.total_seconds = std::chrono::duration<double>(ReconClock::now() - t_start).count();
   return {std::move(image), std::move(report)};
 }
