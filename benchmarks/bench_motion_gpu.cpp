@@ -4,12 +4,17 @@
 //               the context and module loading), the report's per-stage CUDA-event times, and
 //               the swirl's endpoint error;
 //   MOTION-SEQ  20 frames of 128^3 through estimate_sequence (each frame uploaded once);
+//   solver      the multigrid (to the default tolerance) against red-black SOR (MOTION-3D's
+//               iterations) at 64^3 and 128^3 on MOTION-3D's pair and options, with its counters
+//               (the swirl's EPE among them); the label gives the reported residual and V-cycles;
 //   sweep       one Jacobi sweep over 128^3 per memory policy: the bytes it must move (9 tensor
 //               channels + 3 field components read, 3 written) over its CUDA-event time, against
 //               a device-to-device copy measured in the same run.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
+#include <map>
 
 #include "recon/device_image.hpp"
 #include "motion/motion_bench.hpp"
@@ -37,6 +42,33 @@ void BM_motion3d_gpu(benchmark::State &state) {
 BENCHMARK(BM_motion3d_gpu)
     ->ArgsProduct({{0, 1}, {0, 1}, {mri::bench::kMotionIterations}})
     ->Args({0, 0, 4 * mri::bench::kMotionIterations})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+// args: solver (1 SOR, 2 multigrid), n. Counters: MOTION-3D's (the CSV reporter aborts on a
+// counter one family has and another lacks); the residual and cycles go in the label.
+void BM_motion_solver_gpu(benchmark::State &state) {
+  const auto solver = static_cast<MotionSolver>(state.range(0));
+  const std::int64_t n = state.range(1);
+  static std::map<std::int64_t, mri::bench::MotionPair> pairs;
+  auto it = pairs.find(n);
+  if (it == pairs.end())
+    it = pairs.emplace(n, mri::bench::motion3d_pair(n)).first;
+  const mri::bench::MotionPair &p = it->second;
+  const mri::MotionOptions o =
+      mri::bench::motion3d_options(solver, MotionMemory::Cached, mri::Backend::Cuda);
+  mri::MotionEstimator est(p.fixed.grid(), o);
+  est.estimate(p.fixed, p.moving); // warm-up: the plans' allocations
+  mri::bench::time_motion3d(state, est, p);
+  char label[128];
+  std::snprintf(label, sizeof label, "solver %s %lld^3 residual %.2g cycles %lld",
+                solver == MotionSolver::Multigrid ? "multigrid" : "sor", (long long)n,
+                est.report().solver_residual, (long long)est.report().solver_cycles);
+  state.SetLabel(label);
+}
+BENCHMARK(BM_motion_solver_gpu)
+    ->ArgsProduct({{int(MotionSolver::RedBlackSor), int(MotionSolver::Multigrid)}, {64, 128}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);

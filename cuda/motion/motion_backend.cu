@@ -5,6 +5,7 @@
 
 #include "mri_backend/motion_driver.hpp" // and gaussian_taps: one definition of the truncated Gaussian
 #include "motion_bench.hpp"
+#include "motion_multigrid.cuh"
 #include "motion_ops.cuh"
 #include "random_fill.cuh"
 
@@ -27,7 +28,8 @@ public:
 
   explicit DeviceOps(const MotionOptions &o)
       : alpha_(float(o.alpha)), gamma_(float(o.gamma)), omega_(float(o.omega)),
-        central_(o.derivative == MotionDerivative::Central), memory_(o.memory) {
+        central_(o.derivative == MotionDerivative::Central), memory_(o.memory),
+        tolerance_(o.tolerance), multigrid_options_(o.multigrid) {
     set_gaussian_taps({dm::gaussian_taps(dm::kAntiAliasStd, "anti-aliasing std"),
                        dm::gaussian_taps(o.sigma, "options.sigma"),
                        dm::gaussian_taps(o.rho, "options.rho")});
@@ -78,6 +80,27 @@ public:
                   s());
   }
 
+  // ||b - A w|| / ||b|| of the warp's system after a Jacobi or SOR solve (the report's
+  // solver_residual, as the CPU's): one host read per solve.
+  double relative_residual(const DeviceTensor &j, const DeviceField &w) {
+    DeviceReduction &red = reduction(w[0].grid);
+    rhs_norm2(j, red, 0, s());
+    motion::residual(j, w, nullptr, alpha_, gamma_, red, 1, s());
+    double sums[2];
+    red.read(2, sums, s());
+    return relative(sums[1], sums[0]);
+  }
+  // One multigrid plan per pyramid level, made on the level's first solve and reused by every
+  // warp and call.
+  MultigridResult multigrid(const DeviceTensor &j, DeviceField &w, int level) {
+    if (multigrid_.size() <= std::size_t(level))
+      multigrid_.resize(std::size_t(level) + 1);
+    auto &plan = multigrid_[std::size_t(level)];
+    if (!plan)
+      plan = std::make_unique<DeviceMultigrid>(w[0].grid, multigrid_options_, memory_, s());
+    return plan->solve(j, w, alpha_, gamma_, tolerance_);
+  }
+
   // Events are pooled: one pair per timed stage call, reused across calls.
   template <class F> void timed(dm::Stage stage, F &&f) {
     if (used_ == events_.size()) {
@@ -111,10 +134,22 @@ public:
 
 private:
   cudaStream_t s() const { return stream_.get(); }
+  // The reductions' scratch, sized for the largest level seen (the finest: made on its first
+  // solve, the coarser levels' fit in it).
+  DeviceReduction &reduction(const Grid &g) {
+    if (g.voxels() > reduction_voxels_)
+      reduction_ = DeviceReduction(g.voxels()), reduction_voxels_ = g.voxels();
+    return reduction_;
+  }
 
   float alpha_, gamma_, omega_;
   bool central_;
   MotionMemory memory_;
+  double tolerance_;
+  MotionMultigridOptions multigrid_options_;
+  std::vector<std::unique_ptr<DeviceMultigrid>> multigrid_;
+  DeviceReduction reduction_;
+  std::int64_t reduction_voxels_ = 0;
   std::unique_ptr<CUstream_st, StreamDeleter> stream_;
   std::vector<EventPair> events_;
   std::vector<dm::Stage> stages_;

@@ -9,6 +9,7 @@
 
 #include "catch.hpp"
 #include "mri/motion.hpp"
+#include "gpu/motion/motion_gpu_support.hpp"
 #include "gpu/sampled_reference.hpp"
 
 using namespace mri;
@@ -16,14 +17,7 @@ using namespace mri;
 namespace {
 
 using gpu_test::fresh_seed;
-
-double max_difference(const DisplacementField &a, const DisplacementField &b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.u.size(); ++i)
-    m = std::max({m, double(std::abs(a.u[i] - b.u[i])), double(std::abs(a.v[i] - b.v[i])),
-                  double(std::abs(a.w[i] - b.w[i]))});
-  return m;
-}
+using gpu_test::motion::max_difference;
 
 // One test case per solver and memory policy (grids and gamma generated inside): under
 // compute-sanitizer's racecheck the shared-tile solvers take minutes per combination, and
@@ -44,19 +38,16 @@ void check_gpu_matches_cpu(MotionSolver solver, MotionMemory memory) {
   o.memory = memory;
   o.gamma = gamma;
   o.rho = 7.0 / 3.0; // the 15-tap kernel of MOTION-3D
-  MotionEstimator cpu(grid, o);
-  o.backend = Backend::Cuda;
-  MotionEstimator gpu(grid, o);
-  const DisplacementField a = gpu.estimate(fixed, moving), b = cpu.estimate(fixed, moving);
-  CHECK(gpu.report().backend == Backend::Cuda);
-  const double mean = average_endpoint_error(a, b), worst = max_difference(a, b);
-  const double epe_gpu = average_endpoint_error(a, truth, 3),
-               epe_cpu = average_endpoint_error(b, truth, 3);
-  INFO("mean |gpu - cpu| " << mean << ", max " << worst << ", epe gpu " << epe_gpu << ", cpu "
-                           << epe_cpu);
-  CHECK(mean < 1e-4);
-  CHECK(worst < 5e-2);
-  CHECK(std::abs(epe_gpu - epe_cpu) < 0.01 * epe_cpu);
+  const gpu_test::motion::GpuCpuRun run =
+      gpu_test::motion::check_gpu_matches_cpu(fixed, moving, truth, o);
+  // The Euler-Lagrange residual is reported by both backends (the same definition, float64
+  // sums): it moves with the field, so fields within 1e-4 voxels give residuals within a few
+  // percent; the 1e-5 floor covers a nearly converged solve, whose residual is the float32
+  // rounding of A w - b (~1e-6 of ||b||) amplified by the point solvers' passes.
+  const double r_gpu = run.gpu_report.solver_residual, r_cpu = run.cpu_report.solver_residual;
+  INFO("residual gpu " << r_gpu << ", cpu " << r_cpu);
+  CHECK(std::isfinite(r_gpu));
+  CHECK(std::abs(r_gpu - r_cpu) <= 0.05 * r_cpu + 1e-5);
 }
 
 } // namespace

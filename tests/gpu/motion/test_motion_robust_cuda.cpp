@@ -8,20 +8,13 @@
 #include <cmath>
 
 #include "catch.hpp"
+#include "gpu/motion/motion_gpu_support.hpp"
 #include "gpu/sampled_reference.hpp"
 #include "mri/motion.hpp"
 
 using namespace mri;
 
 namespace {
-
-double max_difference(const DisplacementField &a, const DisplacementField &b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.u.size(); ++i)
-    m = std::max({m, double(std::abs(a.u[i] - b.u[i])), double(std::abs(a.v[i] - b.v[i])),
-                  double(std::abs(a.w[i] - b.w[i]))});
-  return m;
-}
 
 void check_charbonnier_gpu_matches_cpu(MotionSolver solver) {
   const Grid grid = GENERATE(Grid(40, 40, 40), Grid(27, 33, 25));
@@ -39,19 +32,7 @@ void check_charbonnier_gpu_matches_cpu(MotionSolver solver) {
   o.gamma = gamma;
   o.data_term = MotionDataTerm::Charbonnier;
   o.reweightings = 2; // the second solve's weights come from the first's field: both stages run
-  MotionEstimator cpu(grid, o);
-  o.backend = Backend::Cuda;
-  MotionEstimator gpu(grid, o);
-  const DisplacementField a = gpu.estimate(fixed, moving), b = cpu.estimate(fixed, moving);
-  CHECK(gpu.report().backend == Backend::Cuda);
-  const double mean = average_endpoint_error(a, b), worst = max_difference(a, b);
-  const double epe_gpu = average_endpoint_error(a, truth, 3),
-               epe_cpu = average_endpoint_error(b, truth, 3);
-  INFO("mean |gpu - cpu| " << mean << ", max " << worst << ", epe gpu " << epe_gpu << ", cpu "
-                           << epe_cpu);
-  CHECK(mean < 1e-4);
-  CHECK(worst < 5e-2);
-  CHECK(std::abs(epe_gpu - epe_cpu) < 0.01 * epe_cpu);
+  gpu_test::motion::check_gpu_matches_cpu(fixed, moving, truth, o);
 }
 
 } // namespace
