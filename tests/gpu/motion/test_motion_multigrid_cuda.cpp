@@ -61,11 +61,22 @@ const char *name(Case c) {
   return c == Case::Translation ? "translation" : c == Case::Rotation ? "rotation" : "phantom";
 }
 
+struct Setting {
+  Grid grid;
+  Case c;
+};
+
 // One test case per memory policy and cycle (scripts/sanitize-gpu.sh runs test cases side by
-// side; grids, motions and gamma generated inside).
+// side; grids, motions and gamma generated inside). 27x33x25: odd extents, the coarse grids' lone
+// children. The phantom only at 32^3: on odd grids the CPU's V-cycles diverge on it (27x33x25:
+// residual 9.6 after 91 cycles; 33^3: NaN), where a comparison would compare two divergences.
 void check_multigrid_matches_cpu(MotionMemory memory, bool krylov) {
-  const Grid grid = GENERATE(Grid(32, 32, 32), Grid(27, 33, 25)); // odd: the lone children
-  const Case c = GENERATE(Case::Translation, Case::Rotation, Case::ContractingPhantom);
+  const Setting setting =
+      GENERATE(Setting{Grid(32, 32, 32), Case::Translation}, Setting{Grid(32, 32, 32), Case::Rotation},
+               Setting{Grid(32, 32, 32), Case::ContractingPhantom},
+               Setting{Grid(27, 33, 25), Case::Translation}, Setting{Grid(27, 33, 25), Case::Rotation});
+  const Grid &grid = setting.grid;
+  const Case c = setting.c;
   const double gamma = GENERATE(0.0, 0.3);
   const std::uint64_t seed = fresh_seed();
   INFO("grid " << grid.nx() << "x" << grid.ny() << "x" << grid.nz() << ", " << name(c)
@@ -143,12 +154,13 @@ TEST_CASE("cuda motion: Auto runs the multigrid and meets its tolerance at the d
 TEST_CASE("cuda motion: gamma 0.3 does not hurt divergence-free motion at the defaults",
           "[gpu][motion]") {
   // Issue 42's target on the GPU: EPE with gamma = 0.3 at most 1.1x gamma = 0's on
-  // divergence-free motion, default settings (Auto: the multigrid). The CPU's multigrid measured
-  // 0.75-0.90x on the translation at 24^3 (tests/motion/test_motion_multigrid.cpp); docs/motion.md's
-  // 64^3 table: rotation 0.079 -> 0.070, swirl 0.064 -> 0.047.
+  // divergence-free motion, default settings (Auto: the multigrid). The CPU's float32 multigrid,
+  // which the GPU's follows, measured at this size and these settings (4 seeds): translation
+  // 0.75-0.78x, swirl 0.82-0.88x. A rotation is not divergence-free as a displacement (a finite
+  // rotation by theta has div w = 2 (cos theta - 1) < 0, the volume term's linearisation
+  // penalises it): 1.13-1.26x there, so it is not among these cases.
   const std::uint64_t seed = fresh_seed();
-  const SyntheticMotion motion =
-      GENERATE(SyntheticMotion::Translation, SyntheticMotion::Rotation, SyntheticMotion::Swirl);
+  const SyntheticMotion motion = GENERATE(SyntheticMotion::Translation, SyntheticMotion::Swirl);
   const Grid g(32, 32, 32);
   INFO("seed " << seed << ", motion " << int(motion));
   RealVolume fixed = textured_volume(g, seed);
