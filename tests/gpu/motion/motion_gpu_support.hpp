@@ -56,10 +56,24 @@ inline void check_agreement(const GpuCpuRun &run, const DisplacementField &truth
   CHECK(std::abs(epe_gpu - epe_cpu) < bound.epe * epe_cpu);
 }
 
+// The multigrid's bounds (test_motion_multigrid_cuda.cpp says why): the point solvers' where the
+// stopping rule took the CPU's decisions (the same V-cycle count), else what one cycle more or
+// less leaves (a residual at the tolerance 1e-3, within rounding of it on one backend).
+inline Agreement multigrid_agreement(const GpuCpuRun &run) {
+  if (run.gpu_report.solver_cycles == run.cpu_report.solver_cycles)
+    return {};
+  WARN("the multigrid's cycle counts differ (gpu " << run.gpu_report.solver_cycles << ", cpu "
+                                                   << run.cpu_report.solver_cycles
+                                                   << "): the loose bounds apply");
+  return {2e-3, 5e-2, 0.02};
+}
+
+// Both estimates, held to the point solvers' bounds, or the multigrid's where o asks for it.
 inline GpuCpuRun check_gpu_matches_cpu(const RealVolume &fixed, const RealVolume &moving,
                                        const DisplacementField &truth, const MotionOptions &o) {
   GpuCpuRun run = estimate_both(fixed, moving, o);
-  check_agreement(run, truth);
+  check_agreement(run, truth,
+                  o.solver == MotionSolver::Multigrid ? multigrid_agreement(run) : Agreement{});
   return run;
 }
 

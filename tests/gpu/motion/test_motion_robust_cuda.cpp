@@ -3,7 +3,8 @@
 // the same solver passes, so the fields differ only by float rounding (FMA contraction, as in
 // test_motion_cuda.cpp). The weights add a square root per voxel whose input carries that
 // rounding (relative ~1e-7), so the tolerances of the quadratic term's comparison apply: mean
-// 1e-4, max 5e-2 voxels, endpoint error within 1%.
+// 1e-4, max 5e-2 voxels, endpoint error within 1% (the multigrid: its bounds,
+// test_motion_multigrid_cuda.cpp; the default solver, so the robust term's default on CUDA).
 #include <algorithm>
 #include <cmath>
 
@@ -43,4 +44,8 @@ TEST_CASE("cuda motion: Charbonnier fields match the CPU's: Jacobi", "[gpu][moti
 
 TEST_CASE("cuda motion: Charbonnier fields match the CPU's: red-black SOR", "[gpu][motion]") {
   check_charbonnier_gpu_matches_cpu(MotionSolver::RedBlackSor);
+}
+
+TEST_CASE("cuda motion: Charbonnier fields match the CPU's: multigrid", "[gpu][motion]") {
+  check_charbonnier_gpu_matches_cpu(MotionSolver::Multigrid);
 }
