@@ -184,32 +184,41 @@ __global__ void __launch_bounds__(kReduceBlock) dot_kernel(ConstField a, ConstFi
   block_sum(sum, partials);
 }
 
-// coarse(i) = scale * the mean of fine's children of coarse voxel i (2i and 2i + 1 per axis, the
-// second only where it exists), summed in the CPU's order (restrict_mean).
-__global__ void restrict_mean_kernel(const float *__restrict__ fine, Dims f, float *coarse, Dims c,
-                                     float scale) {
+// out_k(i) = scale * the mean of fine_k's children of coarse voxel i (2i and 2i + 1 per axis, the
+// second only where it exists), summed in the CPU's order (restrict_mean), for the first
+// `components` of the fields; where zeroed is given, zeroed_k(i) = 0 too (a coarse correction's
+// start, fused with its right-hand side's restriction).
+__global__ void restrict_mean_kernel(ConstField fine, Dims f, MutField out, Dims c, int components,
+                                     float scale, MutField zeroed) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= c.voxels())
     return;
   const int x = int(i % c.nx), y = int((i / c.nx) % c.ny), z = int(i / ((long long)c.nx * c.ny));
-  float sum = 0;
-  int children = 0;
-  for (int cz = 2 * z; cz < min(2 * z + 2, f.nz); ++cz)
-    for (int cy = 2 * y; cy < min(2 * y + 2, f.ny); ++cy)
-      for (int cx = 2 * x; cx < min(2 * x + 2, f.nx); ++cx, ++children)
-        sum += fine[cx + (long long)f.nx * (cy + (long long)f.ny * cz)];
-  coarse[i] = scale * sum / float(children);
+  for (int k = 0; k < components; ++k) {
+    float sum = 0;
+    int children = 0;
+    for (int cz = 2 * z; cz < min(2 * z + 2, f.nz); ++cz)
+      for (int cy = 2 * y; cy < min(2 * y + 2, f.ny); ++cy)
+        for (int cx = 2 * x; cx < min(2 * x + 2, f.nx); ++cx, ++children)
+          sum += fine.c[k][cx + (long long)f.nx * (cy + (long long)f.ny * cz)];
+    out.c[k][i] = scale * sum / float(children);
+    if (zeroed.c[k])
+      zeroed.c[k][i] = 0.0f;
+  }
 }
 
-// fine += the trilinear interpolation of coarse, voxel centres aligned (prolong_add).
-__global__ void prolong_add_kernel(const float *__restrict__ coarse, Dims c, float *fine, Dims f) {
+// fine_k += the trilinear interpolation of coarse_k, voxel centres aligned (prolong_add), for the
+// three components.
+__global__ void prolong_add_kernel(ConstField coarse, Dims c, MutField fine, Dims f) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= f.voxels())
     return;
   const int x = int(i % f.nx), y = int((i / f.nx) % f.ny), z = int(i / ((long long)f.nx * f.ny));
-  fine[i] += trilinear(coarse, c.nx, c.ny, c.nz, resample_position<float>(x, f.nx, c.nx),
-                       resample_position<float>(y, f.ny, c.ny),
-                       resample_position<float>(z, f.nz, c.nz));
+  const float px = resample_position<float>(x, f.nx, c.nx),
+              py = resample_position<float>(y, f.ny, c.ny),
+              pz = resample_position<float>(z, f.nz, c.nz);
+  for (int k = 0; k < 3; ++k)
+    fine.c[k][i] += trilinear(coarse.c[k], c.nx, c.ny, c.nz, px, py, pz);
 }
 
 // One axis of P^T (restrict_transpose): out(.., ic, ..) = sum over the fine points i of that axis
@@ -298,15 +307,28 @@ void copy(const DeviceVolume &src, DeviceVolume &dst, cudaStream_t s) {
                                  cudaMemcpyDeviceToDevice, s));
 }
 
-void restrict_mean(const DeviceVolume &fine, DeviceVolume &coarse, float scale, cudaStream_t s) {
-  restrict_mean_kernel<<<blocks(coarse.grid.voxels()), kBlock, 0, s>>>(
-      fine.data(), Dims(fine.grid), coarse.data(), Dims(coarse.grid), scale);
-  MRI_CUDA_CHECK(cudaGetLastError());
+constexpr MutField kNoField{{nullptr, nullptr, nullptr}};
+
+// The time column of a tensor as a field (a coarse level's right-hand side).
+MutField time_column(DeviceTensor &j) {
+  return {{j[kXT].data(), j[kYT].data(), j[kZT].data()}};
 }
 
-void prolong_add(const DeviceVolume &coarse, DeviceVolume &fine, cudaStream_t s) {
-  prolong_add_kernel<<<blocks(fine.grid.voxels()), kBlock, 0, s>>>(
-      coarse.data(), Dims(coarse.grid), fine.data(), Dims(fine.grid));
+void restrict_mean(const ConstField &fine, const Grid &fine_grid, const MutField &out,
+                   const Grid &coarse_grid, int components, float scale, const MutField &zeroed,
+                   cudaStream_t s) {
+  restrict_mean_kernel<<<blocks(coarse_grid.voxels()), kBlock, 0, s>>>(
+      fine, Dims(fine_grid), out, Dims(coarse_grid), components, scale, zeroed);
+  MRI_CUDA_CHECK(cudaGetLastError());
+}
+void restrict_mean(const DeviceVolume &fine, DeviceVolume &coarse, float scale, cudaStream_t s) {
+  restrict_mean({{fine.data(), nullptr, nullptr}}, fine.grid, {{coarse.data(), nullptr, nullptr}},
+                coarse.grid, 1, scale, kNoField, s);
+}
+
+void prolong_add(const DeviceField &coarse, DeviceField &fine, cudaStream_t s) {
+  prolong_add_kernel<<<blocks(fine[0].grid.voxels()), kBlock, 0, s>>>(
+      pointers(coarse), Dims(coarse[0].grid), mutable_pointers(fine), Dims(fine[0].grid));
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -441,12 +463,19 @@ void DeviceMultigrid::restrict_into(std::size_t l, const DeviceVolume &fine, Dev
   pass(b, coarse, 2, scale);
 }
 
+// The residual of level l restricted into level l + 1's right-hand side (A e = r: time column
+// -r), its correction zeroed.
 void DeviceMultigrid::restrict_residual(std::size_t l) {
   Level &lv = levels_[l], &coarse = levels_[l + 1];
   residual(tensor(l), unknown(l), &lv.r, lv.alpha, lv.gamma, reduction_, kR2, stream_);
   if (l == 0)
     ++fine_passes_;
-  for (int c = 0; c < 3; ++c) // A e = r: time column -r
+  if (!options_.krylov) {
+    restrict_mean(pointers(lv.r), lv.grid, time_column(coarse.j), coarse.grid, 3, -1.0f,
+                  mutable_pointers(coarse.e), stream_);
+    return;
+  }
+  for (int c = 0; c < 3; ++c)
     restrict_into(l, lv.r[c], coarse.j[kTime[c]], -1.0f);
   zero(coarse.e, stream_);
 }
@@ -460,8 +489,7 @@ void DeviceMultigrid::v_cycle(std::size_t l) {
   smooth(l, options_.pre_smoothing, false);
   restrict_residual(l);
   v_cycle(l + 1);
-  for (int c = 0; c < 3; ++c)
-    prolong_add(levels_[l + 1].e[c], unknown(l)[c], stream_);
+  prolong_add(levels_[l + 1].e, unknown(l), stream_);
   smooth(l, options_.post_smoothing, options_.krylov);
 }
 
@@ -480,16 +508,14 @@ void DeviceMultigrid::full_multigrid() {
   smooth(coarsest, kCoarsestPasses, false);
   for (std::size_t l = coarsest; l-- > 1;) {
     zero(levels_[l].e, stream_);
-    for (int c = 0; c < 3; ++c)
-      prolong_add(levels_[l + 1].e[c], levels_[l].e[c], stream_);
+    prolong_add(levels_[l + 1].e, levels_[l].e, stream_);
     v_cycle(l);
   }
-  for (int c = 0; c < 3; ++c)
-    prolong_add(levels_[1].e[c], unknown(0)[c], stream_);
+  prolong_add(levels_[1].e, unknown(0), stream_);
   v_cycle(0);
 }
 
-// The true residual of w into levels_[0].r and its relative norm: the one host read per check.
+// The true residual of w into levels_[0].r; returns ||r||^2 (the one host read per check).
 double DeviceMultigrid::measure() {
   ++fine_passes_;
   Level &fine = levels_[0];
