@@ -26,6 +26,7 @@
 #include "recon_cuda.hpp"
 #include "sense/sense_cuda.hpp"
 #include "sense/sense_toeplitz.hpp"
+#include "sparse/llr_cuda.hpp" // FrameTermOps' locally low rank on device frames
 #include "sparse/sparse_ops_cuda.hpp"
 #include "staged_upload.cuh"
 #include "toeplitz/toeplitz_cuda.hpp"

@@ -11,14 +11,16 @@
 //                   image (FISTA does not take it: resolve_proximal_algorithm).
 //   locally low rank (L) T = identity; the map is singular-value soft-thresholding of each block's
 //                   (voxels x frames) matrix (locally_low_rank_shrink), the block grid shifted at
-//                   random each call when cycle spinning (Trzasko and Manduca 2011; BART). Host
-//                   frames only in this build.
+//                   random each call when cycle spinning (Trzasko and Manduca 2011; BART). The
+//                   shifts are drawn here, on the host, for either backend: the same seed gives the
+//                   CPU and the GPU the same block grids. The blocks themselves are the backend's
+//                   LowRankOps<Vec> (below; the CUDA backend's in cuda/sparse/llr_cuda.hpp).
 //
 // Thread safety: holds scratch vectors and its shift generator: one call at a time on one object.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <random>
-#include <type_traits>
 #include <vector>
 
 #include "mri/error.hpp"
@@ -29,6 +31,41 @@
 
 namespace mri {
 
+// The most frames locally low rank takes on the CUDA backend: each block's (frames x frames) Gram
+// matrix is diagonalised by cuSOLVER's batched Jacobi eigensolver, which takes n <= 32.
+inline constexpr std::size_t kDeviceLowRankMaxFrames = 32;
+
+// Locally low rank on one backend's frames, given the block grid's shift:
+//   LowRankOps(grid, axes, block, frames)    the blocks of `block` voxels along `axes` (resolved)
+//   shrink(frames, shift, t)                 the proximal map of t sum_b ||B_b X||_* in place
+//   norm(frames, shift)                      sum_b ||B_b X||_*
+// with the tiling of locally_low_rank_shrink (mri/sparse.hpp): per axis, blocks start at
+// shift + k block and wrap around the image; the last one along an axis holds the remainder.
+// Specialised per vector type: host images here, device images in cuda/sparse/llr_cuda.hpp (a
+// translation unit that instantiates FrameTermOps on device images includes it).
+template <class Vec> class LowRankOps;
+
+template <> class LowRankOps<Image> {
+public:
+  LowRankOps(const Grid &grid, unsigned axes, int block, std::size_t /*frames*/)
+      : grid_(grid), axes_(axes), block_(block) {}
+  void shrink(std::vector<Image> &frames, const std::array<std::int64_t, 3> &shift, double t) const {
+    std::vector<cfloat *> pointers;
+    for (Image &f : frames) pointers.push_back(f.data());
+    locally_low_rank_shrink(pointers, grid_, axes_, block_, shift, t);
+  }
+  double norm(const std::vector<Image> &frames, const std::array<std::int64_t, 3> &shift) const {
+    std::vector<const cfloat *> pointers;
+    for (const Image &f : frames) pointers.push_back(f.data());
+    return locally_low_rank_norm(pointers, grid_, axes_, block_, shift);
+  }
+
+private:
+  Grid grid_;
+  unsigned axes_;
+  int block_;
+};
+
 template <class Vec, class Ops = SparseOps<Vec>, class VOps = VectorOps<Vec>> class FrameTermOps {
 public:
   using Stack = FrameStack<Vec>;
@@ -38,6 +75,7 @@ public:
   FrameTermOps(const SparseTerm &term, const Grid &grid, const Stack &like, bool cycle_spinning, std::uint64_t seed)
       : term_(term), grid_(grid), frames_(like.size()), cycle_spinning_(cycle_spinning), shifts_(seed) {
     validate(term, grid, static_cast<int>(frames_), "term " + to_string(term));
+    if (term.penalty == SparsePenalty::LocallyLowRank) low_rank_.emplace(grid, term.axes, term.block, frames_);
     if (is_temporal(term) || term.penalty == SparsePenalty::LocallyLowRank) return;
     for (std::size_t f = 0; f < frames_; ++f) per_frame_.emplace_back(term, grid, like[f], cycle_spinning, seed);
   }
@@ -94,7 +132,7 @@ public:
     else if (spatial())
       for (std::size_t f = 0; f < frames_; ++f) per_frame_[f].prox(t, z[f]);
     else
-      low_rank(z, draw_shift(), threshold);
+      low_rank_->shrink(z.frames, draw_shift(), threshold);
   }
 
   // x = prox_{t lambda R}(x) on the images (acts_on_image terms only; spatial TV by its inner
@@ -118,7 +156,7 @@ public:
       for (std::size_t f = 0; f < frames_; ++f) sum += per_frame_[f].value(x[f], range[f]);
       return sum;
     }
-    return term_.lambda * low_rank_norm(x);
+    return term_.lambda * low_rank_->norm(x.frames, {0, 0, 0});
   }
 
 private:
@@ -134,31 +172,13 @@ private:
     return s;
   }
 
-  void low_rank(Stack &x, const std::array<std::int64_t, 3> &shift, double threshold) {
-    if constexpr (std::is_same_v<Vec, Image>) {
-      std::vector<cfloat *> frames;
-      for (Image &f : x.frames) frames.push_back(f.data());
-      locally_low_rank_shrink(frames, grid_, term_.axes, term_.block, shift, threshold);
-    } else {
-      throw Unsupported("locally low rank runs on host frames only in this build (backend = cpu)");
-    }
-  }
-  double low_rank_norm(const Stack &x) const {
-    if constexpr (std::is_same_v<Vec, Image>) {
-      std::vector<const cfloat *> frames;
-      for (const Image &f : x.frames) frames.push_back(f.data());
-      return locally_low_rank_norm(frames, grid_, term_.axes, term_.block, {0, 0, 0});
-    } else {
-      throw Unsupported("locally low rank runs on host frames only in this build (backend = cpu)");
-    }
-  }
-
   SparseTerm term_;
   Grid grid_;
   std::size_t frames_;
   bool cycle_spinning_;
   std::mt19937_64 shifts_;
   std::vector<SparseTermOps<Vec, Ops, VOps>> per_frame_;
+  std::optional<LowRankOps<Vec>> low_rank_; // LocallyLowRank only
 };
 
 } // namespace mri

@@ -10,6 +10,7 @@
 
 #include "mri/dynamic.hpp"
 #include "mri/error.hpp"
+#include "mri/frame_terms.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/recon_report.hpp"
 #include "method_choice.hpp"
@@ -63,20 +64,24 @@ std::vector<KSpaceData> prepared_frames(const std::vector<KSpaceData> &frames, c
   return out;
 }
 
-// What this build runs on frames: no field map; locally low rank on host frames only.
-Backend frames_backend(const ReconOptions &o, ReconReport &report) {
+// What this build runs on frames: no field map; locally low rank on the GPU for at most
+// kDeviceLowRankMaxFrames frames (mri/frame_terms.hpp), on the CPU beyond.
+Backend frames_backend(const ReconOptions &o, std::size_t frames, ReconReport &report) {
   if (o.offresonance.field_map)
     throw Unsupported("reconstruct_frames: off-resonance correction (options.offresonance.field_map) is not "
                       "available for frames in this build");
   const bool low_rank = std::any_of(o.solver.terms.begin(), o.solver.terms.end(),
                                     [](const SparseTerm &t) { return t.penalty == SparsePenalty::LocallyLowRank; });
-  if (low_rank && o.backend == Backend::Auto && o.gpu.devices.empty()) {
-    report.backend_note = "auto: cpu (locally low rank runs on host frames in this build)";
+  const bool beyond_device = low_rank && frames > kDeviceLowRankMaxFrames;
+  const std::string why = "locally low rank on the GPU takes at most " + std::to_string(kDeviceLowRankMaxFrames) +
+                          " frames; " + std::to_string(frames) + " given";
+  if (beyond_device && o.backend == Backend::Auto && o.gpu.devices.empty()) {
+    report.backend_note = "auto: cpu (" + why + ")";
     return Backend::Cpu;
   }
   const Backend backend = detail::recon_backend(o);
-  if (low_rank && backend == Backend::Cuda)
-    throw Unsupported("reconstruct_frames: locally low rank runs on the CPU in this build; use backend = cpu or auto");
+  if (beyond_device && backend == Backend::Cuda)
+    throw Unsupported("reconstruct_frames: " + why + " (cuSOLVER's batched eigensolver); use backend = cpu or auto");
   return backend;
 }
 
@@ -117,7 +122,7 @@ FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Gri
     }
   }
   ReconReport report;
-  const Backend backend = frames_backend(options, report);
+  const Backend backend = frames_backend(options, frames.size(), report);
   const KSpaceData all = join_frames(frames);
   std::size_t wrapped_all = 0;
   const KSpaceData all_inside = [&] {
