@@ -1,6 +1,7 @@
 // The plugin's side of the seam (lib/interface/mri_backend/cuda_backend.hpp): the CudaBackend
 // that libmri loads, made of the plans in this folder, and the two exported C entry points.
 #include "mri_backend/nufft_access.hpp"
+#include "caller_memory.cuh"
 #include "device.cuh"
 #include "exact/fhd_backend.hpp"
 #include "mcir/mcir_cuda.hpp"
@@ -54,6 +55,16 @@ public:
   }
   void forward(Precision precision, const cfloat *image, cfloat *samples) override {
     plan_.forward(forward_path(precision), image, samples);
+  }
+  void adjoint_f64(const cdouble *coefficients, cdouble *result) override { plan_.adjoint_f64(coefficients, result); }
+  void forward_f64(const cdouble *image, cdouble *samples) override { plan_.forward_f64(image, samples); }
+  void adjoint_on_device(KernelPolicy policy, const cfloat *coefficients, cfloat *result) override {
+    run_on_caller_memory(static_cast<cudaStream_t>(plan_.stream()), {{coefficients, "samples"}, {result, "image"}},
+                         [&] { plan_.adjoint_device(policy, coefficients, result); });
+  }
+  void forward_on_device(Precision precision, const cfloat *image, cfloat *samples) override {
+    run_on_caller_memory(static_cast<cudaStream_t>(plan_.stream()), {{image, "image"}, {samples, "samples"}},
+                         [&] { plan_.forward_device(forward_path(precision), image, samples); });
   }
 
 private:

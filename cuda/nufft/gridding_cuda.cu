@@ -25,6 +25,7 @@
 #include "nufft/gridding_dispatch.cuh"
 #include "gridding_resources.cuh"
 #include "host_clock.hpp"
+#include "caller_memory.cuh"
 #include "staged_upload.cuh"
 
 namespace mri::cuda::detail {
@@ -558,6 +559,15 @@ void NufftDevicePlan::forward(const cfloat *image, cfloat *samples) {
   upload_image(image);
   forward_device(reinterpret_cast<const cfloat *>(s_->image.get()), reinterpret_cast<cfloat *>(s_->samples.get()));
   download_samples(samples);
+}
+
+void NufftDevicePlan::forward_on_device(const cfloat *image, cfloat *samples) {
+  run_on_caller_memory(s_->stream, {{image, "image"}, {samples, "samples"}}, [&] { forward_device(image, samples); });
+}
+
+void NufftDevicePlan::adjoint_on_device(const cfloat *samples, cfloat *image, Gridding gridding) {
+  run_on_caller_memory(s_->stream, {{samples, "samples"}, {image, "image"}},
+                       [&] { adjoint_device(samples, image, gridding); });
 }
 
 namespace {

@@ -110,6 +110,9 @@ public:
   // adjoint_coils_device from host arrays, kCoilBlock coils at a time through device buffers of
   // their own (the samples staged through the pinned ring).
   void adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding) override;
+  // The caller's device arrays (caller_memory.cuh's rule): adjoint_device / forward_device, waited for.
+  void forward_on_device(const cfloat *image, cfloat *samples) override;
+  void adjoint_on_device(const cfloat *samples, cfloat *image, Gridding gridding) override;
   // Device pointers, enqueued on the plan's stream (synchronize() to wait).
   void adjoint_device(const cfloat *d_samples, cfloat *d_image, Gridding gridding);
   // The adjoint of `coils` coils (coil c's M samples at d_samples + c M, its image at d_images +

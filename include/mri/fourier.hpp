@@ -50,6 +50,21 @@ public:
   void forward(const Image &image, std::span<cfloat> samples) const;
   void adjoint(std::span<const cfloat> samples, Image &image) const;
 
+  // F x and F^H y in complex double end to end: the inputs are not rounded to float and the sums
+  // run in double (CPU: the direct sums of Precision::Float64; CUDA: the SeparableGemm policy's
+  // ZGEMM), whatever options().precision says. The image holds grid().voxels() values in the
+  // Image's order (x fastest), the samples trajectory().size(). What float64 work needs: a
+  // reference, or a gradient check by finite differences (the Python package's gradcheck).
+  // Throws InvalidArgument when a size differs.
+  void forward(std::span<const cdouble> image, std::span<cdouble> samples) const;
+  void adjoint(std::span<const cdouble> samples, std::span<cdouble> image) const;
+
+  // forward/adjoint on the caller's device memory (options().backend == Cuda), with
+  // NufftOperator::forward_device's rules: device or managed memory of the operator's device,
+  // ordered after the work queued there, no host copy. Unsupported on the CPU backend.
+  void forward_device(const cfloat *image, cfloat *samples) const;
+  void adjoint_device(const cfloat *samples, cfloat *image) const;
+
 private:
   Trajectory trajectory_;
   Grid grid_;

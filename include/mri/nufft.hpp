@@ -181,6 +181,17 @@ public:
   // throws InvalidArgument for coils <= 0 or a null pointer. Thread safety: as adjoint.
   void adjoint_coils(const cfloat *samples, int coils, cfloat *images) const;
 
+  // F x and F^H y on the caller's device memory (options().backend == Cuda): `image` holds
+  // grid().voxels() values and `samples` trajectory().size(), both device (or managed) memory of the
+  // device the operator was planned on - a cudaMalloc'd array, a CuPy or PyTorch CUDA array (the
+  // Python package's zero-copy path). No host copy. The call waits for all work queued on that
+  // device before it reads (the array's producer may have used any stream) and returns when the
+  // result is written; the same sums as forward/adjoint. Throws Unsupported on the CPU backend,
+  // InvalidArgument naming the argument for a null pointer, host memory or another device's memory.
+  // Thread safety: as forward/adjoint.
+  void forward_device(const cfloat *image, cfloat *samples) const;
+  void adjoint_device(const cfloat *samples, cfloat *image) const;
+
 private:
   friend struct detail::NufftAccess;
   Trajectory trajectory_;

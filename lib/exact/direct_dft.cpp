@@ -18,10 +18,10 @@ std::array<double, 3> angular_scale(const Grid &period) {
   return s;
 }
 
-} // namespace
-
-void adjoint_sum_f64(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
-                     const Grid &period, cfloat *result) {
+// Both sums run in double; C is the caller's value type (complex float or double), read and
+// written as such.
+template <class C>
+void adjoint_sum(const Trajectory &t, std::span<const C> c, const Grid &out, const Grid &period, C *result) {
   const auto w = angular_scale(period);
   const std::int64_t m_count = static_cast<std::int64_t>(t.size());
   const std::int64_t n = out.voxels();
@@ -40,12 +40,12 @@ void adjoint_sum_f64(const Trajectory &t, std::span<const cfloat> c, const Grid 
       re += cr * cs - ci * sn;
       im += cr * sn + ci * cs;
     }
-    result[v] = cfloat(static_cast<float>(re), static_cast<float>(im));
+    result[v] = C(static_cast<typename C::value_type>(re), static_cast<typename C::value_type>(im));
   }
 }
 
-void forward_sum_f64(const Trajectory &t, const Image &img, cfloat *result) {
-  const Grid &g = img.grid();
+// x in the grid's order (x fastest).
+template <class C> void forward_sum(const Trajectory &t, const Grid &g, const C *x, C *result) {
   const auto w = angular_scale(g);
   const std::int64_t m_count = static_cast<std::int64_t>(t.size());
 #pragma omp parallel for schedule(static)
@@ -58,13 +58,31 @@ void forward_sum_f64(const Trajectory &t, const Image &img, cfloat *result) {
           const double phase = -(k.kx * w[0] * static_cast<double>(g.coordinate(0, ix)) +
                                  k.ky * w[1] * static_cast<double>(g.coordinate(1, iy)) +
                                  k.kz * w[2] * static_cast<double>(g.coordinate(2, iz)));
-          const cfloat v = img.at(ix, iy, iz);
+          const C v = x[static_cast<std::size_t>(g.index(ix, iy, iz))];
+          const double vr = v.real(), vi = v.imag();
           const double cs = std::cos(phase), sn = std::sin(phase);
-          re += v.real() * cs - v.imag() * sn;
-          im += v.real() * sn + v.imag() * cs;
+          re += vr * cs - vi * sn;
+          im += vr * sn + vi * cs;
         }
-    result[m] = cfloat(static_cast<float>(re), static_cast<float>(im));
+    result[m] = C(static_cast<typename C::value_type>(re), static_cast<typename C::value_type>(im));
   }
+}
+
+} // namespace
+
+void adjoint_sum_f64(const Trajectory &t, std::span<const cfloat> c, const Grid &out, const Grid &period,
+                     cfloat *result) {
+  adjoint_sum(t, c, out, period, result);
+}
+void adjoint_sum_f64(const Trajectory &t, std::span<const cdouble> c, const Grid &out, const Grid &period,
+                     cdouble *result) {
+  adjoint_sum(t, c, out, period, result);
+}
+void forward_sum_f64(const Trajectory &t, const Image &img, cfloat *result) {
+  forward_sum(t, img.grid(), img.data(), result);
+}
+void forward_sum_f64(const Trajectory &t, const Grid &grid, const cdouble *x, cdouble *result) {
+  forward_sum(t, grid, x, result);
 }
 
 } // namespace mri::detail

@@ -47,6 +47,34 @@ void FourierOperator::adjoint(std::span<const cfloat> samples, Image &image) con
     detail::adjoint_sum_f32(trajectory_, samples, grid_, grid_, image.data());
 }
 
+void FourierOperator::forward(std::span<const cdouble> image, std::span<cdouble> samples) const {
+  detail::check_voxel_count(image.size(), grid_);
+  detail::check_sample_count(samples.size(), trajectory_.size());
+  if (device_plan_)
+    device_plan_->forward_f64(image.data(), samples.data());
+  else
+    detail::forward_sum_f64(trajectory_, grid_, image.data(), samples.data());
+}
+
+void FourierOperator::adjoint(std::span<const cdouble> samples, std::span<cdouble> image) const {
+  detail::check_voxel_count(image.size(), grid_);
+  detail::check_sample_count(samples.size(), trajectory_.size());
+  if (device_plan_)
+    device_plan_->adjoint_f64(samples.data(), image.data());
+  else
+    detail::adjoint_sum_f64(trajectory_, samples, grid_, grid_, image.data());
+}
+
+void FourierOperator::forward_device(const cfloat *image, cfloat *samples) const {
+  detail::require_device_plan(device_plan_ != nullptr, "FourierOperator::forward_device");
+  device_plan_->forward_on_device(options_.precision, image, samples);
+}
+
+void FourierOperator::adjoint_device(const cfloat *samples, cfloat *image) const {
+  detail::require_device_plan(device_plan_ != nullptr, "FourierOperator::adjoint_device");
+  device_plan_->adjoint_on_device(options_.policy, samples, image);
+}
+
 FhDOperator::FhDOperator(Trajectory trajectory, Grid grid, OperatorOptions options)
     : fourier_(std::move(trajectory), grid, options) {}
 

@@ -71,6 +71,16 @@ void NufftOperator::adjoint_coils(const cfloat *samples, int coils, cfloat *imag
   plan_->adjoint_coils(samples, coils, images, options_.gridding);
 }
 
+void NufftOperator::forward_device(const cfloat *image, cfloat *samples) const {
+  detail::require_device_plan(device_plan_ != nullptr, "NufftOperator::forward_device");
+  device_plan_->forward_on_device(image, samples);
+}
+
+void NufftOperator::adjoint_device(const cfloat *samples, cfloat *image) const {
+  detail::require_device_plan(device_plan_ != nullptr, "NufftOperator::adjoint_device");
+  device_plan_->adjoint_on_device(samples, image, options_.gridding);
+}
+
 Image nufft_q(const Trajectory &any_trajectory, std::span<const float> weights, const Grid &grid,
               const NufftOptions &options) {
   if (any_trajectory.empty()) detail::invalid_argument("trajectory.size()", 0, "needs at least one sample");

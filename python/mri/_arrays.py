@@ -20,8 +20,9 @@ def _asarray(name, value):
         hasattr(value, "is_cuda") and getattr(value, "is_cuda")
     ):
         raise TypeError(
-            f"{name}: a CUDA array; the SDK's API takes host arrays (mri.torch.LinearOp moves "
-            "tensors to the host and back)"
+            f"{name}: a CUDA array; this function takes host arrays (NumPy). NufftOperator and "
+            "ExactOperator made with backend='cuda' take CUDA arrays; mri.torch.LinearOp moves "
+            "other tensors to the host and back"
         )
     try:
         array = np.asarray(value)

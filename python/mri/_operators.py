@@ -7,7 +7,7 @@ Each has ``forward`` (image -> k-space), ``adjoint`` (k-space -> image), ``norma
 
 import numpy as np
 
-from . import _mri
+from . import _cuda, _mri
 from ._arrays import complex_array, image_shape, matrix_tuple, points_array, real_array, with_coils
 
 
@@ -21,10 +21,29 @@ class LinearOperator:
         return (int(np.prod(self.oshape)), int(np.prod(self.ishape)))
 
     def forward(self, x):
+        if _cuda.is_cuda_array(x):
+            return self._on_device("x", x, self.ishape, self.oshape, "forward_device")
         return self._op.forward(complex_array("x", x, self.ishape))
 
     def adjoint(self, y):
+        if _cuda.is_cuda_array(y):
+            return self._on_device("y", y, self.oshape, self.ishape, "adjoint_device")
         return self._op.adjoint(complex_array("y", y, self.oshape))
+
+    @property
+    def takes_cuda_arrays(self):
+        """Whether forward/adjoint compute on CUDA arrays in place (backend "cuda" operators
+        with device entry points: NufftOperator, ExactOperator)."""
+        return hasattr(self._op, "forward_device") and self._op.backend == "cuda"
+
+    def _on_device(self, name, value, in_shape, out_shape, call):
+        if not hasattr(self._op, call):
+            raise TypeError(f"{name}: a CUDA array; {type(self).__name__} takes host arrays (NumPy): "
+                            "copy it to the host (mri.torch.LinearOp does)")
+        if self._op.backend != "cuda":
+            raise ValueError(f"{name}: a CUDA array, but this {type(self).__name__} runs on the "
+                             f"{self._op.backend} backend: make it with backend='cuda', or pass a host array")
+        return _cuda.apply(name, value, in_shape, out_shape, getattr(self._op, call))
 
     def normal(self, x):
         """A^H A x."""
@@ -77,7 +96,8 @@ class NufftOperator(LinearOperator):
 
 class ExactOperator(LinearOperator):
     """The exact non-uniform DFT (mri/fourier.hpp), O(N M): the NUFFT's reference.
-    precision="float64" sums in double (inputs and outputs stay complex64)."""
+    precision="float64" sums in double; given complex128 arrays it also takes and returns
+    complex128 without rounding (what a float64 gradcheck needs). complex64 in, complex64 out."""
 
     def __init__(self, points, matrix, *, precision="float32", backend="cpu", policy="auto"):
         matrix = matrix_tuple(matrix)
@@ -86,6 +106,28 @@ class ExactOperator(LinearOperator):
         self.matrix = matrix
         self.ishape = image_shape(matrix)
         self.oshape = (points.shape[0],)
+
+    def forward(self, x):
+        if self._in_double(x):
+            return self._op.forward_f64(_finite_double("x", x, self.ishape))
+        return super().forward(x)
+
+    def adjoint(self, y):
+        if self._in_double(y):
+            return self._op.adjoint_f64(_finite_double("y", y, self.oshape))
+        return super().adjoint(y)
+
+    def _in_double(self, value):
+        return self._op.precision == "float64" and type(value) is np.ndarray and value.dtype == np.complex128
+
+
+def _finite_double(name, value, shape):
+    """A complex128 NumPy array as the double entry points take it (Fortran order, finite)."""
+    if value.shape != tuple(shape):
+        raise ValueError(f"{name}: shape {value.shape}, expected {tuple(shape)}")
+    if not np.isfinite(value).all():
+        raise ValueError(f"{name}: holds NaN or Inf")
+    return np.asarray(value, order="F")
 
     @property
     def backend(self):

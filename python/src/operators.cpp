@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <mutex>
+#include <cstdint>
 #include <optional>
 
 #include "arrays.hpp"
@@ -82,7 +83,43 @@ py::array_t<cfloat> nufft_adjoint_coils(const Nufft &n, const py::array &samples
   }
   return to_array(std::move(images), image_shape(n.grid, {coils}));
 }
+// forward/adjoint on device arrays (the operator's forward_device/adjoint_device): the pointers of
+// CUDA arrays the Python layer (mri/_cuda.py) has checked for dtype, shape and order.
+template <class Op> void forward_on_device(const Holder<Op> &h, std::uintptr_t image, std::uintptr_t samples) {
+  py::gil_scoped_release release;
+  std::lock_guard lock(h.mutex);
+  h.op.forward_device(reinterpret_cast<const cfloat *>(image), reinterpret_cast<cfloat *>(samples));
+}
+template <class Op> void adjoint_on_device(const Holder<Op> &h, std::uintptr_t samples, std::uintptr_t image) {
+  py::gil_scoped_release release;
+  std::lock_guard lock(h.mutex);
+  h.op.adjoint_device(reinterpret_cast<const cfloat *>(samples), reinterpret_cast<cfloat *>(image));
+}
+
 using Exact = Holder<FourierOperator>;
+
+// F x and F^H y in complex double end to end (FourierOperator's cdouble forms): (nx, ny[, nz]) and
+// (M,) complex128 Fortran arrays, as the Python layer passes them.
+py::array_t<cdouble> exact_forward_f64(const Exact &e, const py::array &image) {
+  const std::span<const cdouble> x = values<cdouble>(image, "x", e.grid.voxels());
+  std::vector<cdouble> y(e.samples);
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(e.mutex);
+    e.op.forward(x, y);
+  }
+  return to_array(std::move(y), {static_cast<py::ssize_t>(e.samples)});
+}
+py::array_t<cdouble> exact_adjoint_f64(const Exact &e, const py::array &samples) {
+  const std::span<const cdouble> y = values<cdouble>(samples, "y", static_cast<std::int64_t>(e.samples));
+  std::vector<cdouble> x(static_cast<std::size_t>(e.grid.voxels()));
+  {
+    py::gil_scoped_release release;
+    std::lock_guard lock(e.mutex);
+    e.op.adjoint(y, x);
+  }
+  return to_array(std::move(x), image_shape(e.grid));
+}
 using FieldExact = Holder<FieldFourierOperator>;
 using FieldSegmented = Holder<SegmentedFieldOperator>;
 using Sense = Holder<SenseOperator>;
@@ -246,6 +283,8 @@ void bind_operators(py::module_ &m) {
       .def("forward", &Nufft::forward, py::arg("x"))
       .def("adjoint", &Nufft::adjoint, py::arg("y"))
       .def("adjoint_coils", &nufft_adjoint_coils, py::arg("y"), py::arg("coils"))
+      .def("forward_device", &forward_on_device<NufftOperator>, py::arg("image"), py::arg("samples"))
+      .def("adjoint_device", &adjoint_on_device<NufftOperator>, py::arg("samples"), py::arg("image"))
       .def_property_readonly("samples", [](const Nufft &n) { return n.samples; })
       .def_property_readonly("backend", [](const Nufft &n) { return std::string(to_string(n.op.options().backend)); })
       .def_property_readonly("gridding", [](const Nufft &n) { return std::string(to_string(n.op.options().gridding)); })
@@ -258,6 +297,12 @@ void bind_operators(py::module_ &m) {
            py::arg("policy"))
       .def("forward", &Exact::forward, py::arg("x"))
       .def("adjoint", &Exact::adjoint, py::arg("y"))
+      .def("forward_f64", &exact_forward_f64, py::arg("x"))
+      .def("adjoint_f64", &exact_adjoint_f64, py::arg("y"))
+      .def("forward_device", &forward_on_device<FourierOperator>, py::arg("image"), py::arg("samples"))
+      .def("adjoint_device", &adjoint_on_device<FourierOperator>, py::arg("samples"), py::arg("image"))
+      .def_property_readonly("precision",
+                             [](const Exact &e) { return std::string(to_string(e.op.options().precision)); })
       .def_property_readonly("samples", [](const Exact &e) { return e.samples; })
       .def_property_readonly("backend", [](const Exact &e) { return std::string(to_string(e.op.options().backend)); })
       .def_property_readonly("points", [](const Exact &e) { return from_trajectory(e.op.trajectory()); });

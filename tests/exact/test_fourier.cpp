@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <numbers>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -213,4 +215,63 @@ TEST_CASE("fourier: FourierOperator rejects bad input", "[fourier][bad-input]") 
     CHECK_THROWS_AS(FourierOperator(Trajectory(3, {{0, 0, 0.5f}}), g), InvalidArgument);
     CHECK_THROWS_AS(FourierOperator(Trajectory(2, {{0, 0, 0}}), Grid(8, 8, 4)), InvalidArgument);
   }
+}
+
+namespace {
+
+// The dense double sum, written out here independently of lib/exact (x fastest, coordinates
+// {-n/2 .. n/2-1}).
+std::vector<cdouble> dense_forward(const Trajectory &t, const Grid &g, const std::vector<cdouble> &x) {
+  std::vector<cdouble> y(t.size());
+  for (std::size_t m = 0; m < t.size(); ++m)
+    for (std::int64_t v = 0; v < g.voxels(); ++v) {
+      const double cx = static_cast<double>(v % g.nx() - g.nx() / 2), cy = static_cast<double>(v / g.nx() - g.ny() / 2);
+      const double phase = -2 * std::numbers::pi * (t[m].kx * cx / g.nx() + t[m].ky * cy / g.ny());
+      y[m] += x[static_cast<std::size_t>(v)] * std::polar(1.0, phase);
+    }
+  return y;
+}
+
+std::vector<cdouble> random_double(std::size_t n, std::uint64_t seed) {
+  const std::vector<cfloat> a = test::random_complex(n, seed), b = test::random_complex(n, seed + 1);
+  std::vector<cdouble> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = cdouble(a[i]) + 1e-4 * cdouble(b[i]); // beyond float's 24 bits
+  return v;
+}
+
+double max_relative(const std::vector<cdouble> &a, const std::vector<cdouble> &b) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+} // namespace
+
+// Double in and out: the values are not rounded to float (the inputs carry bits beyond float's
+// mantissa), so the only error is double rounding over N terms: about 1e-15 relative; 1e-12
+// leaves room and still catches any float step (1e-7).
+TEST_CASE("FourierOperator's complex double forms equal the dense double sums and are adjoint",
+          "[exact][small]") {
+  const std::uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  const Grid g(10, 7); // odd and even extents
+  const Trajectory t = test::random_trajectory(g, 53, seed);
+  const FourierOperator f(t, g);
+  const std::vector<cdouble> x = random_double(static_cast<std::size_t>(g.voxels()), seed + 2);
+  const std::vector<cdouble> y = random_double(t.size(), seed + 4);
+  std::vector<cdouble> fx(t.size()), fhy(static_cast<std::size_t>(g.voxels()));
+  f.forward(x, fx);
+  f.adjoint(y, fhy);
+  CHECK(max_relative(fx, dense_forward(f.trajectory(), g, x)) < 1e-12);
+  cdouble lhs = 0, rhs = 0;
+  for (std::size_t m = 0; m < y.size(); ++m) lhs += fx[m] * std::conj(y[m]);
+  for (std::size_t v = 0; v < x.size(); ++v) rhs += x[v] * std::conj(fhy[v]);
+  CHECK(std::abs(lhs - rhs) < 1e-12 * std::abs(lhs));
+  std::vector<cdouble> short_samples(t.size() - 1), short_image(x.size() - 1);
+  CHECK_THROWS_WITH(f.forward(x, short_samples), test::contains("samples.size()"));
+  CHECK_THROWS_WITH(f.adjoint(y, short_image), test::contains("image.size()"));
+  CHECK_THROWS_AS(f.forward_device(nullptr, nullptr), Unsupported); // the CPU backend has no device forms
 }

@@ -97,9 +97,15 @@ def test_cuda_arrays_are_refused_with_a_type_error():
     class FakeCudaArray:
         __cuda_array_interface__ = {"shape": (16, 16), "typestr": "<c8", "data": (0, False), "version": 3}
 
-    op = mri.NufftOperator(mri.traj.radial((16, 16), 8, 32), (16, 16))
-    with pytest.raises(TypeError, match="^x: a CUDA array"):
-        op.forward(FakeCudaArray())
+    points = mri.traj.radial((16, 16), 8, 32)
+    # Operators with device entry points take CUDA arrays only when made with backend="cuda".
+    with pytest.raises(ValueError, match="^x: a CUDA array, but this NufftOperator runs on the cpu backend"):
+        mri.NufftOperator(points, (16, 16)).forward(FakeCudaArray())
+    # The rest of the API takes host arrays.
+    with pytest.raises(TypeError, match="^x: a CUDA array; SenseOperator takes host arrays"):
+        mri.SenseOperator(points, (16, 16), np.ones((16, 16, 1))).forward(FakeCudaArray())
+    with pytest.raises(TypeError, match="^kspace: a CUDA array; this function takes host arrays"):
+        mri.reconstruct(points, FakeCudaArray(), (16, 16))
 
 
 def test_nan_trajectory_is_a_value_error_from_the_sdk():

@@ -33,7 +33,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 9;
+inline constexpr int kCudaPluginAbi = 10;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -49,6 +49,12 @@ public:
   virtual void adjoint(KernelPolicy policy, const cfloat *coefficients, cfloat *result) = 0;
   // F x by the fastest forward path of `precision`.
   virtual void forward(Precision precision, const cfloat *image, cfloat *samples) = 0;
+  // Complex double end to end (host arrays; SeparableGemm's ZGEMM path).
+  virtual void adjoint_f64(const cdouble *coefficients, cdouble *result) = 0;
+  virtual void forward_f64(const cdouble *image, cdouble *samples) = 0;
+  // The same as adjoint/forward on the caller's device memory (see DeviceNufft::forward_on_device).
+  virtual void adjoint_on_device(KernelPolicy policy, const cfloat *coefficients, cfloat *result) = 0;
+  virtual void forward_on_device(Precision precision, const cfloat *image, cfloat *samples) = 0;
 };
 
 // The gridding NUFFT of one trajectory on the device (NufftOperator with backend = Cuda).
@@ -61,6 +67,12 @@ public:
   // `coils` coils (coil c's M samples at samples + c M, its image at images + c N), each equal
   // to adjoint() of its coil, the gather reading each sample's weights once for a block of coils.
   virtual void adjoint_coils(const cfloat *samples, int coils, cfloat *images, Gridding gridding) = 0;
+  // forward / adjoint on the caller's device memory (cudaMalloc, a CuPy or PyTorch CUDA array): no
+  // host copy. InvalidArgument naming the argument when a pointer is not device (or managed)
+  // memory of the plan's device. The call waits for the work queued on that device before it
+  // reads, and returns when its result is written.
+  virtual void forward_on_device(const cfloat *image, cfloat *samples) = 0;
+  virtual void adjoint_on_device(const cfloat *samples, cfloat *image, Gridding gridding) = 0;
 };
 
 // What the host side chooses for a NUFFT (lib/nufft/nufft_setup.cpp): kernel, oversampled grid, the

@@ -15,10 +15,14 @@ namespace mri::detail {
 // out = 2n, period = n. Implementations: float64 direct sum, float32 separable GEMM.
 void adjoint_sum_f64(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
                      const Grid &period, cfloat *result);
+// The same in complex double end to end (FourierOperator's cdouble forms).
+void adjoint_sum_f64(const Trajectory &t, std::span<const cdouble> c, const Grid &out,
+                     const Grid &period, cdouble *result);
 void adjoint_sum_f32(const Trajectory &t, std::span<const cfloat> c, const Grid &out,
                      const Grid &period, cfloat *result);
 // (F x)_m on the image grid, float64 direct sum and float32 separable path.
 void forward_sum_f64(const Trajectory &t, const Image &x, cfloat *result);
+void forward_sum_f64(const Trajectory &t, const Grid &grid, const cdouble *x, cdouble *result);
 void forward_sum_f32(const Trajectory &t, const Image &x, cfloat *result);
 
 } // namespace mri::detail
