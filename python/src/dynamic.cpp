@@ -7,6 +7,7 @@
 #include "arrays.hpp"
 #include "bindings.hpp"
 #include "mri/breathing.hpp"
+#include "mri/dynamic.hpp"
 #include "mri/error.hpp"
 #include "mri/frames.hpp"
 #include "mri/mcir.hpp"
@@ -40,6 +41,34 @@ py::dict binning_dict(FrameBinning &&b) {
   d["flipped"] = b.flipped;
   d["note"] = b.note;
   return d;
+}
+
+py::dict gating_dict(GatingSignal &&g) {
+  py::dict d;
+  const auto n = static_cast<py::ssize_t>(g.values.size());
+  d["values"] = to_array(std::move(g.values), {n});
+  d["source"] = g.source;
+  d["breathing_peak_found"] = g.breathing_peak_found;
+  d["peak_hz"] = g.peak_hz;
+  d["peak_ratio"] = g.peak_ratio;
+  d["note"] = g.note;
+  return d;
+}
+
+// mri.frames.plan_frames' keywords as the SDK's request (the Python layer checks their types).
+FrameRequest frame_request(const py::dict &d) {
+  FrameRequest r;
+  r.bins = d["bins"].cast<int>();
+  r.gating = d["gating"].cast<std::string>();
+  r.frames_readouts = d["frames_readouts"].cast<std::int64_t>();
+  r.frames_step = d["frames_step"].cast<std::int64_t>();
+  r.fall_back_to_time = d["fall_back_to_time"].cast<bool>();
+  r.expiration = expiration_of(d["expiration"].cast<std::string>());
+  r.self_gating.low_hz = d["low_hz"].cast<double>();
+  r.self_gating.high_hz = d["high_hz"].cast<double>();
+  r.self_gating.window_seconds = d["window_seconds"].cast<double>();
+  r.self_gating.peak_ratio = d["peak_ratio"].cast<double>();
+  return r;
 }
 
 // One acquisition as KSpaceData: (M, d) points (d = the trajectory's dimensions), coil-major samples.
@@ -104,15 +133,35 @@ void bind_frames(py::module_ &m) {
       py::gil_scoped_release release;
       g = self_gating_signal(data, layout_of(samples_per_readout, readout_seconds, times), o);
     }
-    py::dict d;
-    const auto n = static_cast<py::ssize_t>(g.values.size());
-    d["values"] = to_array(std::move(g.values), {n});
-    d["source"] = g.source;
-    d["breathing_peak_found"] = g.breathing_peak_found;
-    d["peak_hz"] = g.peak_hz;
-    d["peak_ratio"] = g.peak_ratio;
-    d["note"] = g.note;
-    return d;
+    return gating_dict(std::move(g));
+  });
+  m.def("read_gating_signal", [](const std::string &path, std::int64_t readouts) {
+    return gating_dict(read_gating_signal(path, readouts));
+  });
+  m.def("plan_frames", [](const py::array &points, const py::array &samples, int coils, int samples_per_readout,
+                          double readout_seconds, const std::optional<std::vector<double>> &times,
+                          const py::dict &request, const std::optional<std::vector<double>> &header_signal) {
+    const KSpaceData data = acquisition(points, samples, std::nullopt, coils);
+    const FrameRequest r = frame_request(request);
+    FrameBinning b;
+    {
+      py::gil_scoped_release release;
+      b = plan_frames(data, layout_of(samples_per_readout, readout_seconds, times), r,
+                      header_signal ? std::span<const double>(*header_signal) : std::span<const double>());
+    }
+    return binning_dict(std::move(b));
+  });
+  m.def("join_frames", [](const py::list &frames) {
+    std::vector<KSpaceData> data;
+    for (const py::handle &f : frames) {
+      const auto t = f.cast<py::tuple>(); // (points, samples, weights or None, coils)
+      const auto weights = t[2].is_none() ? std::optional<py::array>() : t[2].cast<py::array>();
+      data.push_back(acquisition(t[0].cast<py::array>(), t[1].cast<py::array>(), weights, t[3].cast<int>()));
+    }
+    std::vector<KSpaceData> joined;
+    joined.push_back(join_frames(data));
+    const py::list out = frames_out(std::move(joined));
+    return py::tuple(out[0]);
   });
   m.def("split_frames", [](const py::array &points, const py::array &samples, const std::optional<py::array> &weights,
                            int coils, int samples_per_readout, double readout_seconds,

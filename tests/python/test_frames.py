@@ -199,3 +199,37 @@ def test_weighted_frames_and_locally_low_rank(acquisition):
     frames = mri.frames.split_frames(points, kspace, READOUT, mri.frames.bin_by_time(SPOKES, 16))
     images, report = mri.reconstruct_frames(frames, MATRIX, iterations=3, backend="cpu", terms=["L:3:3:0.01"])
     assert len(images) == 4 and all(np.isfinite(i).all() for i in images)
+
+
+def test_plan_frames_is_the_cli_binning_and_join_frames_undoes_the_split(acquisition, rng, tmp_path):
+    points, kspace = acquisition
+    # Time frames: as bin_by_time.
+    plan = mri.frames.plan_frames(points, kspace, READOUT, frames_readouts=16, frames_step=8)
+    assert [list(f) for f in plan["frames"]] == [list(f) for f in mri.frames.bin_by_time(SPOKES, 16, 8)["frames"]]
+    # Amplitude bins of a given signal (header / file) equal bin_by_amplitude of the same values.
+    signal = rng.standard_normal(SPOKES)
+    by_header = mri.frames.plan_frames(points, kspace, READOUT, bins=4, gating="header", header_signal=signal,
+                                       expiration="low")
+    direct = mri.frames.bin_by_amplitude(signal, 4, expiration="low")
+    assert [list(f) for f in by_header["frames"]] == [list(f) for f in direct["frames"]]
+    path = tmp_path / "signal.txt"
+    path.write_text("# one value per readout\n" + "\n".join(repr(v) for v in signal) + "\n")
+    read = mri.frames.read_gating_signal(path, SPOKES)
+    np.testing.assert_array_equal(read["values"], signal)
+    by_file = mri.frames.plan_frames(points, kspace, READOUT, bins=4, gating=path, expiration="low")
+    assert [list(f) for f in by_file["frames"]] == [list(f) for f in direct["frames"]]
+    # Bad requests name the argument.
+    with pytest.raises(ValueError, match="bins"):
+        mri.frames.plan_frames(points, kspace, READOUT)
+    with pytest.raises(ValueError, match="header_signal"):
+        mri.frames.plan_frames(points, kspace, READOUT, bins=4, gating="header")
+    with pytest.raises(ValueError, match="signal"):
+        mri.frames.read_gating_signal(path, SPOKES + 1)
+    # join_frames(split_frames(all readouts in order)) is the acquisition itself.
+    frames = mri.frames.split_frames(points, kspace, READOUT, mri.frames.bin_by_time(SPOKES, 16))
+    joined_points, joined_kspace, weights = mri.frames.join_frames(frames)
+    assert weights is None
+    np.testing.assert_array_equal(joined_points[:, :2], points)
+    np.testing.assert_array_equal(joined_kspace, kspace)
+    with pytest.raises(ValueError, match="frames: empty"):
+        mri.frames.join_frames([])
