@@ -2,7 +2,8 @@
 # The Python package's GPU cases (tests/python, marker gpu) on the device, whose python3 (with
 # PyTorch, CuPy, NumPy, pybind11 and pytest) is not the Debian python3 the package is built for
 # here: the extension is compiled there against the staged libmri (.devstage/new/lib, beside its
-# libmri_cuda.so) and the pure-Python modules of this tree, then pytest runs the gpu cases.
+# libmri_cuda.so) and the pure-Python modules of this tree, then pytest runs the gpu cases and
+# test_torch.py (the float64 gradcheck under that PyTorch).
 #
 #   run(command="tools/dev/python-gpu-device.sh", carry=[".devstage"])
 #
@@ -26,7 +27,7 @@ flags="-O2 -std=c++20 -fPIC -fvisibility=hidden $(python3 -m pybind11 --includes
   export LD_LIBRARY_PATH=$S/new/lib:$S/runtime-libs:/usr/local/cuda/lib64
   python3 -c 'import torch, cupy; print("torch", torch.__version__, torch.cuda.is_available(), "cupy", cupy.__version__)'
   PYTHONPATH=$B PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider tests/python/test_gpu.py \
-    tests/python/test_torch.py -m "gpu or not gpu" -k "gpu or cuda or device or gradcheck or float64"
+    tests/python/test_torch.py
   echo "pytest rc=$?"
 } >"$OUT/python_gpu.log" 2>&1
 tail -25 "$OUT/python_gpu.log"
