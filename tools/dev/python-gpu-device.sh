@@ -26,6 +26,7 @@ flags="-O2 -std=c++20 -fPIC -fvisibility=hidden $(python3 -m pybind11 --includes
   g++ -shared "$B"/*.o -L"$S/new/lib" -l:libmri.so.0 -Wl,-rpath,"$S/new/lib" -o "$B/mri/_mri$suffix"
   export LD_LIBRARY_PATH=$S/new/lib:$S/runtime-libs:/usr/local/cuda/lib64
   python3 -c 'import torch, cupy; print("torch", torch.__version__, torch.cuda.is_available(), "cupy", cupy.__version__)'
+  PYTHONPATH=$B PYTHONDONTWRITEBYTECODE=1 python3 python/bench/cuda_arrays.py 2
   PYTHONPATH=$B PYTHONDONTWRITEBYTECODE=1 python3 -m pytest -q -p no:cacheprovider tests/python/test_gpu.py \
     tests/python/test_torch.py
   echo "pytest rc=$?"
