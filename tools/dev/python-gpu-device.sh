@@ -7,9 +7,11 @@
 #
 #   run(command="tools/dev/python-gpu-device.sh", carry=[".devstage"])
 #
-# $OUT gets python_gpu.log (the compile's errors, if any, then pytest's output).
+# $OUT gets python_gpu.log (the compile's errors, if any, then pytest's output). SRC: the source
+# tree to take python/, include/ and tests/python from (default: this one).
 set -u
 S=$PWD/.devstage
+cd "${SRC:-.}"
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 B=/tmp/mri-python
