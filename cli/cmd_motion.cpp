@@ -100,6 +100,7 @@ nlohmann::json stages(const MotionReport &r) {
           {"warp_ms", r.warp_ms},         {"tensor_ms", r.tensor_ms},   {"gaussian_ms", r.gaussian_ms},
           {"solver_ms", r.solver_ms},     {"total_ms", r.total_ms},     {"solver_sweeps", r.solver_sweeps},
           {"solver_cycles", r.solver_cycles}, {"solver_residual", r.solver_residual},
+          {"solver_switches", r.solver_switches}, {"solver_nonfinite", r.solver_nonfinite},
           {"backend", to_string(r.backend)}};
 }
 
@@ -150,7 +151,7 @@ void add_estimator_options(CLI::App &cmd, MotionOptions &o) {
   add_enum(cmd, "--solver", o.solver,
            {{"auto", MotionSolver::Auto}, {"multigrid", MotionSolver::Multigrid}, {"jacobi", MotionSolver::Jacobi},
             {"sor", MotionSolver::RedBlackSor}},
-           "auto (multigrid on the CPU, SOR on the GPU) | multigrid (CPU) | Jacobi (the GPU motion paper's) | multicolour SOR");
+           "auto (multigrid) | multigrid (full multigrid + V-cycles, CG when they stall; CPU and GPU) | Jacobi (the GPU motion paper's) | multicolour SOR");
   cmd.add_option("--tolerance", o.tolerance, "multigrid: relative Euler-Lagrange residual at which a warp's solve stops")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   add_enum(cmd, "--data-term", o.data_term,

@@ -24,7 +24,6 @@ using mri::detail::motion::kZZ;
 using mri::detail::motion::kXT;
 using mri::detail::motion::kYT;
 using mri::detail::motion::kZT;
-using mri::detail::motion::resample_position;
 using mri::detail::motion::trilinear;
 using mri::detail::motion::VoxelPosition;
 
@@ -207,23 +206,26 @@ __global__ void restrict_mean_kernel(ConstField fine, Dims f, MutField out, Dims
   }
 }
 
-// fine_k += the trilinear interpolation of coarse_k, voxel centres aligned (prolong_add), for the
+// Fine voxel i's position on the coarse grid: coarse voxel k at its children's centre, fine
+// 2k + 1/2 (lib/motion/multigrid.hpp's children_position, there the reasons; exact in float, so
+// bitwise the CPU's).
+__device__ inline float children_position(int i) { return float(i) / 2.0f - 0.25f; }
+
+// fine_k += the trilinear interpolation of coarse_k at children_position (prolong_add), for the
 // three components.
 __global__ void prolong_add_kernel(ConstField coarse, Dims c, MutField fine, Dims f) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= f.voxels())
     return;
   const int x = int(i % f.nx), y = int((i / f.nx) % f.ny), z = int(i / ((long long)f.nx * f.ny));
-  const float px = resample_position<float>(x, f.nx, c.nx),
-              py = resample_position<float>(y, f.ny, c.ny),
-              pz = resample_position<float>(z, f.nz, c.nz);
+  const float px = children_position(x), py = children_position(y), pz = children_position(z);
   for (int k = 0; k < 3; ++k)
     fine.c[k][i] += trilinear(coarse.c[k], c.nx, c.ny, c.nz, px, py, pz);
 }
 
 // One axis of P^T (restrict_transpose): out(.., ic, ..) = sum over the fine points i of that axis
 // whose linear-interpolation weights reach ic, in ascending i as the CPU's scatter adds them,
-// times scale. Fine point i sits at q = resample_position(i) (clamped): weight 1 - t on floor(q),
+// times scale. Fine point i sits at q = children_position(i) (clamped): weight 1 - t on floor(q),
 // t on the next (the same voxel at the clamped end).
 __global__ void transpose_axis_kernel(const float *__restrict__ in, Dims n_in, float *out,
                                       Dims n_out, int axis, float scale) {
@@ -240,9 +242,9 @@ __global__ void transpose_axis_kernel(const float *__restrict__ in, Dims n_in, f
     if (a != axis)
       base += pos[a] * stride_in[a];
   float sum = 0;
-  // Fine point i lands near coarse (i - 0.5) nc / nf: only i within 2 ic +- 4 can reach ic.
+  // Fine point i lands at coarse i / 2 - 1/4: only i within 2 ic +- 4 can reach ic.
   for (int i = max(0, 2 * ic - 4); i <= min(nf - 1, 2 * ic + 4); ++i) {
-    float q = resample_position<float>(i, nf, nc);
+    float q = children_position(i);
     q = q < 0.0f ? 0.0f : (q > float(nc - 1) ? float(nc - 1) : q);
     const int i0 = int(q), i1 = min(i0 + 1, nc - 1);
     const float t = q - float(i0), f = in[base + i * stride_in[axis]];
@@ -411,7 +413,14 @@ DeviceMultigrid::DeviceMultigrid(const Grid &fine, const MotionMultigridOptions 
     }
     levels_.push_back(std::move(l));
   }
-  if (options_.krylov) {
+  last_ = make_field(fine);
+}
+
+void DeviceMultigrid::make_symmetric() {
+  symmetric_ = true;
+  pre_ = post_ = std::max(options_.pre_smoothing, options_.post_smoothing);
+  if (!r_[0].data()) {
+    const Grid &fine = levels_[0].grid;
     for (int c = 0; c < kTT; ++c)
       pre_j_[c] = DeviceVolume(fine);
     r_ = make_field(fine), z_ = make_field(fine), p_ = make_field(fine), q_ = make_field(fine);
@@ -421,6 +430,15 @@ DeviceMultigrid::DeviceMultigrid(const Grid &fine, const MotionMultigridOptions 
                                     DeviceVolume(Grid(c.nx(), c.ny(), f.nz()))});
     }
   }
+}
+
+void DeviceMultigrid::save_w() {
+  for (int c = 0; c < 3; ++c)
+    copy((*fine_w_)[c], last_[c], stream_);
+}
+void DeviceMultigrid::restore_w() {
+  for (int c = 0; c < 3; ++c)
+    copy(last_[c], (*fine_w_)[c], stream_);
 }
 
 // reverse: the colours in the opposite order (post-smoothing with krylov: a symmetric V-cycle).
@@ -447,7 +465,7 @@ void DeviceMultigrid::smooth(std::size_t l, int passes, bool reverse) {
 // plain V-cycles: the children's mean (lib/motion/multigrid.cpp's restrict_residual_into).
 void DeviceMultigrid::restrict_into(std::size_t l, const DeviceVolume &fine, DeviceVolume &coarse,
                                     float sign) {
-  if (!options_.krylov) {
+  if (!symmetric_) {
     restrict_mean(fine, coarse, sign, stream_);
     return;
   }
@@ -470,7 +488,7 @@ void DeviceMultigrid::restrict_residual(std::size_t l) {
   residual(tensor(l), unknown(l), &lv.r, lv.alpha, lv.gamma, reduction_, kR2, stream_);
   if (l == 0)
     ++fine_passes_;
-  if (!options_.krylov) {
+  if (!symmetric_) {
     restrict_mean(pointers(lv.r), lv.grid, time_column(coarse.j), coarse.grid, 3, -1.0f,
                   mutable_pointers(coarse.e), stream_);
     return;
@@ -483,14 +501,14 @@ void DeviceMultigrid::restrict_residual(std::size_t l) {
 void DeviceMultigrid::v_cycle(std::size_t l) {
   if (l + 1 == levels_.size()) {
     smooth(l, kCoarsestPasses / 2, false);
-    smooth(l, kCoarsestPasses / 2, options_.krylov);
+    smooth(l, kCoarsestPasses / 2, symmetric_);
     return;
   }
-  smooth(l, options_.pre_smoothing, false);
+  smooth(l, pre_, false);
   restrict_residual(l);
   v_cycle(l + 1);
   prolong_add(levels_[l + 1].e, unknown(l), stream_);
-  smooth(l, options_.post_smoothing, options_.krylov);
+  smooth(l, post_, symmetric_);
 }
 
 // Nested iteration on the residual equation (lib/motion/multigrid.cpp's full_multigrid): the
@@ -556,6 +574,7 @@ void DeviceMultigrid::conjugate_gradients(MultigridResult &result, double tolera
     }
     apply_operator(*fine_j_, p_, q_, fine.alpha, fine.gamma, reduction_, kPap, stream_);
     ++fine_passes_;
+    save_w();
     axpy_kernel<<<blocks(n), kBlock, 0, stream_>>>(reduction_.slot(kRz), reduction_.slot(kPap),
                                                    1.0f, pointers(p_), mutable_pointers(*fine_w_),
                                                    n);
@@ -565,12 +584,30 @@ void DeviceMultigrid::conjugate_gradients(MultigridResult &result, double tolera
     MRI_CUDA_CHECK(cudaGetLastError());
     dot(r_, r_, reduction_, kRr, stream_);
     reduction_.read(kRr + 1, host_, stream_);
+    if (!std::isfinite(host_[kPap]) || !std::isfinite(host_[kRz])) {
+      restore_w(); // the CPU stops before its update: w as it was
+      result.non_finite = true;
+      break;
+    }
     if (!(host_[kPap] > 0))
       break; // p = 0 or rounding: nothing left to gain (the updates above were by 0)
     ++result.cycles;
-    result.residual = relative(host_[kRr], b2);
+    const double recurrence = relative(host_[kRr], b2);
+    if (!std::isfinite(recurrence)) {
+      restore_w();
+      result.non_finite = true;
+      break;
+    }
+    result.residual = recurrence;
     if (result.residual <= tolerance || result.cycles >= options_.max_cycles) {
-      result.residual = relative(measure(), b2); // the recurrence drifts in float
+      save_w(); // the recurrence drifts in float: confirm with the true residual
+      const double previous = result.residual;
+      result.residual = relative(measure(), b2);
+      if (!std::isfinite(result.residual)) {
+        restore_w();
+        result.residual = previous, result.non_finite = true;
+        break;
+      }
       restart = true;
       continue;
     }
@@ -585,9 +622,46 @@ void DeviceMultigrid::conjugate_gradients(MultigridResult &result, double tolera
   }
 }
 
+// The V-cycles while each lowers the residual below kStallRatio of the last; else the switch to
+// the conjugate gradients from the better iterate, or the stop at a non-finite residual
+// (lib/motion/multigrid.cpp's v_cycles, decision for decision).
+void DeviceMultigrid::v_cycles(MultigridResult &result, double tolerance, double b2) {
+  while (result.residual > tolerance && result.cycles < options_.max_cycles) {
+    save_w();
+    if (options_.full && result.cycles == 0 && levels_.size() > 1)
+      full_multigrid();
+    else
+      v_cycle(0);
+    ++result.cycles;
+    const double previous = result.residual, next = relative(measure(), b2);
+    if (next <= tolerance || (std::isfinite(next) && next < kStallRatio * previous)) {
+      result.residual = next;
+      continue;
+    }
+    if (!std::isfinite(next) || next > previous) { // back to the better iterate
+      restore_w();
+      result.residual = relative(measure(), b2); // its residual into levels_[0].r
+    } else
+      result.residual = next;
+    if (!std::isfinite(next)) {
+      result.non_finite = true;
+      return;
+    }
+    if (result.cycles >= options_.max_cycles)
+      return;
+    result.switched = true;
+    make_symmetric();
+    conjugate_gradients(result, tolerance, b2);
+    return;
+  }
+}
+
 MultigridResult DeviceMultigrid::solve(const DeviceTensor &j, DeviceField &w, float alpha,
                                        float gamma, double tolerance) {
   fine_j_ = &j, fine_w_ = &w, fine_passes_ = 0;
+  symmetric_ = false, pre_ = options_.pre_smoothing, post_ = options_.post_smoothing;
+  if (options_.krylov)
+    make_symmetric();
   for (Level &l : levels_) {
     l.alpha = alpha, l.gamma = gamma;
     alpha /= 4.0f, gamma /= 4.0f;
@@ -602,23 +676,24 @@ MultigridResult DeviceMultigrid::solve(const DeviceTensor &j, DeviceField &w, fl
   reduction_.read(kR2 + 1, host_, stream_); // ||b||^2 and the first ||r||^2 in one read
   const double b2 = host_[kB2];
   result.residual = relative(host_[kR2], b2);
-  if (options_.krylov) {
+  if (!std::isfinite(result.residual)) { // the system itself overflowed: w unchanged
+    result.non_finite = true;
+  } else if (options_.krylov) {
     if (options_.full && levels_.size() > 1 && result.residual > tolerance) {
+      save_w();
+      const double start = result.residual;
       full_multigrid();
       ++result.cycles;
       result.residual = relative(measure(), b2);
+      if (!std::isfinite(result.residual)) {
+        restore_w();
+        result.residual = start, result.non_finite = true;
+      }
     }
-    conjugate_gradients(result, tolerance, b2);
-  } else {
-    while (result.residual > tolerance && result.cycles < options_.max_cycles) {
-      if (options_.full && result.cycles == 0 && levels_.size() > 1)
-        full_multigrid();
-      else
-        v_cycle(0);
-      ++result.cycles;
-      result.residual = relative(measure(), b2);
-    }
-  }
+    if (!result.non_finite)
+      conjugate_gradients(result, tolerance, b2);
+  } else
+    v_cycles(result, tolerance, b2);
   result.fine_passes = fine_passes_;
   fine_j_ = nullptr, fine_w_ = nullptr;
   return result;

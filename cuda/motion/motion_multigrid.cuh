@@ -6,9 +6,11 @@
 // children, alpha and gamma / 4 per level), restriction (children's mean; krylov: the
 // prolongation's transpose), trilinear prolongation, smoother (motion_solver.cu's colour passes
 // at omega 1), cycle counts, residual ||b - A w|| / ||b|| and stopping rule. Every buffer is
-// allocated once per plan (one plan per pyramid level, reused by every warp); the host reads back
-// only the residual norm where the CPU tests it, and with krylov the conjugate gradients'
-// scalars stay on the device.
+// allocated once per plan (one plan per pyramid level, reused by every warp; the conjugate
+// gradients' on their first use); the host reads back only the residual norm where the CPU tests
+// it, and with krylov the conjugate gradients' scalars stay on the device. The CPU's safeguards
+// (lib/motion/multigrid.hpp: a stalling V-cycle hands over to the conjugate gradients, a
+// non-finite residual ends the solve at the last finite iterate) decided on the host alike.
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -21,7 +23,13 @@ struct MultigridResult {
   double residual = 0;           // ||b - A w|| / ||b|| after the last cycle
   int cycles = 0;                // V-cycles (krylov: CG iterations) on the finest grid
   std::int64_t fine_passes = 0;  // colour passes and residual evaluations on the finest grid
+  bool switched = false;   // the V-cycles stalled or diverged: conjugate gradients finished
+  bool non_finite = false; // a residual was not finite: w is the last iterate with a finite one
 };
+
+// A V-cycle must lower the residual below this fraction of the previous one, or the solve switches
+// to the preconditioned conjugate gradients (lib/motion/multigrid.hpp's kStallRatio).
+inline constexpr double kStallRatio = 0.9;
 
 // Sums of squares and inner products in float64, deterministic: one partial per block, summed
 // by one block in a fixed order into a slot of a small device array the host reads back.
@@ -84,8 +92,17 @@ private:
   double measure();
   void precondition();
   void conjugate_gradients(MultigridResult &result, double tolerance, double b2);
+  // The V-cycles, then the switch to conjugate gradients if they stall (multigrid.cpp's v_cycles).
+  void v_cycles(MultigridResult &result, double tolerance, double b2);
+  // The symmetric V-cycle (krylov's) from here on, the conjugate gradients' buffers allocated.
+  void make_symmetric();
+  void save_w();    // last_ = w
+  void restore_w(); // w = last_
 
   MotionMultigridOptions options_;
+  bool symmetric_ = false; // this solve's V-cycle is the symmetric one (krylov, or switched)
+  int pre_ = 0, post_ = 0; // this solve's smoothing passes
+  DeviceField last_;       // w before the last step: the safeguards' way back
   MotionMemory memory_;
   cudaStream_t stream_;
   std::vector<Level> levels_;

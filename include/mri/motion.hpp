@@ -13,8 +13,8 @@
 // products per voxel smoothed by a separable Gaussian of standard deviation rho. The
 // Euler-Lagrange equations (its eq. 6 plus gamma grad(div w)) are solved per warp by Jacobi (as
 // the paper does), red-black SOR or multigrid (Bruhn et al.'s full multigrid with V-cycles: the
-// CPU's default, to a stated residual tolerance), inside repeated warps of the moving frame and a
-// coarse-to-fine pyramid.
+// default on both backends, to a stated residual tolerance), inside repeated warps of the moving
+// frame and a coarse-to-fine pyramid.
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -35,17 +35,18 @@ enum class MotionSolver {
                // one colour); `iterations` passes of all colours per warp
   Multigrid,   // Bruhn et al. (2005, 2006): full multigrid, then V-cycles until the Euler-Lagrange
                // residual is below `tolerance` (MotionMultigridOptions); smoother: the SOR's block
-               // Gauss-Seidel (omega 1). CPU only: Backend::Cuda refuses it (Unsupported)
-  Auto         // Multigrid on the CPU, RedBlackSor on the GPU (docs/motion.md: why)
+               // Gauss-Seidel (omega 1); V-cycles that stall hand over to conjugate gradients
+               // (MotionReport::solver_switches). CPU and GPU (the same cycle)
+  Auto         // Multigrid on both backends
 };
 
 // The multigrid solver's settings (MotionSolver::Multigrid). Coarse grids halve each extent
 // (rounding up) down to extent 2-3, the coarse operators rediscretised (tensor averaged over the
 // 2x2x2 children, alpha and gamma / 4 per level), residuals restricted by averaging and
-// corrections prolongated trilinearly.
+// corrections prolongated trilinearly (each coarse voxel at its children's centre).
 struct MotionMultigridOptions {
-  int max_cycles = 20;    // V-cycles (krylov: CG iterations) per warp at most (the full multigrid
-                          // pass counts as one); >= 1
+  int max_cycles = 20;    // V-cycles and CG iterations per warp at most, together (the full
+                          // multigrid pass counts as one); >= 1
   int pre_smoothing = 2;  // block Gauss-Seidel passes (all colours) before the coarse correction
   int post_smoothing = 2; // and after; each >= 0, together >= 1
   bool full = true;       // start each warp with a full-multigrid pass (else V-cycles only)
@@ -138,6 +139,13 @@ struct MotionReport {
   // left by any warp's solve at any pyramid level, for every solver (0 where b = 0 and w = 0).
   // NaN where the backend does not compute it (CUDA).
   double solver_residual = 0;
+  // Multigrid: the warps' solves whose V-cycles stalled or diverged (a cycle that left 0.9 of the
+  // residual or more) and that conjugate gradients preconditioned by the symmetric V-cycle
+  // finished instead (as MotionMultigridOptions::krylov), from the better of the last two iterates.
+  std::int64_t solver_switches = 0;
+  // Solves stopped at a non-finite residual (float overflow): each returned the last iterate
+  // whose residual was finite (solver_residual counts that one). 0 on any sane input.
+  std::int64_t solver_nonfinite = 0;
   MotionSolver solver = MotionSolver::Auto; // the solver that ran (Auto resolved)
   Backend backend = Backend::Cpu;
 };
@@ -146,8 +154,8 @@ class MotionBackend; // lib/interface/mri_backend/motion_backend.hpp
 
 // A plan for one volume size and one set of options (FINUFFT-style: made once, run many times).
 // Throws InvalidArgument for bad options (naming the option and value) or a grid too small for
-// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64 or with
-// MotionSolver::Multigrid. options() holds the backend and solver resolved.
+// the pyramid; Unsupported for Backend::Cuda without a device, or Cuda with Float64. options()
+// holds the backend and solver resolved.
 class MotionEstimator {
 public:
   MotionEstimator(const Grid &grid, const MotionOptions &options);

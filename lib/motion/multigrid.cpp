@@ -2,6 +2,7 @@
 #include "multigrid.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mri::detail::motion {
 namespace {
@@ -28,8 +29,8 @@ template <class T> void restrict_mean(const Volume<T> &fine, Volume<T> &coarse, 
       }
 }
 
-// fine += the trilinear interpolation of coarse (voxel centres aligned, as the pyramid's
-// resampling: resample_position).
+// fine += the trilinear interpolation of coarse at children_position (multigrid.hpp: why not the
+// pyramid's field-of-view-aligned resample_position).
 template <class T> void prolong_add(const Volume<T> &coarse, Volume<T> &fine) {
   const Grid &f = fine.grid, &c = coarse.grid;
 #pragma omp parallel for collapse(2) schedule(static) if (f.voxels() >= kMinParallelVoxels)
@@ -37,8 +38,8 @@ template <class T> void prolong_add(const Volume<T> &coarse, Volume<T> &fine) {
     for (std::int64_t y = 0; y < f.ny(); ++y)
       for (std::int64_t x = 0; x < f.nx(); ++x)
         fine.v[f.index(x, y, z)] +=
-            trilinear(coarse.v.data(), c.nx(), c.ny(), c.nz(), resample_position<T>(x, f.nx(), c.nx()),
-                      resample_position<T>(y, f.ny(), c.ny()), resample_position<T>(z, f.nz(), c.nz()));
+            trilinear(coarse.v.data(), c.nx(), c.ny(), c.nz(), children_position<T>(x),
+                      children_position<T>(y), children_position<T>(z));
 }
 
 // coarse = scale * P^T fine, P the trilinear prolongation above (clamp-to-edge), applied one axis
@@ -51,7 +52,7 @@ void transpose_axis(const std::vector<T> &in, const std::int64_t (&n_in)[3], std
   std::vector<std::int64_t> i0(nf), i1(nf);
   std::vector<T> t(nf);
   for (std::int64_t i = 0; i < nf; ++i) { // trilinear()'s weights along the axis
-    T q = std::clamp(resample_position<T>(i, nf, nc), T(0), T(nc - 1));
+    T q = std::clamp(children_position<T>(i), T(0), T(nc - 1));
     i0[i] = static_cast<std::int64_t>(q);
     i1[i] = std::min(i0[i] + 1, nc - 1);
     t[i] = q - T(i0[i]);
@@ -119,7 +120,14 @@ Multigrid<T>::Multigrid(const Grid &fine, const MotionMultigridOptions &options)
     }
     levels_.push_back(std::move(l));
   }
-  if (options_.krylov) {
+  last_ = make_field<T>(fine);
+}
+
+template <class T> void Multigrid<T>::make_symmetric() {
+  symmetric_ = true;
+  pre_ = post_ = std::max(options_.pre_smoothing, options_.post_smoothing);
+  const Grid &fine = levels_[0].grid;
+  if (r_[0].v.empty()) {
     for (Volume<T> &c : pre_j_)
       c = Volume<T>(fine);
     r_ = make_field<T>(fine), z_ = make_field<T>(fine), p_ = make_field<T>(fine);
@@ -174,6 +182,10 @@ void Multigrid<T>::conjugate_gradients(MultigridResult &result, double tolerance
     pre_j_[c].v = j[c].v;
   bool restart = true;
   double rz = 0;
+  const auto copy = [](const Field<T> &from, Field<T> &to) {
+    for (int c = 0; c < 3; ++c)
+      to[c].v = from[c].v;
+  };
   while (result.residual > tolerance && result.cycles < options_.max_cycles) {
     if (restart) { // from the true residual (left in levels_[0].r by the last measurement)
       for (int c = 0; c < 3; ++c)
@@ -186,17 +198,33 @@ void Multigrid<T>::conjugate_gradients(MultigridResult &result, double tolerance
     }
     const double pap = apply_operator(j, p_, q_, alpha, gamma);
     ++fine_passes_;
+    if (!std::isfinite(pap) || !std::isfinite(rz)) {
+      result.non_finite = true; // w is unchanged: its residual is the last finite one
+      break;
+    }
     if (!(pap > 0))
       break; // p = 0 or rounding: nothing left to gain
     const T step = T(rz / pap);
+    copy(w, last_);
     axpy(step, p_, w);
     axpy(-step, q_, r_);
     ++result.cycles;
-    result.residual = relative_residual(dot(r_, r_), b2);
+    const double recurrence = relative_residual(dot(r_, r_), b2);
+    if (!std::isfinite(recurrence)) {
+      copy(last_, w);
+      result.non_finite = true;
+      break;
+    }
+    result.residual = recurrence;
     if (result.residual <= tolerance || result.cycles >= options_.max_cycles) {
-      ++fine_passes_; // the recurrence drifts in float: confirm with the true residual
-      result.residual =
-          relative_residual(residual(j, w, levels_[0].r, alpha, gamma), b2);
+      copy(w, last_); // the recurrence drifts in float: confirm with the true residual
+      const double previous = result.residual;
+      result.residual = measure(b2);
+      if (!std::isfinite(result.residual)) {
+        copy(last_, w);
+        result.residual = previous, result.non_finite = true;
+        break;
+      }
       restart = true;
       continue;
     }
@@ -229,7 +257,7 @@ template <class T> void Multigrid<T>::smooth(std::size_t l, int passes, bool rev
 // level at gamma 0.3).
 template <class T>
 void Multigrid<T>::restrict_residual_into(const Volume<T> &fine, Volume<T> &coarse, T sign) const {
-  if (options_.krylov)
+  if (symmetric_)
     restrict_transpose(fine, coarse, sign * T(coarse.grid.voxels()) / T(fine.grid.voxels()));
   else
     restrict_mean(fine, coarse, sign);
@@ -249,15 +277,15 @@ template <class T> void Multigrid<T>::restrict_residual(std::size_t l) {
 template <class T> void Multigrid<T>::v_cycle(std::size_t l) {
   if (l + 1 == levels_.size()) {
     smooth(l, kCoarsestPasses / 2, false);
-    smooth(l, kCoarsestPasses / 2, options_.krylov);
+    smooth(l, kCoarsestPasses / 2, symmetric_);
     return;
   }
-  smooth(l, options_.pre_smoothing, false);
+  smooth(l, pre_, false);
   restrict_residual(l);
   v_cycle(l + 1);
   for (int c = 0; c < 3; ++c)
     prolong_add(levels_[l + 1].e[c], unknown(l)[c]);
-  smooth(l, options_.post_smoothing, options_.krylov);
+  smooth(l, post_, symmetric_);
 }
 
 // Nested iteration on the residual equation: the residual (levels_[0].r, left there by solve's
@@ -286,10 +314,61 @@ template <class T> void Multigrid<T>::full_multigrid() {
   v_cycle(0);
 }
 
+// ||b - A w|| / ||b|| of the iterate, its residual left in levels_[0].r (where the next cycle, the
+// full multigrid pass or the conjugate gradients' restart reads it).
+template <class T> double Multigrid<T>::measure(double b2) {
+  ++fine_passes_;
+  return relative_residual(
+      residual(*fine_j_, *fine_w_, levels_[0].r, levels_[0].alpha, levels_[0].gamma), b2);
+}
+
+// The V-cycles (the first a full multigrid pass with options.full) while each lowers the
+// residual below kStallRatio of the last. One that does not (divergence: the residual rises; a
+// stall: it falls too slowly) hands over to the conjugate gradients preconditioned by the
+// symmetric V-cycle, from the better iterate of the two; a non-finite residual ends the solve at
+// the iterate before it. w is copied before each cycle for that.
+template <class T>
+void Multigrid<T>::v_cycles(MultigridResult &result, double tolerance, double b2) {
+  Field<T> &w = *fine_w_;
+  while (result.residual > tolerance && result.cycles < options_.max_cycles) {
+    for (int c = 0; c < 3; ++c)
+      last_[c].v = w[c].v;
+    if (options_.full && result.cycles == 0 && levels_.size() > 1)
+      full_multigrid();
+    else
+      v_cycle(0);
+    ++result.cycles;
+    const double previous = result.residual, next = measure(b2);
+    if (next <= tolerance || (std::isfinite(next) && next < kStallRatio * previous)) {
+      result.residual = next;
+      continue;
+    }
+    if (!std::isfinite(next) || next > previous) { // back to the better iterate
+      for (int c = 0; c < 3; ++c)
+        w[c].v = last_[c].v;
+      result.residual = measure(b2); // previous, bitwise; its residual into levels_[0].r
+    } else
+      result.residual = next;
+    if (!std::isfinite(next)) {
+      result.non_finite = true;
+      return;
+    }
+    if (result.cycles >= options_.max_cycles)
+      return;
+    result.switched = true;
+    make_symmetric();
+    conjugate_gradients(result, tolerance, b2);
+    return;
+  }
+}
+
 template <class T>
 MultigridResult Multigrid<T>::solve(const Tensor<T> &j, Field<T> &w, T alpha, T gamma,
                                     double tolerance) {
   fine_j_ = &j, fine_w_ = &w, fine_passes_ = 0;
+  symmetric_ = false, pre_ = options_.pre_smoothing, post_ = options_.post_smoothing;
+  if (options_.krylov)
+    make_symmetric();
   for (std::size_t l = 0; l < levels_.size(); ++l) {
     levels_[l].alpha = alpha, levels_[l].gamma = gamma;
     alpha /= T(4), gamma /= T(4);
@@ -299,31 +378,28 @@ MultigridResult Multigrid<T>::solve(const Tensor<T> &j, Field<T> &w, T alpha, T 
     for (int c : data)
       restrict_mean(tensor(l - 1)[c], levels_[l].j[c], T(1));
   const double b2 = rhs_norm2(j);
-  const auto measure = [&] {
-    ++fine_passes_;
-    return relative_residual(residual(j, w, levels_[0].r, levels_[0].alpha, levels_[0].gamma), b2);
-  };
   MultigridResult result;
-  result.residual = measure();
-  if (options_.krylov) {
+  result.residual = measure(b2);
+  if (!std::isfinite(result.residual)) { // the system itself (b or A w) overflowed: w unchanged
+    result.non_finite = true;
+  } else if (options_.krylov) {
     if (options_.full && levels_.size() > 1 && result.residual > tolerance) {
+      for (int c = 0; c < 3; ++c)
+        last_[c].v = w[c].v;
+      const double start = result.residual;
       full_multigrid();
       ++result.cycles;
-      result.residual = measure();
+      result.residual = measure(b2);
+      if (!std::isfinite(result.residual)) {
+        for (int c = 0; c < 3; ++c)
+          w[c].v = last_[c].v;
+        result.residual = start, result.non_finite = true;
+      }
     }
-    conjugate_gradients(result, tolerance, b2);
-    result.fine_passes = fine_passes_;
-    fine_j_ = nullptr, fine_w_ = nullptr;
-    return result;
-  }
-  while (result.residual > tolerance && result.cycles < options_.max_cycles) {
-    if (options_.full && result.cycles == 0 && levels_.size() > 1)
-      full_multigrid();
-    else
-      v_cycle(0);
-    ++result.cycles;
-    result.residual = measure();
-  }
+    if (!result.non_finite)
+      conjugate_gradients(result, tolerance, b2);
+  } else
+    v_cycles(result, tolerance, b2);
   result.fine_passes = fine_passes_;
   fine_j_ = nullptr, fine_w_ = nullptr;
   return result;

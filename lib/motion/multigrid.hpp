@@ -11,10 +11,15 @@
 // size squared against the data term's per-voxel sum); a coarse level solves for the correction
 // e, its right-hand side (the restricted residual) stored as minus the tensor's time column so the
 // fine smoother's clg_update runs unchanged. Restriction: averaging (or, with krylov, the
-// prolongation's transpose); prolongation: trilinear (the pyramid's resampling, voxel centres
-// aligned). Smoother: the SOR's multicolour block Gauss-Seidel passes at omega = 1 (with krylov,
-// post-smoothing in the reverse colour order), deterministic. Optionally (krylov) the V-cycle
-// preconditions conjugate gradients.
+// prolongation's transpose); prolongation: trilinear with coarse voxel i at its children's centre
+// (children_position). Smoother: the SOR's multicolour block Gauss-Seidel passes at omega = 1
+// (with krylov, post-smoothing in the reverse colour order), deterministic. Optionally (krylov)
+// the V-cycle preconditions conjugate gradients.
+//
+// Safeguards (docs/motion.md, "Solver: multigrid"): a V-cycle that does not lower the residual to
+// below kStallRatio of the previous one hands the rest of the solve to the conjugate gradients
+// preconditioned by the symmetric V-cycle (from the better of the two iterates); a non-finite
+// residual ends the solve at the last iterate with a finite one.
 #include <cstdint>
 #include <vector>
 
@@ -26,7 +31,23 @@ struct MultigridResult {
   double residual = 0;           // ||b - A w|| / ||b|| after the last cycle
   int cycles = 0;                // V-cycles on the finest grid (the full multigrid pass: one)
   std::int64_t fine_passes = 0;  // colour passes and residual evaluations on the finest grid
+  bool switched = false;   // the V-cycles stalled or diverged: conjugate gradients finished
+  bool non_finite = false; // a residual was not finite: w is the last iterate with a finite one
 };
+
+// Fine voxel i's position on the coarse grid (in coarse voxels) for the prolongation and its
+// transpose: coarse voxel k sits at the centre of its children 2k and 2k + 1, fine position
+// 2k + 1/2, as the children's-mean restriction places it. On even extents this equals the
+// pyramid's field-of-view-aligned resample_position; on odd ones that differs by up to half a
+// coarse voxel at the far end, and the V-cycles built on it diverged on the contracting
+// Shepp-Logan volume at 17, 25, 33, 35, 49, 65 and 27x33x25 (docs/motion.md). Exact in float
+// (i / 2 and 1/4 are binary fractions), so the CPU and the GPU (motion_multigrid.cu) agree bitwise.
+template <class T> inline T children_position(std::int64_t i) { return T(i) / T(2) - T(0.25); }
+
+// A V-cycle must lower the residual below this fraction of the previous one, or the solve
+// switches to the preconditioned conjugate gradients (the V-cycle's rate is ~0.1 per cycle
+// without the volume term and ~0.5 with gamma = 0.3: docs/motion.md).
+inline constexpr double kStallRatio = 0.9;
 
 // The coarse grids below `fine`: extents halved rounding up while every extent is >= 4.
 std::vector<Grid> multigrid_grids(const Grid &fine);
@@ -58,8 +79,17 @@ private:
   void precondition();
   // Conjugate gradients on A w = b preconditioned by the V-cycle, from the residual in levels_[0].r.
   void conjugate_gradients(MultigridResult &result, double tolerance, double b2);
+  // The V-cycles from w, then the switch to conjugate gradients if they stall (the safeguards).
+  void v_cycles(MultigridResult &result, double tolerance, double b2);
+  // The V-cycle made symmetric (restriction = the prolongation's transpose, equal pre- and
+  // post-smoothing, reversed post-smoothing), the conjugate gradients' buffers allocated.
+  void make_symmetric();
+  double measure(double b2);
 
   MotionMultigridOptions options_;
+  bool symmetric_ = false;  // this solve's V-cycle is the symmetric one (krylov, or switched)
+  int pre_ = 0, post_ = 0;  // this solve's smoothing passes
+  Field<T> last_;           // w before the last step: the safeguards' way back
   std::vector<Level> levels_;
   const Tensor<T> *fine_j_ = nullptr;
   Field<T> *fine_w_ = nullptr;

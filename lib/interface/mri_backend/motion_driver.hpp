@@ -215,6 +215,8 @@ private:
         note_residual(result.residual);
         cycles_ += result.cycles;
         sweeps_ += result.fine_passes;
+        switches_ += result.switched ? 1 : 0;
+        nonfinite_ += result.non_finite ? 1 : 0;
         return;
       }
     for (int it = 0; it < options_.iterations; ++it) {
@@ -238,7 +240,7 @@ private:
 
   void reset_counters() {
     ops_.reset_timers();
-    sweeps_ = cycles_ = 0;
+    sweeps_ = cycles_ = switches_ = nonfinite_ = 0;
     residual_ = 0;
   }
 
@@ -256,6 +258,8 @@ private:
     report.solver_sweeps = sweeps_;
     report.solver_cycles = cycles_;
     report.solver_residual = residual_;
+    report.solver_switches = switches_;
+    report.solver_nonfinite = nonfinite_;
     report.solver = options_.solver;
     report.backend = ops_.backend();
   }
@@ -266,6 +270,7 @@ private:
   std::vector<Level> levels_;
   std::array<Frame, 2> frames_; // the pair in hand; a sequence alternates them
   std::int64_t sweeps_ = 0, cycles_ = 0; // the call's solver passes and multigrid cycles
+  std::int64_t switches_ = 0, nonfinite_ = 0; // multigrid solves switched to CG; stopped at NaN
   double residual_ = 0;                  // the call's largest relative residual after a solve
 };
 
