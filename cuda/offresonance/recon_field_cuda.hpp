@@ -20,10 +20,12 @@ std::unique_ptr<mri::detail::DeviceFieldFourier> make_device_field_fourier(const
 // mri::reconstruct with a non-zero field map on the device: the steps of
 // lib/offresonance/recon_offresonance.cpp (FieldSteps) on device images, through the one driver.
 // method = Exact: the field kernels (field_kernel(options.gpu.policy, options.precision)) and their
-// direct normal; Nufft: time segmentation (segment_field on the host, tables uploaded once), F^H D by
-// batched adjoint NUFFTs, the normal by the segment Toeplitz kernels with the coils batched
+// direct normal; Nufft: time segmentation (fit_segmentation on the host, remembered across calls;
+// the tables made on the device), F^H D by batched adjoint NUFFTs of coils x segments, the normal by the segment Toeplitz kernels with the coils batched
 // (solver.normal = Toeplitz, at most SegmentedToeplitzDevice::kMaxSegments segments and within the
 // memory budget), else the segmented NUFFTs. One device (options.gpu.devices: at most one entry).
+// Unsupported, before anything is allocated, where the estimate (mri_backend/offresonance.hpp's
+// field_reconstruct_device_bytes) passes the free memory or options.gpu.memory_limit.
 ReconResult reconstruct_offresonance_cuda(const KSpaceData &data, std::span<const float> times, const Grid &grid,
                                           const ReconOptions &options, const CoilSensitivities *maps, ReconReport report,
                                           std::chrono::steady_clock::time_point t_start);

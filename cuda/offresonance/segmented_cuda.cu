@@ -4,6 +4,7 @@
 #include <cufft.h>
 
 #include <algorithm>
+#include <complex>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -22,9 +23,12 @@ namespace {
 
 // What one pass's padded grids (coils x segments) may take; the cuFFT work area comes on top.
 constexpr std::size_t kBatchBytes = std::size_t{512} << 20;
-// Kernel pairs per batched adjoint NUFFT while the spectra are made (Q of a chunk at a time, as
-// the host's SegmentedToeplitz does).
-constexpr int kPairChunk = 8;
+// What the kernels' Q grids of one batch of pairs may take while the spectra are made (the cuFFT
+// work area comes on top, about as much): every pair in one batched adjoint NUFFT and one batched
+// FFT where they fit, so that the construction synchronises once, not once per few pairs.
+constexpr std::size_t kPairBatchBytes = std::size_t{256} << 20;
+// What the batched adjoint's sample vectors and images (coils x segments of each) may take.
+constexpr std::size_t kAdjointBatchBytes = std::size_t{256} << 20;
 
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
@@ -58,6 +62,33 @@ __global__ void combine_segments_kernel(const float2 *__restrict__ images, const
   if (v >= n) return;
   float2 acc = make_float2(0.f, 0.f);
   for (int s = 0; s < l; ++s) add_to(acc, conj_mul(e[static_cast<long long>(s) * n + v], images[static_cast<long long>(s) * n + v]));
+  out[v] = acc;
+}
+
+// out[(c L + l) M + i] = conj(B[l M + i]) y[c M + i]: coil c = blockIdx.y / L and segment
+// l = blockIdx.y % L of a pass.
+__global__ void segment_coil_samples_kernel(const float2 *__restrict__ y, const float2 *__restrict__ b, int m,
+                                            int segments, float2 *__restrict__ out) {
+  const long long coil = blockIdx.y / segments, l = blockIdx.y % segments;
+  const float2 *bl = b + l * m, *yc = y + coil * m;
+  float2 *o = out + static_cast<long long>(blockIdx.y) * m;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) o[i] = conj_mul(bl[i], yc[i]);
+}
+
+// out[v] (first: =, else +=) sum_c conj(S_c[v]) sum_l conj(E_l[v]) images[(c L + l) N + v] over the
+// pass's coils (maps null: one coil without a map).
+__global__ void combine_coil_segments_kernel(const float2 *__restrict__ images, const float2 *__restrict__ e,
+                                             const float2 *__restrict__ maps, int coils, int segments, int n, bool first,
+                                             float2 *__restrict__ out) {
+  const int v = blockIdx.x * blockDim.x + threadIdx.x;
+  if (v >= n) return;
+  float2 acc = first ? make_float2(0.f, 0.f) : out[v];
+  for (int c = 0; c < coils; ++c) {
+    float2 t = make_float2(0.f, 0.f);
+    for (int s = 0; s < segments; ++s)
+      add_to(t, conj_mul(e[static_cast<long long>(s) * n + v], images[(static_cast<long long>(c) * segments + s) * n + v]));
+    add_to(acc, maps ? conj_mul(maps[static_cast<long long>(c) * n + v], t) : t);
+  }
   out[v] = acc;
 }
 
@@ -99,9 +130,8 @@ __global__ void centre_kernel(const float2 *__restrict__ q, Dims d, long long l,
   float2 *dst = k + static_cast<long long>(blockIdx.y) * l;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < l; p += stride) {
-    const int px = static_cast<int>(p % d.lx);
-    const long long rest = p / d.lx;
-    const int py = static_cast<int>(rest % d.ly), pz = static_cast<int>(rest / d.ly);
+    int px, py, pz;
+    padded_coordinates(p, d, px, py, pz);
     const long long to = (px + d.lx / 2) % d.lx + static_cast<long long>(d.lx) * ((py + d.ly / 2) % d.ly +
                                                                                  static_cast<long long>(d.ly) * ((pz + d.lz / 2) % d.lz));
     const float2 v = src[p];
@@ -118,12 +148,9 @@ __global__ void pad_segments_kernel(const float2 *__restrict__ maps, const float
   const int b = blockIdx.y / segments, s = blockIdx.y % segments;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < l; p += stride) {
-    const int px = static_cast<int>(p % d.lx);
-    const long long rest = p / d.lx;
-    const int py = static_cast<int>(rest % d.ly), pz = static_cast<int>(rest / d.ly);
+    const int vox = padded_source_voxel(p, d);
     float2 v = make_float2(0.f, 0.f);
-    if (px < d.nx && py < d.ny && pz < d.nz) {
-      const int vox = px + d.nx * (py + d.ny * pz);
+    if (vox >= 0) {
       v = cmul(x[vox], e[static_cast<long long>(s) * n + vox]);
       if (maps) v = cmul(maps[static_cast<long long>(b) * n + vox], v);
     }
@@ -190,14 +217,61 @@ __global__ void crop_combine_segments_kernel(const float2 *__restrict__ w, const
       add_to(coil, conj_mul(e[static_cast<long long>(s) * n + v], w[(static_cast<long long>(b) * segments + s) * l + p]));
     add_to(acc, maps ? conj_mul(maps[static_cast<long long>(b) * n + v], coil) : coil);
   }
-  if (reg != mri::detail::kRegNone) {
-    float rr, ri;
-    mri::detail::regularizer_normal_voxel<int>(reg, lambda, reinterpret_cast<const float *>(x), v, ix, iy, iz, d.nx,
-                                               d.ny, d.nz, rr, ri);
-    acc.x += rr;
-    acc.y += ri;
-  }
+  if (reg != mri::detail::kRegNone) add_regularizer_voxel(reg, lambda, x, v, ix, iy, iz, d, acc);
   out[v] = acc;
+}
+
+// The tables of make_segment_tables (lib/offresonance/segmentation.cpp) from the fit, in double as
+// there, each entry rounded to float once: B[l M + m] = b_l(t_m) exp(-2 pi i f0 t_m) with b = P e(t),
+// e_j(t) = exp(-2 pi i fit_hz[j] t) (bins == 0: the Hanning windows around the centres), one
+// thread per (sample, segment blockIdx.y).
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+__device__ __forceinline__ double2 polar_turns(double hz, double t) { // exp(-2 pi i hz t), as std::polar
+  if (hz == 0) return make_double2(1.0, 0.0);
+  double s, c;
+  sincos(-kTwoPi * hz * t, &s, &c);
+  return make_double2(c, s);
+}
+
+__global__ void sample_coefficients_kernel(const float *__restrict__ times, int m, const double2 *__restrict__ projector,
+                                           const double *__restrict__ fit_hz, int bins, const double *__restrict__ centres,
+                                           double f0, float2 *__restrict__ b) {
+  const int l = blockIdx.y;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < m; i += gridDim.x * blockDim.x) {
+    const double t = times[i];
+    double2 acc = make_double2(0.0, 0.0);
+    if (bins > 0) {
+      for (int j = 0; j < bins; ++j) {
+        const double2 p = projector[static_cast<long long>(l) * bins + j], e = polar_turns(fit_hz[j], t);
+        acc = make_double2(acc.x + (p.x * e.x - p.y * e.y), acc.y + (p.x * e.y + p.y * e.x));
+      }
+    } else {
+      const double u = (t - centres[l]) / (centres[1] - centres[0]);
+      acc.x = fabs(u) < 1 ? 0.5 * (1 + cos(kTwoPi / 2 * u)) : 0.0; // as the host's std::cos(pi u)
+    }
+    const double2 d = polar_turns(f0, t);
+    b[static_cast<long long>(l) * m + i] =
+        make_float2(static_cast<float>(acc.x * d.x - acc.y * d.y), static_cast<float>(acc.x * d.y + acc.y * d.x));
+  }
+}
+
+// E[l N + v] = exp(-2 pi i (f(v) - f0) tau_l), segment blockIdx.y.
+__global__ void voxel_phases_kernel(const float *__restrict__ hz, int n, const double *__restrict__ centres, double f0,
+                                    float2 *__restrict__ e) {
+  const int l = blockIdx.y;
+  for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += gridDim.x * blockDim.x) {
+    double s, c;
+    sincos(-kTwoPi * (static_cast<double>(hz[v]) - f0) * centres[l], &s, &c);
+    e[static_cast<long long>(l) * n + v] = make_float2(static_cast<float>(c), static_cast<float>(s));
+  }
+}
+
+template <class T> DeviceBuffer<T> upload(std::span<const T> host, cudaStream_t stream) {
+  DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
+  if (!host.empty())
+    MRI_CUDA_CHECK(cudaMemcpyAsync(d.get(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice, stream));
+  return d;
 }
 
 } // namespace
@@ -220,10 +294,33 @@ struct SegmentedFieldDevice::Impl {
   int n() const { return static_cast<int>(grid.voxels()); }
 };
 
+namespace {
+
+// The plan and the buffers of `segments` segments (the tables allocated, not filled).
+void set_up(SegmentedFieldDevice::Impl &p, int segments, std::shared_ptr<NufftDevicePlan> nufft, const Grid &grid,
+            std::size_t samples, Gridding gridding) {
+  if (!nufft) mri::detail::invalid_argument("nufft", "null", "needs a device NUFFT plan");
+  const auto L = static_cast<std::size_t>(segments);
+  const auto N = static_cast<std::size_t>(grid.voxels());
+  p.grid = grid;
+  p.segments = segments;
+  p.m = samples;
+  p.nufft = std::move(nufft);
+  p.gridding = gridding;
+  p.stream = as_stream(p.nufft->stream());
+  p.b = DeviceBuffer<float2>(L * samples);
+  p.e = DeviceBuffer<float2>(L * N);
+  p.ls = DeviceBuffer<float2>(L * samples);
+  p.li = DeviceBuffer<float2>(L * N);
+  p.one_image = DeviceBuffer<float2>(N);
+  p.one_samples = DeviceBuffer<float2>(samples);
+}
+
+} // namespace
+
 SegmentedFieldDevice::SegmentedFieldDevice(const TimeSegmentation &s, std::shared_ptr<NufftDevicePlan> nufft,
                                            const Grid &grid, std::size_t samples, Gridding gridding)
     : impl_(std::make_unique<Impl>()) {
-  if (!nufft) mri::detail::invalid_argument("nufft", "null", "needs a device NUFFT plan");
   const auto L = static_cast<std::size_t>(s.segments);
   const auto N = static_cast<std::size_t>(grid.voxels());
   if (s.segments < 1 || s.sample_coefficients.size() != L * samples)
@@ -233,22 +330,44 @@ SegmentedFieldDevice::SegmentedFieldDevice(const TimeSegmentation &s, std::share
     mri::detail::invalid_argument("segmentation.voxel_phases.size()", s.voxel_phases.size(),
                                   "must be segments x voxels = " + std::to_string(L * N));
   Impl &p = *impl_;
-  p.grid = grid;
-  p.segments = s.segments;
-  p.m = samples;
-  p.nufft = std::move(nufft);
-  p.gridding = gridding;
-  p.stream = as_stream(p.nufft->stream());
-  p.b = DeviceBuffer<float2>(L * samples);
-  p.e = DeviceBuffer<float2>(L * N);
+  set_up(p, s.segments, std::move(nufft), grid, samples, gridding);
   MRI_CUDA_CHECK(cudaMemcpyAsync(p.b.get(), s.sample_coefficients.data(), L * samples * sizeof(float2),
                                  cudaMemcpyHostToDevice, p.stream));
   MRI_CUDA_CHECK(cudaMemcpyAsync(p.e.get(), s.voxel_phases.data(), L * N * sizeof(float2), cudaMemcpyHostToDevice, p.stream));
-  p.ls = DeviceBuffer<float2>(L * samples);
-  p.li = DeviceBuffer<float2>(L * N);
-  p.one_image = DeviceBuffer<float2>(N);
-  p.one_samples = DeviceBuffer<float2>(samples);
   MRI_CUDA_CHECK(cudaStreamSynchronize(p.stream)); // the host tables may go on return
+}
+
+SegmentedFieldDevice::SegmentedFieldDevice(const TimeSegmentation &fit, std::span<const float> times,
+                                           std::span<const float> field_hz, std::shared_ptr<NufftDevicePlan> nufft,
+                                           const Grid &grid, Gridding gridding)
+    : impl_(std::make_unique<Impl>()) {
+  const auto L = static_cast<std::size_t>(fit.segments);
+  const std::size_t J = fit.fit_hz.size();
+  if (fit.segments < 1 || fit.centres.size() != L)
+    mri::detail::invalid_argument("segmentation.segments", fit.segments, "must be >= 1 with one centre each (fit_segmentation)");
+  if (fit.projector.size() != L * J || (J == 0 && (fit.interpolator != SegmentInterpolator::Hanning || L < 2)))
+    mri::detail::invalid_argument("segmentation.projector.size()", fit.projector.size(),
+                                  "must be segments x fit_hz.size() (fit_segmentation's)");
+  if (field_hz.size() != static_cast<std::size_t>(grid.voxels()))
+    mri::detail::invalid_argument("field_hz.size()", field_hz.size(), "must be grid.voxels() = " + std::to_string(grid.voxels()));
+  if (times.empty()) mri::detail::invalid_argument("times.size()", 0, "the tables need the samples' times");
+  Impl &p = *impl_;
+  set_up(p, fit.segments, std::move(nufft), grid, times.size(), gridding);
+  static_assert(sizeof(std::complex<double>) == sizeof(double2));
+  const auto t_dev = upload(times, p.stream), hz_dev = upload(field_hz, p.stream);
+  const auto fit_hz_dev = upload(std::span<const double>(fit.fit_hz), p.stream),
+             centres_dev = upload(std::span<const double>(fit.centres), p.stream);
+  const auto projector_dev = upload(
+      std::span<const double2>(reinterpret_cast<const double2 *>(fit.projector.data()), fit.projector.size()), p.stream);
+  const int m = static_cast<int>(times.size()), n = p.n();
+  sample_coefficients_kernel<<<dim3(static_cast<unsigned>(grid_stride_blocks(m)), static_cast<unsigned>(L)), kThreads, 0,
+                               p.stream>>>(t_dev.get(), m, projector_dev.get(), fit_hz_dev.get(), static_cast<int>(J),
+                                           centres_dev.get(), fit.reference_hz, p.b.get());
+  MRI_CUDA_CHECK(cudaGetLastError());
+  voxel_phases_kernel<<<dim3(static_cast<unsigned>(grid_stride_blocks(n)), static_cast<unsigned>(L)), kThreads, 0, p.stream>>>(
+      hz_dev.get(), n, centres_dev.get(), fit.reference_hz, p.e.get());
+  MRI_CUDA_CHECK(cudaGetLastError());
+  MRI_CUDA_CHECK(cudaStreamSynchronize(p.stream)); // the uploads go on return
 }
 
 SegmentedFieldDevice::~SegmentedFieldDevice() = default;
@@ -264,6 +383,23 @@ const cfloat *SegmentedFieldDevice::device_sample_coefficients() const {
 }
 const cfloat *SegmentedFieldDevice::device_voxel_phases() const { return reinterpret_cast<const cfloat *>(impl_->e.get()); }
 
+namespace {
+std::vector<cfloat> download(const float2 *device, std::size_t count, cudaStream_t stream) {
+  std::vector<cfloat> host(count);
+  MRI_CUDA_CHECK(cudaMemcpyAsync(host.data(), device, count * sizeof(float2), cudaMemcpyDeviceToHost, stream));
+  MRI_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host;
+}
+} // namespace
+
+std::vector<cfloat> SegmentedFieldDevice::sample_coefficients() const {
+  return download(impl_->b.get(), static_cast<std::size_t>(impl_->segments) * impl_->m, impl_->stream);
+}
+std::vector<cfloat> SegmentedFieldDevice::voxel_phases() const {
+  return download(impl_->e.get(), static_cast<std::size_t>(impl_->segments) * static_cast<std::size_t>(impl_->n()),
+                  impl_->stream);
+}
+
 void SegmentedFieldDevice::adjoint_device(const cfloat *samples, cfloat *image) const {
   const Impl &p = *impl_;
   const int m = static_cast<int>(p.m), n = p.n();
@@ -275,6 +411,37 @@ void SegmentedFieldDevice::adjoint_device(const cfloat *samples, cfloat *image) 
   combine_segments_kernel<<<mri::cuda::blocks_for(n), kThreads, 0, p.stream>>>(p.li.get(), p.e.get(), p.segments, n,
                                                                                f2(image));
   MRI_CUDA_CHECK(cudaGetLastError());
+}
+
+int SegmentedFieldDevice::adjoint_batch(const Grid &grid, std::size_t samples, int segments, int coils) {
+  const std::size_t per_coil =
+      static_cast<std::size_t>(segments) * (samples + static_cast<std::size_t>(grid.voxels())) * sizeof(float2);
+  return static_cast<int>(std::clamp<std::size_t>(kAdjointBatchBytes / std::max<std::size_t>(per_coil, 1), 1,
+                                                  static_cast<std::size_t>(std::max(1, coils))));
+}
+
+void SegmentedFieldDevice::adjoint_coils_device(const cfloat *samples, int coils, const cfloat *maps, cfloat *image) const {
+  const Impl &p = *impl_;
+  if (coils < 1 || (!maps && coils != 1))
+    mri::detail::invalid_argument("coils", coils, "must be >= 1, and 1 without maps");
+  const int m = static_cast<int>(p.m), n = p.n();
+  const int batch = adjoint_batch(p.grid, p.m, p.segments, coils);
+  const auto vectors = static_cast<std::size_t>(batch) * static_cast<std::size_t>(p.segments);
+  p.ls.grow(vectors * p.m);
+  p.li.grow(vectors * static_cast<std::size_t>(n));
+  for (int c0 = 0; c0 < coils; c0 += batch) {
+    const int count = std::min(batch, coils - c0);
+    const dim3 blocks(static_cast<unsigned>(grid_stride_blocks(m)), static_cast<unsigned>(count * p.segments));
+    segment_coil_samples_kernel<<<blocks, kThreads, 0, p.stream>>>(f2(samples) + static_cast<std::size_t>(c0) * p.m,
+                                                                   p.b.get(), m, p.segments, p.ls.get());
+    MRI_CUDA_CHECK(cudaGetLastError());
+    p.nufft->adjoint_coils_device(reinterpret_cast<const cfloat *>(p.ls.get()), count * p.segments,
+                                  reinterpret_cast<cfloat *>(p.li.get()), p.gridding);
+    combine_coil_segments_kernel<<<mri::cuda::blocks_for(n), kThreads, 0, p.stream>>>(
+        p.li.get(), p.e.get(), maps ? f2(maps) + static_cast<std::size_t>(c0) * n : nullptr, count, p.segments, n,
+        c0 == 0, f2(image));
+    MRI_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 void SegmentedFieldDevice::forward_device(const cfloat *image, cfloat *samples) const {
@@ -397,7 +564,7 @@ struct SegmentedToeplitzDevice::Impl {
     const auto doubled_k = [&](int a) { return grid.extent(a) > 1 ? 2.0f : 0.0f; };
     const auto q_plan = make_device_nufft_plan(points, m, padded, nufft, {doubled_k(0), doubled_k(1), doubled_k(2)});
     const cudaStream_t qs = as_stream(q_plan->stream());
-    const int chunk = std::min(kPairChunk, pairs());
+    const int chunk = pair_chunk(grid, segments);
     DeviceBuffer<float2> c(static_cast<std::size_t>(chunk) * m), q(static_cast<std::size_t>(chunk) * L);
     spectra = DeviceBuffer<float2>(static_cast<std::size_t>(pairs()) * L);
     const float scale = 1.0f / static_cast<float>(L);
@@ -450,7 +617,13 @@ std::size_t SegmentedToeplitzDevice::bytes(const Grid &grid, int segments, int c
   const auto padded = static_cast<std::size_t>(grid.doubled().voxels());
   const auto pairs = static_cast<std::size_t>(segments) * static_cast<std::size_t>(segments + 1) / 2;
   const std::size_t grids = 2 * static_cast<std::size_t>(coil_batch) * static_cast<std::size_t>(segments); // + work area
-  return (pairs + grids + 2 * std::min<std::size_t>(pairs, kPairChunk)) * padded * sizeof(float2);
+  return (pairs + grids + 2 * static_cast<std::size_t>(pair_chunk(grid, segments))) * padded * sizeof(float2);
+}
+
+int SegmentedToeplitzDevice::pair_chunk(const Grid &grid, int segments) {
+  const auto pairs = static_cast<std::size_t>(segments) * static_cast<std::size_t>(segments + 1) / 2;
+  const std::size_t per_pair = static_cast<std::size_t>(grid.doubled().voxels()) * sizeof(float2);
+  return static_cast<int>(std::clamp<std::size_t>(kPairBatchBytes / per_pair, 1, std::max<std::size_t>(pairs, 1)));
 }
 
 int SegmentedToeplitzDevice::coil_batch_for(const Grid &grid, int segments, int coils) {

@@ -1,7 +1,7 @@
 #pragma once
 // Time segmentation on the device (plain C++ header): mri::TimeSegmentation's tables (made on the
-// host by segment_field) uploaded once, and the segmented model's operators on device vectors, as
-// lib/offresonance/segmented_operator.cpp has them on the host:
+// device from fit_segmentation's fit, or segment_field's uploaded), and the segmented model's
+// operators on device vectors, as lib/offresonance/segmented_operator.cpp has them on the host:
 //   forward   A x   = sum_l B_l .* F(E_l .* x)                      L forward NUFFTs
 //   adjoint   A^H y = sum_l conj(E_l) .* F^H(conj(B_l) .* y)         one batched adjoint NUFFT (L as coils)
 //   normal    A^H W A by the L(L+1)/2 kernel spectra K_ll' on the doubled grid (SegmentedToeplitzDevice),
@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "mri/nufft.hpp"
 #include "mri/offresonance.hpp"
@@ -32,6 +33,14 @@ public:
   // tables' sizes differ from L x samples and L x grid.voxels().
   SegmentedFieldDevice(const TimeSegmentation &s, std::shared_ptr<NufftDevicePlan> nufft, const Grid &grid,
                        std::size_t samples, Gridding gridding);
+  // The tables made on the device from fit's fit (mri::fit_segmentation: fit_hz, projector, centres,
+  // reference_hz; tables it holds are not read) for `times` (M values) and the map's `field_hz`
+  // (grid.voxels() values): make_segment_tables' entries in double, each rounded to float once, so
+  // they equal the host's to float32 rounding. O(M L J + N L) on the device instead of the host's
+  // O(M L) and O(N L) tables and their upload. Throws InvalidArgument for a fit without its
+  // projector or sizes that differ.
+  SegmentedFieldDevice(const TimeSegmentation &fit, std::span<const float> times, std::span<const float> field_hz,
+                       std::shared_ptr<NufftDevicePlan> nufft, const Grid &grid, Gridding gridding);
   ~SegmentedFieldDevice();
   SegmentedFieldDevice(SegmentedFieldDevice &&) noexcept;
   SegmentedFieldDevice &operator=(SegmentedFieldDevice &&) noexcept;
@@ -42,9 +51,21 @@ public:
   StreamHandle stream() const;                      // the NUFFT plan's
   const cfloat *device_sample_coefficients() const; // B, L x M
   const cfloat *device_voxel_phases() const;        // E, L x N
+  // The tables copied to the host (tests), after the work queued on stream() so far.
+  std::vector<cfloat> sample_coefficients() const;
+  std::vector<cfloat> voxel_phases() const;
   // Device pointers (M samples, grid.voxels() image values), input and output distinct.
   void adjoint_device(const cfloat *samples, cfloat *image) const;
   void forward_device(const cfloat *image, cfloat *samples) const;
+  // sum_c conj(S_c) .* A^H y_c (SENSE's right-hand side) of `coils` coils' samples (coils x M device
+  // values, coil-major); maps: coils x N device values (null: one coil without a map). The coils go
+  // adjoint_batch() at a time through one kernel, one adjoint NUFFT of coils x L vectors (the plan
+  // grids them as coils) and one kernel combining segments and coils, instead of a pass per coil.
+  // image: N device values, written.
+  void adjoint_coils_device(const cfloat *samples, int coils, const cfloat *maps, cfloat *image) const;
+  // The coils per pass of adjoint_coils_device: as many as 256 MiB of sample vectors and images
+  // (L (M + N) complex values a coil) hold, at least 1.
+  static int adjoint_batch(const Grid &grid, std::size_t samples, int segments, int coils);
 
   struct Impl;
 
@@ -79,7 +100,8 @@ private:
 //         + lambda R^H R x
 // K_ll'(d) = sum_m w_m conj(b_l(t_m)) b_l'(t_m) exp(+2 pi i k_m . d / n) on the doubled grid, centred
 // and scaled by 1 / (its voxels) as the host's kernels; the L(L+1)/2 pairs l <= l' are made by
-// batched adjoint NUFFTs of the trajectory doubled (K_l'l's spectrum is conj(K_ll')'s). An
+// batched adjoint NUFFTs of the trajectory doubled, pair_chunk() pairs per batch (K_l'l's spectrum
+// is conj(K_ll')'s). An
 // application pads `coil_batch()` coils x L segments into contiguous padded grids, one batched cuFFT
 // forward, the L x L product per frequency, one batched inverse, one crop-and-combine kernel.
 class SegmentedToeplitzDevice : public SelfAdjointOnDevice<SegmentedToeplitzDevice> {
@@ -103,6 +125,9 @@ public:
   static std::size_t bytes(const Grid &grid, int segments, int coil_batch);
   // The coils per pass for `coils` coils (1 without maps): as many as kBatchBytes of padded grids hold.
   static int coil_batch_for(const Grid &grid, int segments, int coils);
+  // The kernel pairs per batched adjoint NUFFT and FFT while the spectra are made: all L(L+1)/2 where
+  // their doubled-grid Q take at most 256 MiB (each also takes M complex coefficients).
+  static int pair_chunk(const Grid &grid, int segments);
   int coil_batch() const;
   double kernel_seconds() const; // the kernels' construction (NUFFTs and FFTs), wall time
   const Grid &grid() const;

@@ -25,15 +25,8 @@ __global__ void pad_coils_kernel(const float2 *__restrict__ maps, const float2 *
   const int b = blockIdx.y;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < l; p += stride) {
-    const int px = static_cast<int>(p % d.lx);
-    const long long rest = p / d.lx;
-    const int py = static_cast<int>(rest % d.ly), pz = static_cast<int>(rest / d.ly);
-    float2 v = make_float2(0.f, 0.f);
-    if (px < d.nx && py < d.ny && pz < d.nz) {
-      const int vox = px + d.nx * (py + d.ny * pz);
-      v = cmul(maps[static_cast<long long>(b) * n + vox], x[vox]);
-    }
-    w[static_cast<long long>(b) * l + p] = v;
+    const int vox = padded_source_voxel(p, d);
+    w[static_cast<long long>(b) * l + p] = vox >= 0 ? cmul(maps[static_cast<long long>(b) * n + vox], x[vox]) : make_float2(0.f, 0.f);
   }
 }
 
@@ -63,13 +56,7 @@ __global__ void crop_combine_kernel(const float2 *__restrict__ w, const float2 *
     acc.x += t.x;
     acc.y += t.y;
   }
-  if (reg != mri::detail::kRegNone) {
-    float rr, ri;
-    mri::detail::regularizer_normal_voxel<int>(reg, lambda, reinterpret_cast<const float *>(x), v, ix, iy, iz, d.nx,
-                                               d.ny, d.nz, rr, ri);
-    acc.x += rr;
-    acc.y += ri;
-  }
+  if (reg != mri::detail::kRegNone) add_regularizer_voxel(reg, lambda, x, v, ix, iy, iz, d, acc);
   out[v] = acc;
 }
 

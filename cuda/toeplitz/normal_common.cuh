@@ -67,6 +67,30 @@ __device__ __forceinline__ void image_coordinates(int v, const Dims &d, int &ix,
 __device__ __forceinline__ long long padded_index(int ix, int iy, int iz, const Dims &d) {
   return ix + static_cast<long long>(d.lx) * (iy + static_cast<long long>(d.ly) * iz);
 }
+// Index p of the padded grid as coordinates (the inverse of padded_index).
+__device__ __forceinline__ void padded_coordinates(long long p, const Dims &d, int &px, int &py, int &pz) {
+  px = static_cast<int>(p % d.lx);
+  const long long rest = p / d.lx;
+  py = static_cast<int>(rest % d.ly);
+  pz = static_cast<int>(rest / d.ly);
+}
+// The image voxel at padded index p (the image sits on the padded grid's corner), -1 outside it:
+// what the zero-padding kernels copy from.
+__device__ __forceinline__ int padded_source_voxel(long long p, const Dims &d) {
+  int px, py, pz;
+  padded_coordinates(p, d, px, py, pz);
+  return px < d.nx && py < d.ny && pz < d.nz ? px + d.nx * (py + d.ny * pz) : -1;
+}
+
+// acc += lambda (W^H W x)[v], voxel v at (ix, iy, iz) (mri/detail/regularizer_stencil.hpp).
+__device__ __forceinline__ void add_regularizer_voxel(int reg, float lambda, const float2 *x, int v, int ix, int iy,
+                                                      int iz, const Dims &d, float2 &acc) {
+  float rr, ri;
+  mri::detail::regularizer_normal_voxel<int>(reg, lambda, reinterpret_cast<const float *>(x), v, ix, iy, iz, d.nx, d.ny,
+                                             d.nz, rr, ri);
+  acc.x += rr;
+  acc.y += ri;
+}
 
 // out[v] += lambda (W^H W in)[v] (the direct operator's regulariser).
 __global__ void add_regularizer_kernel(const float2 *__restrict__ in, Dims d, int n, int reg, float lambda,
@@ -75,11 +99,9 @@ __global__ void add_regularizer_kernel(const float2 *__restrict__ in, Dims d, in
   if (v >= n) return;
   int ix, iy, iz;
   image_coordinates(v, d, ix, iy, iz);
-  float rr, ri;
-  mri::detail::regularizer_normal_voxel<int>(reg, lambda, reinterpret_cast<const float *>(in), v, ix, iy, iz, d.nx,
-                                             d.ny, d.nz, rr, ri);
-  const float2 o = out[v];
-  out[v] = make_float2(o.x + rr, o.y + ri);
+  float2 o = out[v];
+  add_regularizer_voxel(reg, lambda, in, v, ix, iy, iz, d, o);
+  out[v] = o;
 }
 
 __global__ void weight_kernel(float2 *__restrict__ y, const float *__restrict__ w, int m) {

@@ -8,9 +8,10 @@
 //   spiral_b0 [--size 128] [--coils 4] [--interleaves 4] [--samples 4096] [--readout-ms 16]
 //             [--range 200] [--snr 30] [--iterations 20] [--exact] [--sweep] [--out spiral_b0.png]
 //
-// The data: the rasterised phantom through the field model by time segmentation at an error below
-// 1e-7 and the NUFFT at 1e-6 in float64 (far tighter than any reconstruction below, so none of them
-// sees its own operator), plus complex white noise (mri::add_noise, linear SNR).
+// The data (mri::simulate_field_acquisition): the rasterised phantom through the field model by time
+// segmentation at an error below 1e-7 and the NUFFT at 1e-6 in float64 (far tighter than any
+// reconstruction below, so none of them sees its own operator), plus complex white noise
+// (mri::add_noise, linear SNR); the field map is mri::simulated_field_map (a bump on a ramp).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -24,22 +25,6 @@
 #include "example_support.hpp"
 
 namespace {
-
-// A smooth field: a bump (the air-tissue boundary's susceptibility) on a ramp, from -0.4 range to
-// +0.6 range Hz (issue 43's -80 .. +118 Hz at range 200).
-std::vector<float> field_map(const mri::Grid &g, double range) {
-  std::vector<float> f(static_cast<std::size_t>(g.voxels()));
-  for (std::int64_t y = 0; y < g.ny(); ++y)
-    for (std::int64_t x = 0; x < g.nx(); ++x) {
-      const double u = static_cast<double>(x) / g.nx() - 0.5, v = static_cast<double>(y) / g.ny() - 0.5;
-      const double bump = std::exp(-30 * ((u - 0.1) * (u - 0.1) + (v + 0.15) * (v + 0.15)));
-      f[static_cast<std::size_t>(g.index(x, y))] = static_cast<float>(0.7 * bump + 0.3 * (u + 0.5));
-    }
-  const auto [lo, hi] = std::minmax_element(f.begin(), f.end());
-  const float a = *lo, b = *hi;
-  for (float &v : f) v = static_cast<float>(range * (v - a) / (b - a) - 0.4 * range);
-  return f;
-}
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -75,36 +60,16 @@ int main(int argc, char **argv) {
 
   const mri::Grid grid(size, size);
   const mri::Image truth = mri::Phantom::shepp_logan_2d().rasterize(grid);
-  const auto field = std::make_shared<const mri::FieldMap>(grid, field_map(grid, range));
-  const mri::Trajectory trajectory = mri::traj::spiral(grid, interleaves, samples);
-  std::vector<float> times;
-  for (int i = 0; i < interleaves; ++i)
-    for (int s = 0; s < samples; ++s) times.push_back(static_cast<float>(readout_ms * 1e-3 * s / samples));
-  const mri::SimulatedCoils array(2, coils);
-  const auto maps = std::make_shared<const mri::CoilSensitivities>(array.maps(grid));
+  const auto field = std::make_shared<const mri::FieldMap>(mri::simulated_field_map(grid, range));
+  const std::vector<float> times = mri::readout_times(interleaves, samples, readout_ms * 1e-3);
+  const auto maps = std::make_shared<const mri::CoilSensitivities>(mri::SimulatedCoils(2, coils).maps(grid));
 
   auto t0 = std::chrono::steady_clock::now();
-  mri::SegmentationOptions fine;
-  fine.tolerance = 1e-7;
-  fine.max_segments = 64;
-  mri::NufftOptions accurate;
-  accurate.precision = mri::Precision::Float64;
-  accurate.tolerance = 1e-6;
-  const mri::SegmentedFieldOperator model(trajectory, grid, *field, times, fine, accurate);
-  std::vector<mri::cfloat> y;
-  for (int c = 0; c < coils; ++c) {
-    mri::Image coil = truth;
-    const auto s = maps->map(c);
-    for (std::size_t i = 0; i < coil.size(); ++i) coil[i] *= s[i];
-    const auto yc = mri::forward(model, coil);
-    y.insert(y.end(), yc.begin(), yc.end());
-  }
-  mri::add_noise(y, snr, 2026);
-  const mri::KSpaceData data(trajectory, std::move(y), {}, coils, times);
+  const mri::KSpaceData data =
+      mri::simulate_field_acquisition(truth, mri::traj::spiral(grid, interleaves, samples), *field, times, maps.get(), snr);
   std::printf("B0 spiral: %dx%d, %d coils, %d interleaves x %d samples over %.1f ms, field %.1f .. %.1f Hz, SNR %.0f "
-              "(data by L = %d at error %.1e: %.1f s)\n",
-              size, size, coils, interleaves, samples, readout_ms, field->min_hz(), field->max_hz(), snr,
-              model.segmentation().segments, model.segmentation().error, seconds_since(t0));
+              "(data simulated in %.1f s)\n",
+              size, size, coils, interleaves, samples, readout_ms, field->min_hz(), field->max_hz(), snr, seconds_since(t0));
 
   mri::ReconOptions base;
   base.backend = mri::Backend::Cpu;

@@ -16,12 +16,16 @@
 // number of threads at once (on the CUDA backend copies share the device plan: one call at a time,
 // as FourierOperator); a SegmentedFieldOperator as its NufftOperator (one call at a time per plan,
 // serialised); SegmentedToeplitz owns FFT buffers: one call at a time.
+#include <complex>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "mri/coils.hpp"
 #include "mri/image.hpp"
+#include "mri/kspace.hpp"
 #include "mri/linear_operator.hpp"
 #include "mri/nufft.hpp"
 #include "mri/options.hpp"
@@ -71,6 +75,30 @@ struct FieldMapEstimation {
 FieldMap estimate_field_map(const Image &echo1, const Image &echo2, double delta_te,
                             const FieldMapEstimation &options = {});
 
+// Simulation (examples/spiral_b0, the off-resonance benchmarks and tests): a field-corrupted
+// acquisition of a known image.
+//
+// A smooth field map spanning `range_hz`: a bump (an air-tissue boundary's susceptibility) on a
+// ramp along x, from -0.4 range to +0.6 range Hz (issue 43's -80 .. +120 Hz at range 200); in 3D the
+// bump is centred on the middle slice. Throws InvalidArgument for a range not finite and >= 0.
+FieldMap simulated_field_map(const Grid &grid, double range_hz = 200);
+
+// The sample times of `readouts` readouts of `samples` samples each, readout after readout (as
+// traj::spiral orders its interleaves): sample s at duration_s * s / samples seconds from the echo.
+// Throws InvalidArgument for readouts or samples < 1 or a duration not finite and > 0.
+std::vector<float> readout_times(int readouts, int samples, double duration_s);
+
+// The data of `image` through the field model: coil c's samples are A (S_c .* image) (maps null: one
+// coil, the image itself), A the time-segmented model at an error bound below 1e-7 (least squares,
+// up to 64 segments) on a float64 NUFFT at 1e-6 (far tighter than the reconstructions' operators,
+// so that none of them sees its own model), then complex white noise at linear SNR `snr`
+// (mri::add_noise with `seed`; none when snr == 0). The result carries `times`. Throws
+// InvalidArgument when image, field and maps are not on one grid, times are not one per sample, or
+// snr is negative or not finite; otherwise as SegmentedFieldOperator.
+KSpaceData simulate_field_acquisition(const Image &image, const Trajectory &trajectory, const FieldMap &field,
+                                      std::span<const float> times, const CoilSensitivities *maps, double snr,
+                                      std::uint64_t seed = 2026);
+
 // How b_l(t) is chosen (Fessler, Lee, Olafsson, Shi, Noll, IEEE TSP 2005, "Toeplitz-based
 // iterative image reconstruction for MRI with correction for magnetic field inhomogeneity").
 enum class SegmentInterpolator {
@@ -103,12 +131,32 @@ struct TimeSegmentation {
   // is the expected relative error of every sample of the segmented forward (NUFFT error aside).
   double error = 0;
   double max_error = 0; // the worst (field bin, time) pair of that histogram
+  // b(t) as the fit made it, from which B can be made elsewhere (a device): with `projector`
+  // non-empty b(t) = P e(t), e_j(t) = exp(-2 pi i fit_hz[j] t), P = projector (L x J, the bin
+  // fastest; a uniform field or one Hanning segment: P = 1, fit_hz = 0, so b = 1); empty: the
+  // Hanning windows of width centres[1] - centres[0] around the centres.
+  std::vector<double> fit_hz;
+  std::vector<std::complex<double>> projector;
 };
 
-// The segmentation of `field` for `times` (M values, seconds >= 0). Throws InvalidArgument for
-// an empty or invalid times vector, options outside their ranges, or an automatic L beyond
-// options.max_segments (the message names the L the tolerance needs).
+// The segmentation of `field` for `times` (M values, seconds >= 0): fit_segmentation, then
+// make_segment_tables. Throws InvalidArgument for an empty or invalid times vector, options
+// outside their ranges, or an automatic L beyond options.max_segments (the message names the L
+// the tolerance needs).
 TimeSegmentation segment_field(const FieldMap &field, std::span<const float> times, const SegmentationOptions &options);
+
+// The segmentation without its tables (sample_coefficients and voxel_phases left empty): L, the
+// centres, the interpolator's fit and the bound. Its cost depends on the histogram and on at most
+// 1024 distinct times, not on M x L or N x L (the tables' cost). The last 8 results are kept in
+// memory, keyed by a 128-bit hash of the map's grid and values, the times and the options: a
+// repeated call with the same inputs (a series of reconstructions of one trajectory and map) costs
+// the hash, O(N + M). Thread-safe. Throws as segment_field.
+TimeSegmentation fit_segmentation(const FieldMap &field, std::span<const float> times, const SegmentationOptions &options);
+
+// Fills s.sample_coefficients (L x M) and s.voxel_phases (L x N) from s's fit for the `field` and
+// `times` it was fitted to. Throws InvalidArgument when s has no fit (fit_hz and projector of a
+// least-squares segmentation empty) or the sizes differ from the field's grid.
+void make_segment_tables(TimeSegmentation &s, const FieldMap &field, std::span<const float> times);
 
 // The exact field-corrected F (forward) and F^H (adjoint), unnormalised like FourierOperator:
 //   (A x)_m   = sum_x x(x) exp(-2 pi i (k_m . x / n + f(x) t_m))

@@ -8,6 +8,12 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
 #include <cmath>
 #include <complex>
 #include <numbers>
@@ -74,6 +80,19 @@ public:
   }
   int segments() const { return static_cast<int>(tau_.size()); }
   const std::vector<double> &centres() const { return tau_; }
+  // TimeSegmentation's fit_hz and projector (offresonance.hpp): least squares P and its bins;
+  // one Hanning segment P = 1 at 0 Hz (b = 1); Hanning windows: empty.
+  void describe(TimeSegmentation &s) const {
+    if (kind_ == SegmentInterpolator::Hanning) {
+      if (segments() == 1) s.fit_hz = {0.0}, s.projector = {cdouble(1.0)};
+      return;
+    }
+    s.fit_hz = fit_hz_;
+    s.projector.resize(static_cast<std::size_t>(projector_.size()));
+    for (Eigen::Index l = 0; l < projector_.rows(); ++l)
+      for (Eigen::Index j = 0; j < projector_.cols(); ++j)
+        s.projector[static_cast<std::size_t>(l * projector_.cols() + j)] = projector_(l, j);
+  }
 
   void coefficients(double t, cdouble *b) const {
     const int L = segments();
@@ -132,31 +151,66 @@ struct Errors {
   double rms = 0, max = 0;
 };
 
-// The stated error of `interp` over the fine histogram at the evaluation times.
-Errors segmentation_error(const Interpolator &interp, const Histogram &fine, const std::vector<double> &times) {
+// exp(-2 pi i f_j t_i) of the fine histogram's bins at the evaluation times (times x bins, bins
+// fastest; real and imaginary parts apart, so that the error's loops over the bins vectorise): the
+// same for every candidate L, so computed once per set of times.
+struct Phases {
+  std::vector<double> re, im;
+};
+
+Phases exact_phases(const Histogram &fine, const std::vector<double> &times) {
+  const std::size_t J = fine.hz.size();
+  Phases e{std::vector<double>(times.size() * J), std::vector<double>(times.size() * J)};
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < times.size(); ++i)
+    for (std::size_t j = 0; j < J; ++j) {
+      const cdouble v = std::polar(1.0, -kTwoPi * fine.hz[j] * times[i]);
+      e.re[i * J + j] = v.real();
+      e.im[i * J + j] = v.imag();
+    }
+  return e;
+}
+
+// The stated error of `interp` over the fine histogram at the evaluation times; exact: their
+// exact_phases. approx_j(t) = sum_l b_l(t) exp(-2 pi i f_j tau_l), accumulated over l in order.
+Errors segmentation_error(const Interpolator &interp, const Histogram &fine, const std::vector<double> &times,
+                          const Phases &exact) {
   const int L = interp.segments();
   const std::size_t J = fine.hz.size();
-  std::vector<cdouble> basis(J * static_cast<std::size_t>(L));
-  for (std::size_t j = 0; j < J; ++j)
-    for (int l = 0; l < L; ++l)
-      basis[j * static_cast<std::size_t>(L) + static_cast<std::size_t>(l)] =
-          std::polar(1.0, -kTwoPi * fine.hz[j] * interp.centres()[static_cast<std::size_t>(l)]);
+  Phases basis{std::vector<double>(J * static_cast<std::size_t>(L)), std::vector<double>(J * static_cast<std::size_t>(L))};
+  for (int l = 0; l < L; ++l)
+    for (std::size_t j = 0; j < J; ++j) {
+      const cdouble v = std::polar(1.0, -kTwoPi * fine.hz[j] * interp.centres()[static_cast<std::size_t>(l)]);
+      basis.re[static_cast<std::size_t>(l) * J + j] = v.real();
+      basis.im[static_cast<std::size_t>(l) * J + j] = v.imag();
+    }
   double total = 0;
   for (double c : fine.count) total += c;
   Errors worst;
 #pragma omp parallel
   {
     std::vector<cdouble> b(static_cast<std::size_t>(L));
+    std::vector<double> ar(J), ai(J);
     Errors mine;
-    double max2 = 0; // squared: std::norm, not std::abs (hypot) per pair
+    double max2 = 0; // squared: the norm, not its root, per pair
 #pragma omp for schedule(static)
     for (std::size_t i = 0; i < times.size(); ++i) {
       interp.coefficients(times[i], b.data());
+      std::fill(ar.begin(), ar.end(), 0.0);
+      std::fill(ai.begin(), ai.end(), 0.0);
+      for (int l = 0; l < L; ++l) {
+        const double br = b[static_cast<std::size_t>(l)].real(), bi = b[static_cast<std::size_t>(l)].imag();
+        const double *cr = basis.re.data() + static_cast<std::size_t>(l) * J, *ci = basis.im.data() + static_cast<std::size_t>(l) * J;
+        for (std::size_t j = 0; j < J; ++j) {
+          ar[j] += br * cr[j] - bi * ci[j];
+          ai[j] += br * ci[j] + bi * cr[j];
+        }
+      }
+      const double *er = exact.re.data() + i * J, *ei = exact.im.data() + i * J;
       double sum = 0;
       for (std::size_t j = 0; j < J; ++j) {
-        cdouble approx = 0;
-        for (int l = 0; l < L; ++l) approx += b[static_cast<std::size_t>(l)] * basis[j * static_cast<std::size_t>(L) + static_cast<std::size_t>(l)];
-        const double e2 = std::norm(std::polar(1.0, -kTwoPi * fine.hz[j] * times[i]) - approx);
+        const double dr = er[j] - ar[j], di = ei[j] - ai[j];
+        const double e2 = dr * dr + di * di;
         sum += fine.count[j] * e2;
         max2 = std::max(max2, e2);
       }
@@ -198,9 +252,8 @@ void validate(const SegmentationOptions &o, std::span<const float> times) {
     detail::invalid_argument("options.offresonance.segmentation.histogram_bins", o.histogram_bins, "must be in [8, 4096]");
 }
 
-} // namespace
-
-TimeSegmentation segment_field(const FieldMap &field, std::span<const float> times, const SegmentationOptions &o) {
+// The fit of fit_segmentation, uncached.
+TimeSegmentation fit(const FieldMap &field, std::span<const float> times, const SegmentationOptions &o) {
   validate(o, times);
   const double lo = field.min_hz(), hi = field.max_hz(), f0 = 0.5 * (lo + hi);
   const std::vector<double> distinct = distinct_times(times);
@@ -209,6 +262,11 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
   const double t0 = distinct.front(), t1 = distinct.back();
   const Histogram fit = histogram(field.hz(), f0, lo, hi, o.histogram_bins);
   const Histogram fine = histogram(field.hz(), f0, lo, hi, kErrorBins);
+  Phases exact_eval, exact_screen; // made when first needed
+  const auto error_at_eval = [&](const Interpolator &interp) {
+    if (exact_eval.re.empty()) exact_eval = exact_phases(fine, eval);
+    return segmentation_error(interp, fine, eval, exact_eval);
+  };
 
   const auto make = [&](int L) { return Interpolator(o.interpolator, uniform_centres(L, t0, t1), fit); };
   int L = o.segments;
@@ -218,14 +276,15 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
     // E = 1, no error, whatever L was asked.
     L = 1;
   } else if (L > 0) {
-    errors = segmentation_error(make(L), fine, eval);
+    errors = error_at_eval(make(L));
   } else {
     // The smallest L meeting the tolerance; beyond the cap the search goes on to twice it, so that
     // the refusal can name the L needed.
+    exact_screen = exact_phases(fine, screen);
     for (L = 1;; ++L) {
       const Interpolator candidate = make(L);
-      if (segmentation_error(candidate, fine, screen).rms <= o.tolerance) {
-        errors = segmentation_error(candidate, fine, eval);
+      if (segmentation_error(candidate, fine, screen, exact_screen).rms <= o.tolerance) {
+        errors = error_at_eval(candidate);
         if (errors.rms <= o.tolerance) break;
       }
       if (L >= 2 * o.max_segments) {
@@ -251,14 +310,116 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
   s.centres = interp.centres();
   s.error = errors.rms;
   s.max_error = errors.max;
-  const std::size_t M = times.size(), N = field.hz().size(), Ls = static_cast<std::size_t>(L);
+  interp.describe(s);
+  return s;
+}
+
+// A 128-bit hash of the fit's inputs (two multiply-rotate lanes over 8-byte words): the memory
+// cache's key. Not a cryptographic hash: the inputs are the caller's own.
+class InputHash {
+public:
+  template <class T> void values(std::span<const T> v) {
+    word(v.size());
+    const auto *p = reinterpret_cast<const unsigned char *>(v.data());
+    const std::size_t bytes = v.size_bytes();
+    std::size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      word(w);
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, p + i, bytes - i);
+    word(tail);
+  }
+  void word(std::uint64_t w) {
+    a_ = std::rotl((a_ ^ w) * 0x9e3779b97f4a7c15ULL, 29);
+    b_ = std::rotl((b_ + w) * 0xc2b2ae3d27d4eb4fULL, 31) ^ a_;
+  }
+  std::array<std::uint64_t, 2> finish() const { return {a_ ^ (b_ >> 17), b_ ^ (a_ << 13)}; }
+
+private:
+  std::uint64_t a_ = 0x243f6a8885a308d3ULL, b_ = 0x13198a2e03707344ULL;
+};
+
+std::array<std::uint64_t, 2> fit_key(const FieldMap &field, std::span<const float> times, const SegmentationOptions &o) {
+  InputHash h;
+  for (int a = 0; a < 3; ++a) h.word(static_cast<std::uint64_t>(field.grid().extent(a)));
+  h.values(std::span<const float>(field.hz()));
+  h.values(times);
+  h.word(static_cast<std::uint64_t>(o.interpolator));
+  h.word(static_cast<std::uint64_t>(o.segments));
+  h.word(std::bit_cast<std::uint64_t>(o.tolerance));
+  h.word(static_cast<std::uint64_t>(o.max_segments));
+  h.word(static_cast<std::uint64_t>(o.histogram_bins));
+  return h.finish();
+}
+
+// The last kCachedFits fits, most recent first.
+constexpr std::size_t kCachedFits = 8;
+struct FitCache {
+  std::mutex mutex;
+  std::deque<std::pair<std::array<std::uint64_t, 2>, TimeSegmentation>> entries;
+};
+FitCache &fit_cache() {
+  static FitCache cache;
+  return cache;
+}
+
+} // namespace
+
+TimeSegmentation fit_segmentation(const FieldMap &field, std::span<const float> times, const SegmentationOptions &o) {
+  validate(o, times);
+  const std::array<std::uint64_t, 2> key = fit_key(field, times, o);
+  FitCache &cache = fit_cache();
+  {
+    const std::lock_guard lock(cache.mutex);
+    for (const auto &[k, s] : cache.entries)
+      if (k == key) return s;
+  }
+  TimeSegmentation s = mri::fit(field, times, o);
+  const std::lock_guard lock(cache.mutex);
+  cache.entries.emplace_front(key, s);
+  if (cache.entries.size() > kCachedFits) cache.entries.pop_back();
+  return s;
+}
+
+void make_segment_tables(TimeSegmentation &s, const FieldMap &field, std::span<const float> times) {
+  const std::size_t Ls = static_cast<std::size_t>(s.segments), J = s.fit_hz.size();
+  if (s.segments < 1 || s.centres.size() != Ls)
+    detail::invalid_argument("segmentation.segments", s.segments, "must be >= 1 with one centre each (fit_segmentation)");
+  if (s.projector.size() != Ls * J || (J == 0 && (s.interpolator != SegmentInterpolator::Hanning || s.segments < 2)))
+    detail::invalid_argument("segmentation.projector.size()", s.projector.size(),
+                             "must be segments x fit_hz.size() (fit_segmentation's)");
+  if (times.empty()) detail::invalid_argument("sample_times.size()", 0, "the tables need the samples' times");
+  const std::size_t M = times.size(), N = field.hz().size();
+  const std::vector<double> distinct = distinct_times(times);
   // b at each distinct time, then gathered per sample (readouts repeat their times).
   std::vector<cdouble> at_distinct(distinct.size() * Ls);
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < distinct.size(); ++i) {
-    interp.coefficients(distinct[i], at_distinct.data() + i * Ls);
-    const cdouble demodulation = std::polar(1.0, -kTwoPi * f0 * distinct[i]);
-    for (std::size_t l = 0; l < Ls; ++l) at_distinct[i * Ls + l] *= demodulation;
+#pragma omp parallel
+  {
+    std::vector<cdouble> e(J);
+#pragma omp for schedule(static)
+    for (std::size_t i = 0; i < distinct.size(); ++i) {
+      const double t = distinct[i];
+      cdouble *b = at_distinct.data() + i * Ls;
+      if (J > 0) {
+        for (std::size_t j = 0; j < J; ++j) e[j] = s.fit_hz[j] == 0 ? cdouble(1.0) : std::polar(1.0, -kTwoPi * s.fit_hz[j] * t);
+        for (std::size_t l = 0; l < Ls; ++l) {
+          cdouble acc = 0;
+          for (std::size_t j = 0; j < J; ++j) acc += s.projector[l * J + j] * e[j];
+          b[l] = acc;
+        }
+      } else {
+        const double dtau = s.centres[1] - s.centres[0];
+        for (std::size_t l = 0; l < Ls; ++l) {
+          const double u = (t - s.centres[l]) / dtau;
+          b[l] = std::abs(u) < 1 ? 0.5 * (1 + std::cos(std::numbers::pi * u)) : 0.0;
+        }
+      }
+      const cdouble demodulation = std::polar(1.0, -kTwoPi * s.reference_hz * t);
+      for (std::size_t l = 0; l < Ls; ++l) b[l] *= demodulation;
+    }
   }
   s.sample_coefficients.resize(Ls * M);
 #pragma omp parallel for schedule(static)
@@ -271,7 +432,12 @@ TimeSegmentation segment_field(const FieldMap &field, std::span<const float> tim
 #pragma omp parallel for schedule(static)
   for (std::size_t x = 0; x < N; ++x)
     for (std::size_t l = 0; l < Ls; ++l)
-      s.voxel_phases[l * N + x] = cfloat(std::polar(1.0, -kTwoPi * (field.hz()[x] - f0) * s.centres[l]));
+      s.voxel_phases[l * N + x] = cfloat(std::polar(1.0, -kTwoPi * (field.hz()[x] - s.reference_hz) * s.centres[l]));
+}
+
+TimeSegmentation segment_field(const FieldMap &field, std::span<const float> times, const SegmentationOptions &o) {
+  TimeSegmentation s = fit_segmentation(field, times, o);
+  make_segment_tables(s, field, times);
   return s;
 }
 
