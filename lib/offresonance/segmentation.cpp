@@ -329,7 +329,7 @@ public:
       word(w);
     }
     std::uint64_t tail = 0;
-    std::memcpy(&tail, p + i, bytes - i);
+    if (bytes > i) std::memcpy(&tail, p + i, bytes - i);
     word(tail);
   }
   void word(std::uint64_t w) {
