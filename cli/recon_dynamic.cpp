@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -74,27 +75,108 @@ nlohmann::json to_json(const FrameBinning &b) {
           {"signal", b.signal}};
 }
 
-// Each state registered to the reference (state 0, end-expiration): the field u with
-// x_s(v) = x_ref(v + u(v)) that MCIR's warps take (mri/mcir.hpp), estimated with the state fixed and
-// the reference moving; the reference's own field absent.
-std::vector<DisplacementField> register_states(const std::vector<Image> &states, const Grid &grid, Backend backend,
-                                               nlohmann::json &report) {
-  MotionOptions options;
-  options.backend = backend == Backend::Cuda ? Backend::Cuda : Backend::Cpu;
-  MotionEstimator estimator(grid, options);
-  const RealVolume reference = normalised_magnitude(states.front());
-  std::vector<DisplacementField> fields(states.size());
-  report = nlohmann::json::array();
-  for (std::size_t s = 1; s < states.size(); ++s) {
-    fields[s] = estimator.estimate(normalised_magnitude(states[s]), reference);
-    const MotionReport &r = estimator.report();
-    report.push_back(nlohmann::json{{"state", s},
-                                    {"total_ms", r.total_ms},
-                                    {"solver_cycles", r.solver_cycles},
-                                    {"solver_residual", r.solver_residual},
-                                    {"mean_jacobian", jacobian_stats(fields[s]).mean_det}});
+// The fields of --motion-fields-in (as --motion-fields writes them: states 1 .. N-1, each the field
+// u of x_s(v) = x_ref(v + u(v)); any of write_nifti_displacements' units), checked against the
+// reconstruction: its grid, one field per state after the reference, every value finite. State 0's
+// field absent, as reconstruct_motion_chain takes them.
+std::vector<DisplacementField> read_motion_fields(const std::string &path, const Grid &grid, int bins) {
+  NiftiDisplacements file;
+  try {
+    file = read_nifti_displacements(path);
+  } catch (const IoError &e) {
+    throw IoError(std::string("--motion-fields-in ") + e.what());
+  }
+  const auto size = [](const Grid &g) {
+    return std::to_string(g.nx()) + "x" + std::to_string(g.ny()) + "x" + std::to_string(g.nz());
+  };
+  const std::size_t expected = static_cast<std::size_t>(bins) - 1;
+  if (file.fields.size() != expected)
+    throw InvalidArgument("--motion-fields-in " + path + ": " + std::to_string(file.fields.size()) +
+                          " fields; --bins " + std::to_string(bins) + " needs " + std::to_string(expected) +
+                          " (states 1 to " + std::to_string(bins - 1) + ", each to state 0)");
+  const Grid &g = file.fields.front().grid();
+  if (g.extents() != grid.extents())
+    throw InvalidArgument("--motion-fields-in " + path + ": grid " + size(g) + " differs from the reconstruction grid " +
+                          size(grid));
+  std::vector<DisplacementField> fields(1); // state 0: absent
+  for (std::size_t f = 0; f < file.fields.size(); ++f) {
+    const DisplacementField &d = file.fields[f];
+    const std::pair<const char *, const RealVolume *> components[3] = {{"u", &d.u}, {"v", &d.v}, {"w", &d.w}};
+    for (const auto &[name, c] : components)
+      for (std::size_t i = 0; i < c->size(); ++i)
+        if (!std::isfinite((*c)[i]))
+          throw InvalidArgument("--motion-fields-in " + path + ": field " + std::to_string(f) + " (state " +
+                                std::to_string(f + 1) + ") " + name + "[" + std::to_string(i) + "] = " +
+                                std::to_string((*c)[i]) + ": fields must be finite");
+    DisplacementField &on_grid = fields.emplace_back(grid);
+    on_grid.u.values() = d.u.values();
+    on_grid.v.values() = d.v.values();
+    on_grid.w.values() = d.w.values();
   }
   return fields;
+}
+
+nlohmann::json motion_json(const MotionChainRound &round) {
+  nlohmann::json states = nlohmann::json::array();
+  for (std::size_t s = 0; s < round.motion.size(); ++s)
+    states.push_back(nlohmann::json{{"state", s + 1},
+                                    {"total_ms", round.motion[s].total_ms},
+                                    {"solver_cycles", round.motion[s].solver_cycles},
+                                    {"solver_residual", round.motion[s].solver_residual}});
+  return states;
+}
+
+nlohmann::json rounds_json(const MotionChainResult &r) {
+  nlohmann::json rounds = nlohmann::json::array();
+  for (std::size_t i = 0; i < r.rounds.size(); ++i) {
+    const MotionChainRound &round = r.rounds[i];
+    rounds.push_back(nlohmann::json{{"round", i + 1},
+                                    {"fields_given", round.fields_given},
+                                    {"mean_field_change", round.mean_field_change},
+                                    {"max_field_change", round.max_field_change},
+                                    {"mcir_residual", round.mcir_residual},
+                                    {"data_residual", round.data_residual},
+                                    {"mcir_iterations", round.mcir_iterations},
+                                    {"refine_seconds", round.refine_seconds},
+                                    {"motion_seconds", round.motion_seconds},
+                                    {"mcir_seconds", round.mcir_seconds},
+                                    {"motion", motion_json(round)}});
+  }
+  return rounds;
+}
+
+// --motion-correct: the chain (mri/mcir.hpp: the coil maps once, the states, their motion (or the
+// fields read), MCIR, --motion-rounds alternations). Returns the reference state's image.
+Image motion_corrected(const DynamicArgs &a, const std::vector<KSpaceData> &frames, const ReconInputs &in,
+                       const ReconOptions &options, const OutputOptions &output_options, bool quiet,
+                       nlohmann::json &report) {
+  MotionChainOptions chain;
+  if (!a.motion_fields_in.empty()) chain.fields = read_motion_fields(a.motion_fields_in, in.grid, a.bins);
+  chain.rounds = a.motion_rounds;
+  chain.refine_iterations = a.motion_refine;
+  MotionChainResult r = reconstruct_motion_chain(frames, in.grid, options, chain);
+  if (!quiet && !r.note.empty()) say("recon", "--motion-correct: " + r.note);
+  report["coils"] = {{"acquired_coils", r.coils.acquired_coils}, {"coils", r.coils.coils},
+                     {"coil_energy_kept", r.coils.coil_energy_kept}, {"maps", r.coils.maps},
+                     {"coil_seconds", r.coils.coil_seconds},
+                     {"note", "one coil step for the states and MCIR (the frames' and MCIR's reports say \"given\")"}};
+  report["frames"] = cli::to_json(r.states.report);
+  nlohmann::json motion = nlohmann::json::array();
+  for (const nlohmann::json &state : motion_json(r.rounds.front())) motion.push_back(state);
+  for (std::size_t s = 1; s < r.fields.size() && r.rounds.size() == 1 && !r.rounds.front().fields_given; ++s)
+    motion[s - 1]["mean_jacobian"] = jacobian_stats(r.fields[s]).mean_det;
+  report["motion"] = motion;
+  report["motion_rounds"] = rounds_json(r);
+  report["motion_best_round"] = r.best_round;
+  if (!a.motion_fields.empty())
+    write_nifti_displacements(a.motion_fields, std::vector<DisplacementField>(r.fields.begin() + 1, r.fields.end()),
+                              output_options.voxel_mm, DisplacementUnits::Voxels,
+                              nifti_identity_affine(in.grid, output_options.voxel_mm));
+  report["mcir"] = cli::to_json(r.mcir.report);
+  report["mcir"]["states"] = r.mcir.motion.states;
+  report["mcir"]["note"] = r.mcir.motion.note;
+  report["mcir"]["chain_note"] = r.note;
+  return std::move(r.mcir.image);
 }
 
 std::vector<Image> cropped(std::vector<Image> images, const ReconInputs &in) {
@@ -124,13 +206,28 @@ void add_dynamic_options(CLI::App &cmd, DynamicArgs &a) {
   cmd.add_flag("--motion-correct", a.motion_correct, "with --bins: register the states to end-expiration and "
                                                     "reconstruct that state from all the data (MCIR); writes one image");
   cmd.add_option("--motion-fields", a.motion_fields, "with --motion-correct: write the states' displacement fields "
-                                                     "(NIfTI displacement vectors, voxels)");
+                                                     "(NIfTI displacement vectors, voxels; the last round's)");
+  cmd.add_option("--motion-fields-in", a.motion_fields_in,
+                 "with --motion-correct: read the fields (as --motion-fields writes them: states 1..N-1 to state 0) "
+                 "instead of registering the states");
+  cmd.add_option("--motion-rounds", a.motion_rounds,
+                 "with --motion-correct: rounds of MCIR; each after the first warps the MCIR image to every state, "
+                 "refines it on the state's data, re-registers and reruns MCIR")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--motion-refine", a.motion_refine,
+                 "with --motion-rounds > 1: CG iterations refining each warped state on its data (0: the warp alone)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 void check_dynamic(const DynamicArgs &a) {
   if (a.bins > 0 && a.frames_spokes > 0) throw UsageError("--bins and --frames-spokes: give one of them");
   if (a.motion_correct && a.bins == 0) throw UsageError("--motion-correct needs --bins (respiratory states)");
   if (!a.motion_fields.empty() && !a.motion_correct) throw UsageError("--motion-fields needs --motion-correct");
+  if (!a.motion_fields_in.empty() && !a.motion_correct) throw UsageError("--motion-fields-in needs --motion-correct");
+  if (a.motion_rounds != 1 && !a.motion_correct) throw UsageError("--motion-rounds needs --motion-correct");
+  if (a.motion_refine != 3 && !a.motion_correct) throw UsageError("--motion-refine needs --motion-correct");
   if (a.frames_step > 0 && a.frames_spokes == 0) throw UsageError("--frames-step needs --frames-spokes");
 }
 
@@ -154,28 +251,12 @@ int run_dynamic(const DynamicArgs &a, ReconInputs &in, const ReconOptions &optio
   if (!quiet) say("recon", binning.note);
   const std::vector<KSpaceData> frames = split_frames(data, layout, binning);
   nlohmann::json report = {{"source", in.source}, {"binning", to_json(binning)}};
-  FramesResult states = reconstruct_frames(frames, in.grid, options);
-  report["frames"] = to_json(states.report);
   std::vector<Image> images;
   if (a.motion_correct) {
-    nlohmann::json motion;
-    const std::vector<DisplacementField> fields = register_states(states.frames, in.grid, states.report.backend, motion);
-    report["motion"] = motion;
-    if (!a.motion_fields.empty())
-      write_nifti_displacements(a.motion_fields, std::vector<DisplacementField>(fields.begin() + 1, fields.end()),
-                                output_options.voxel_mm, DisplacementUnits::Voxels,
-                                nifti_identity_affine(in.grid, output_options.voxel_mm));
-    ReconOptions mcir = options;
-    if (!mcir.solver.terms.empty()) {
-      mcir.solver.terms.clear(); // MCIR solves the l2 problem by CG in this build (mri/mcir.hpp)
-      if (!quiet) say("recon", "--motion-correct: the reference state by CG (the sparse terms applied to the states only)");
-    }
-    MotionCorrectedResult r = reconstruct_motion_corrected(frames, in.grid, fields, mcir);
-    report["mcir"] = to_json(r.report);
-    report["mcir"]["states"] = r.motion.states;
-    report["mcir"]["note"] = r.motion.note;
-    images.push_back(std::move(r.image));
+    images.push_back(motion_corrected(a, frames, in, options, output_options, quiet, report));
   } else {
+    FramesResult states = reconstruct_frames(frames, in.grid, options);
+    report["frames"] = to_json(states.report);
     images = std::move(states.frames);
   }
   images = cropped(std::move(images), in);

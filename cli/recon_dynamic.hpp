@@ -28,12 +28,16 @@ struct DynamicArgs {
   int readout_samples = 0;             // --readout-samples: samples per readout (BART inputs)
   bool motion_correct = false;         // --motion-correct
   std::string motion_fields;           // --motion-fields: write the fields (NIfTI displacement)
+  std::string motion_fields_in;        // --motion-fields-in: read the fields instead of estimating
+  int motion_rounds = 1;               // --motion-rounds: alternations of motion estimation and MCIR
+  int motion_refine = 3;               // --motion-refine: CG iterations refining W_s x on state s's data
   bool requested() const { return bins > 0 || frames_spokes > 0; }
 };
 
 void add_dynamic_options(CLI::App &cmd, DynamicArgs &args);
 // Throws UsageError for contradicting options (both --bins and --frames-spokes, --motion-correct
-// without --bins, --motion-fields without --motion-correct).
+// without --bins, --motion-fields, --motion-fields-in, --motion-rounds or --motion-refine without
+// --motion-correct).
 void check_dynamic(const DynamicArgs &args);
 
 // The whole chain on `inputs` (one acquisition: UsageError otherwise), the images to `outputs`,

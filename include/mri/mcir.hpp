@@ -22,9 +22,12 @@
 // is reentrant as reconstruct is on the CPU (each call builds its own operators).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "mri/coils.hpp"
+#include "mri/dynamic.hpp"
 #include "mri/image.hpp"
 #include "mri/kspace.hpp"
 #include "mri/motion.hpp"
@@ -125,5 +128,87 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
                                                    const std::vector<DisplacementField> &fields,
                                                    const ReconOptions &options = {},
                                                    const MotionCorrectionOptions &motion = {});
+
+// ---- The chain: states, motion, MCIR (docs/dynamic.md, "End to end") -----------------------
+
+struct MotionChainOptions {
+  // The CLG estimator that registers every state to the reference (state 0). backend = Auto: the
+  // backend the states' reconstruction ran on.
+  MotionOptions motion = [] {
+    MotionOptions m;
+    m.backend = Backend::Auto;
+    return m;
+  }();
+  MotionCorrectionOptions correction; // the warps (Jacobian weighting)
+  // Given fields (one per state, reference -> state s as reconstruct_motion_corrected takes them,
+  // the reference's absent or zero): round 1 uses them instead of registering the states. Empty:
+  // estimated.
+  std::vector<DisplacementField> fields;
+  // Alternating motion estimation and MCIR. Round 1: the fields (given, or the states registered to
+  // state 0's reconstruction), then MCIR. Each further round warps the last MCIR image x to every
+  // state (W_s x), refines that on the state's own data (refine_iterations CG iterations of its
+  // SENSE normal equations N_s x_s = b_s started from W_s x; 0: W_s x as it is, which carries no
+  // information beyond the last fields), registers the refined states to x (sharper than state 0's
+  // own reconstruction) and solves MCIR again with the new fields. >= 1; 1: no alternation.
+  // The alternation is no descent method: a round may fit the data worse than the one before
+  // (too many refinement iterations bring the states' undersampling artefacts into the
+  // registration). Each round's MCIR image is scored by its data fit with its fields,
+  // ||W^(1/2) (E x - y)|| / ||W^(1/2) y|| (MotionChainRound::data_residual: the model MCIR fits,
+  // on the same data every round), and the chain stops at the first round that does not lower it and
+  // returns the round that fits best (MotionChainResult::best_round). On the breathing koosh of
+  // tests/mcir and docs/dynamic.md a lower data residual went with a higher PSNR against the truth in
+  // every run measured.
+  int rounds = 1;
+  int refine_iterations = 3; // >= 0
+};
+
+// One round of the chain.
+struct MotionChainRound {
+  // The fields' change from the previous round (round 1: from zero), voxels: the mean and the
+  // largest over the moving states' voxels of |u_new - u_old|.
+  double mean_field_change = 0;
+  double max_field_change = 0;
+  double mcir_residual = 0; // MCIR's last relative CG residual ||b - A x|| / ||b||
+  // The MCIR image's data fit ||W^(1/2) (E x - y)|| / ||W^(1/2) y|| with this round's fields
+  // (E = [P_s F S_c W_s]; the same data every round, so rounds compare); NaN where MCIR ran on the
+  // device (the CPU's per-state operators are not kept there).
+  double data_residual = 0;
+  int mcir_iterations = 0;
+  bool fields_given = false;   // round 1 with MotionChainOptions::fields
+  double refine_seconds = 0;   // W_s x and its refinement on the states' data (rounds >= 2)
+  double motion_seconds = 0;   // registration of the states
+  double mcir_seconds = 0;
+  std::vector<MotionReport> motion; // per moving state (states 1 ..), empty when given
+};
+
+struct MotionChainResult {
+  FramesResult states;                  // the states' joint reconstruction (with the chain's maps)
+  std::vector<DisplacementField> fields; // the best round's (state 0 absent)
+  MotionCorrectedResult mcir;            // the best round's MCIR: the reference state from all data
+  std::vector<MotionChainRound> rounds;  // the rounds that ran (fewer than asked where one fit worse)
+  int best_round = 1;                    // 1-based: the round of fields and mcir
+  // The coil step, made once for both reconstructions: the maps both used (of the virtual coils
+  // where compressed; null: one coil without maps) and the compression both applied.
+  std::shared_ptr<const CoilSensitivities> maps;
+  std::optional<CoilCompression> compression;
+  ReconReport coils; // acquired_coils, coils, coil_energy_kept, maps and coil_seconds of that step
+  std::string note;  // what the chain dropped or moved (sparse terms, where the refinement ran)
+};
+
+// The chain on `states` (one KSpaceData per motion state, state 0 the reference): the coil maps
+// estimated (or checked) and the coils compressed once from all states' data, exactly as
+// reconstruct_frames and reconstruct_motion_corrected each would (both then take these maps: the
+// result equals reconstruct_motion_corrected with MotionChainResult::maps given on the compressed
+// states, tests/mcir); the states reconstructed jointly with options (sparse terms included);
+// the states registered to state 0 (fixed = state s, moving = state 0: the field MCIR takes) unless
+// fields are given; MCIR of state 0 by CG (sparse terms are not applied to MCIR in this build: the
+// note says so); then rounds - 1 alternations as MotionChainOptions says. Each state's F^H D and Q
+// for MCIR are computed once for all rounds on the CPU.
+// Throws what reconstruct_frames and reconstruct_motion_corrected throw, InvalidArgument for
+// rounds < 1 ("chain.rounds"), refine_iterations < 0, fewer than 2 states when fields are to be
+// estimated, and Unsupported for rounds > 1 with refine_iterations > 0 and backend = Cuda (the
+// refinement runs on the CPU in this build; backend = Auto runs it there and says so in the note).
+MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states, const Grid &grid,
+                                           const ReconOptions &options = {}, const MotionChainOptions &chain = {});
 
 } // namespace mri

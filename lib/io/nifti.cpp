@@ -323,4 +323,72 @@ NiftiVolume read_nifti(const std::filesystem::path &path) {
   return v;
 }
 
+namespace {
+
+DisplacementUnits displacement_units(const std::filesystem::path &path, const std::string &intent) {
+  for (DisplacementUnits u : {DisplacementUnits::Voxels, DisplacementUnits::Millimetres, DisplacementUnits::RasMillimetres})
+    if (intent == displacement_intent(u)) return u;
+  throw IoError(path.string() + ": intent_name \"" + intent +
+                "\": expected \"disp voxels ijk\", \"disp mm ijk\" or \"disp mm RAS\" (write_nifti_displacements)");
+}
+
+// The inverse of the written matrix m (displacement_matrix): voxels along i, j, k from the stored
+// components. Identity for voxels (the values copied, bitwise), diagonal for mm ijk.
+std::array<std::array<double, 3>, 3> component_inverse(const std::filesystem::path &path, DisplacementUnits units,
+                                                       const std::array<double, 3> &voxel_mm, const NiftiAffine &a) {
+  std::array<std::array<double, 3>, 3> r{};
+  if (units != DisplacementUnits::RasMillimetres) {
+    for (int c = 0; c < 3; ++c) r[c][c] = units == DisplacementUnits::Millimetres ? 1.0 / voxel_mm[c] : 1.0;
+    return r;
+  }
+  const double det = a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
+                     a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) + a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
+  if (!(std::abs(det) > 0) || !std::isfinite(det))
+    throw IoError(path.string() + ": the sform's 3x3 part is singular: RAS displacements cannot be turned into voxels");
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const int i1 = (j + 1) % 3, i2 = (j + 2) % 3, j1 = (i + 1) % 3, j2 = (i + 2) % 3;
+      r[i][j] = (a[i1][j1] * a[i2][j2] - a[i1][j2] * a[i2][j1]) / det; // adjugate / det
+    }
+  return r;
+}
+
+} // namespace
+
+NiftiDisplacements read_nifti_displacements(const std::filesystem::path &path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw IoError(path.string() + ": no such file");
+  quiet_nifti();
+  const NimPtr nim(nifti_image_read(path.c_str(), 0));
+  if (!nim) throw IoError(path.string() + ": not a readable NIfTI file");
+  if (nim->intent_code != NIFTI_INTENT_DISPVECT || nim->datatype != DT_FLOAT32 || nim->ndim != 5 || nim->dim[5] != 3)
+    throw IoError(path.string() + ": not displacement fields (intent code " + std::to_string(nim->intent_code) +
+                  ", datatype " + std::to_string(nim->datatype) + ", " + std::to_string(nim->ndim) +
+                  " dimensions; expected intent 1006, float32, dims (x, y, z, fields, 3))");
+  NiftiDisplacements out;
+  out.units = displacement_units(path, nim->intent_name);
+  for (int a = 0; a < 3; ++a) out.voxel_mm[a] = nim->pixdim[a + 1];
+  out.affine = rows(nim->sto_xyz);
+  const auto r = component_inverse(path, out.units, out.voxel_mm, out.affine);
+  nim->iname_offset = data_offset(path, *nim);
+  check_data_size(*nim, path);
+  const std::vector<float> f = read_floats(path, *nim);
+  const Grid grid(nim->dim[1], nim->dim[2], nim->dim[3]);
+  const auto n = static_cast<std::size_t>(grid.voxels()), count = static_cast<std::size_t>(nim->dim[4]);
+  for (std::size_t t = 0; t < count; ++t) {
+    DisplacementField &field = out.fields.emplace_back(grid);
+    RealVolume *along[3] = {&field.u, &field.v, &field.w};
+    const float *c[3] = {f.data() + t * n, f.data() + (count + t) * n, f.data() + (2 * count + t) * n};
+    for (int a = 0; a < 3; ++a) {
+      if (out.units == DisplacementUnits::Voxels) {
+        std::copy(c[a], c[a] + n, along[a]->data());
+        continue;
+      }
+      for (std::size_t i = 0; i < n; ++i)
+        (*along[a])[i] = static_cast<float>(r[a][0] * c[0][i] + r[a][1] * c[1][i] + r[a][2] * c[2][i]);
+    }
+  }
+  return out;
+}
+
 } // namespace mri

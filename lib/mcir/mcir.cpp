@@ -5,6 +5,7 @@
 // coil maps, and the regulariser's normal once outside the state sum; solved by the one
 // ConjugateGradient. Backend Cuda: the same equations solved on the device (solve_on_device below,
 // cuda/mcir/mcir_cuda.cu); Cpu: everything here.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -23,6 +24,7 @@
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_report.hpp"
+#include "mcir_cache.hpp"
 #include "sense/recon_coils.hpp"
 
 namespace mri {
@@ -163,8 +165,8 @@ class SenseToeplitzNormal {
 public:
   using Domain = Image;
   using Range = Image;
-  SenseToeplitzNormal(QOperator q, const CoilSensitivities *maps, const Grid &grid)
-      : q_(std::make_shared<QOperator>(std::move(q))), maps_(maps), coil_in_(grid), coil_out_(grid) {
+  SenseToeplitzNormal(std::shared_ptr<QOperator> q, const CoilSensitivities *maps, const Grid &grid)
+      : q_(std::move(q)), maps_(maps), coil_in_(grid), coil_out_(grid) {
     if (maps_)
       coils_.emplace(*maps_, Regularizer::None, 0.0);
   }
@@ -270,6 +272,15 @@ Image state_rhs(const KSpaceData &d, const Grid &grid, const CoilSensitivities *
   return rhs;
 }
 
+// ||W^(1/2) D||^2 over every coil's samples (W = 1 without weights).
+double weighted_energy(const KSpaceData &d) {
+  const std::size_t m = d.samples_per_coil();
+  double sum = 0;
+  for (std::size_t i = 0; i < d.samples().size(); ++i)
+    sum += (d.has_weights() ? d.weights()[i % m] : 1.0) * std::norm(cdouble(d.samples()[i]));
+  return sum;
+}
+
 // The solve on the CUDA backend (CudaBackend::solve_motion_corrected): b_s and, with the NUFFT, Q_s
 // computed here by the public operators on the device (their host results go up once); the warps,
 // the Toeplitz normals, the state sum and CG on the device.
@@ -313,6 +324,15 @@ Image solve_on_device(const std::vector<KSpaceData> &parts, const std::vector<Im
 MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
                                                    const std::vector<DisplacementField> &fields,
                                                    const ReconOptions &options, const MotionCorrectionOptions &motion) {
+  return detail::reconstruct_motion_corrected_cached(states, grid, fields, options, motion, nullptr);
+}
+
+namespace detail {
+
+MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpaceData> &states, const Grid &grid,
+                                                          const std::vector<DisplacementField> &fields,
+                                                          const ReconOptions &options,
+                                                          const MotionCorrectionOptions &motion, McirCpuCache *cache) {
   const auto t_start = Clock::now();
   validate_options(options);
   validate_states(states, grid);
@@ -383,34 +403,50 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
     return result;
   }
 
-  // b = sum_s W_s^H b_s.
+  // Each state's b_s and Q_s: made here, or the cache's from an earlier call on the same states.
+  McirCpuCache local;
+  McirCpuCache &states_cpu = cache ? *cache : local;
+  const bool cached = !states_cpu.rhs.empty();
+  if (cached && states_cpu.rhs.size() != parts.size())
+    detail::invalid_argument("cache.rhs.size()", states_cpu.rhs.size(), "was made for other states");
   t = Clock::now();
-  Image rhs = detail::announced_phase(resolved, "F^H D", NAN, [&] {
-    Image sum(grid), warped(grid);
+  if (!cached)
+    detail::announced_phase(resolved, "F^H D", NAN, [&] {
+      for (const KSpaceData &d : parts) {
+        states_cpu.rhs.push_back(state_rhs(d, grid, maps, nufft, nufft_options, op));
+        states_cpu.data_energy += weighted_energy(d);
+      }
+      return 0;
+    });
+  // b = sum_s W_s^H b_s.
+  Image rhs(grid);
+  {
+    Image warped(grid);
     for (std::size_t s = 0; s < parts.size(); ++s) {
-      const Image b = state_rhs(parts[s], grid, maps, nufft, nufft_options, op);
-      warps[s].adjoint(b, warped);
-      VectorOps<Image>::axpy(1.0, warped, sum);
+      warps[s].adjoint(states_cpu.rhs[s], warped);
+      VectorOps<Image>::axpy(1.0, warped, rhs);
     }
-    return sum;
-  });
+  }
   report.fhd_seconds = mc.rhs_seconds = seconds_since(t);
 
   // Q_s per state, and the normal operator sum_s W_s^H N_s W_s (+ lambda R^H R).
   t = Clock::now();
+  if (!cached)
+    detail::announced_phase(resolved, "Q", NAN, [&] {
+      for (const KSpaceData &d : parts)
+        states_cpu.q.push_back(std::make_shared<QOperator>(
+            nufft ? QOperator::from_q(grid, nufft_q(d.trajectory(), d.weights(), grid, nufft_options))
+                  : QOperator(d.trajectory(), d.weights(), grid, op)));
+      return 0;
+    });
+  states_cpu.maps = maps;
   double cg_warp_seconds = 0;
   using StateNormal = Chain<AdjointOf<TimedWarp>, Chain<SenseToeplitzNormal, TimedWarp>>;
-  std::vector<StateNormal> terms = detail::announced_phase(resolved, "Q", NAN, [&] {
-    std::vector<StateNormal> out;
-    for (std::size_t s = 0; s < parts.size(); ++s) {
-      const KSpaceData &d = parts[s];
-      QOperator q = nufft ? QOperator::from_q(grid, nufft_q(d.trajectory(), d.weights(), grid, nufft_options))
-                          : QOperator(d.trajectory(), d.weights(), grid, op);
-      const TimedWarp w(warps[s], &cg_warp_seconds);
-      out.push_back(chain(adjoint_of(w), chain(SenseToeplitzNormal(std::move(q), maps, grid), w)));
-    }
-    return out;
-  });
+  std::vector<StateNormal> terms;
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    const TimedWarp w(warps[s], &cg_warp_seconds);
+    terms.push_back(chain(adjoint_of(w), chain(SenseToeplitzNormal(states_cpu.q[s], maps, grid), w)));
+  }
   report.q_seconds = seconds_since(t);
   const auto normal = detail::regularized(StateSum<StateNormal>(std::move(terms), grid), options.solver.regularizer,
                                           options.solver.lambda, grid);
@@ -433,4 +469,40 @@ MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData>
   return result;
 }
 
+void validate_motion_fields(const std::vector<KSpaceData> &states, const Grid &grid,
+                            const std::vector<DisplacementField> &fields) {
+  validate_fields(states, grid, fields);
+}
+
+double mcir_data_residual(const McirCpuCache &cache, const std::vector<DisplacementField> &fields,
+                          const ImageWarpOptions &warp, const Image &x) {
+  const Grid &grid = x.grid();
+  double fit = cache.data_energy;
+  Image state(grid), normal_state(grid);
+  for (std::size_t s = 0; s < cache.rhs.size(); ++s) {
+    const bool moved = s < fields.size() && !absent(fields[s]);
+    if (moved) ImageWarp(fields[s], warp).forward(x, state);
+    const Image &p = moved ? state : x;
+    SenseToeplitzNormal(cache.q[s], cache.maps, grid).forward(p, normal_state);
+    fit += VectorOps<Image>::dot(p, normal_state).real() - 2 * VectorOps<Image>::dot(p, cache.rhs[s]).real();
+  }
+  return cache.data_energy > 0 ? std::sqrt(std::max(0.0, fit) / cache.data_energy) : 0.0;
+}
+
+Image refine_state(const McirCpuCache &cache, std::size_t s, const Image &start, int iterations, double &residual) {
+  // x_s = start + d, d from CG on N_s d = b_s - N_s start (the state's normal equations from start).
+  const Grid &grid = start.grid();
+  const SenseToeplitzNormal normal(cache.q.at(s), cache.maps, grid);
+  Image r(grid);
+  normal.forward(start, r);
+  VectorOps<Image>::xpay(cache.rhs[s], -1.0, r); // r = b_s - N_s start
+  ConjugateGradient<decltype(normal_equations(normal)), Image> cg(normal_equations(normal));
+  cg.set_max_iterations(iterations).set_tolerance(0);
+  Image x = cg.solve(r);
+  residual = cg.error();
+  VectorOps<Image>::axpy(1.0, start, x);
+  return x;
+}
+
+} // namespace detail
 } // namespace mri

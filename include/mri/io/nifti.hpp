@@ -74,6 +74,22 @@ void write_nifti_displacements(const std::filesystem::path &path, const std::vec
                                const std::array<double, 3> &voxel_mm, DisplacementUnits units,
                                const NiftiAffine &affine);
 
+// Displacement fields as write_nifti_displacements writes them (`mri motion --out`, `mri recon
+// --motion-fields`), back in voxels along the voxel axes i, j, k (DisplacementField's u, v, w): the
+// intent_name's units undone ("disp voxels ijk": the stored values, bitwise what was written;
+// "disp mm ijk": divided by the voxel sizes (pixdim); "disp mm RAS": the sform's 3x3 part inverted).
+struct NiftiDisplacements {
+  std::vector<DisplacementField> fields; // dims[3] fields on the grid (dims[0], dims[1], dims[2])
+  DisplacementUnits units = DisplacementUnits::Voxels; // as the file stored them
+  std::array<double, 3> voxel_mm{1, 1, 1};
+  NiftiAffine affine{}; // the sform
+};
+// Non-finite values are returned as they are (the caller names them: reconstruct_motion_corrected
+// refuses them). Throws IoError for a missing or unreadable file, a file that is not float32
+// displacement vectors (intent code 1006, 5 dimensions with dim 5 = 3), an intent_name other than
+// the three above, a singular RAS matrix, or dims the file cannot hold.
+NiftiDisplacements read_nifti_displacements(const std::filesystem::path &path);
+
 // Throws IoError for a missing or unreadable file, a datatype other than float32/complex64, dims
 // whose data the file cannot hold (checked before anything is allocated),
 // or more than 4 dimensions.
