@@ -202,6 +202,7 @@ public:
 
   void synchronize() const { MRI_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_))); }
   Image to_host(const DeviceImage &x) const { return x.to_host(); }
+  const CoilSensitivities *maps() const { return maps_; }
 
 private:
   // What the Toeplitz operator's construction spent outside Q, and the regulariser.

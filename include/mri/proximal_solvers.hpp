@@ -116,6 +116,15 @@ public:
     callback_ = std::move(cb);
     return *this;
   }
+  // L known beforehand (the first solve's initial_lipschitz() on the same normal operator, kept
+  // beside Q: ReconOptions::q_cache_dir): each solve starts from it instead of the power
+  // iteration. 0 (the default): estimate it.
+  ProximalSolver &set_lipschitz(double lipschitz) {
+    if (!(lipschitz >= 0) || !std::isfinite(lipschitz))
+      detail::invalid_argument("lipschitz", lipschitz, "must be finite and >= 0 (0: estimate it)");
+    given_lipschitz_ = lipschitz;
+    return *this;
+  }
 
   // Solves from x = 0. data_energy: 0.5 ||y||_W^2, the objective's constant (0: objectives are
   // reported less that constant).
@@ -140,6 +149,15 @@ public:
   int iterations() const { return iterations_; }
   CgStatus info() const { return status_; }
   double lipschitz() const { return lipschitz_; } // L, the largest eigenvalue of N
+  // L as the last solve started (the power iteration's estimate with its margin, or the given
+  // one), before FISTA's step check raised it: what a cache keeps, so that a solve started from
+  // it repeats the first bit for bit. 0 when the power iteration found no curvature (zero data:
+  // the stand-in L = 1 is no estimate of N).
+  double initial_lipschitz() const { return initial_lipschitz_; }
+  // The power iterations the resolved algorithm runs for L (a cached L is keyed by them).
+  int power_iterations() const {
+    return algorithm_ == ProximalAlgorithm::Fista ? settings_.fista_power_iterations : settings_.power_iterations;
+  }
   double step() const { return step_; }           // 1/L (Fista, PrimalDual's tau); ADMM's rho L
   int rejected_steps() const { return rejected_; } // Fista's monotone safeguard
   int step_raises() const { return step_raises_; }  // Fista's step check raised L
@@ -154,7 +172,7 @@ private:
     changes_.clear();
     iterations_ = rejected_ = step_raises_ = 0;
     status_ = CgStatus::NotRun;
-    lipschitz_ = step_ = 0;
+    lipschitz_ = initial_lipschitz_ = step_ = 0;
   }
   void make_terms(const Vec &like) {
     terms_.clear();
@@ -210,6 +228,10 @@ private:
   // underestimate (it converges from below).
   static constexpr double kLipschitzMargin = 1.02;
   void estimate_lipschitz(const Vec &b, int iterations) {
+    if (given_lipschitz_ > 0) {
+      lipschitz_ = initial_lipschitz_ = given_lipschitz_;
+      return;
+    }
     Vec v = Ops::like(b), nv = Ops::like(b);
     Ops::copy(b, v);
     double rayleigh = 0;
@@ -221,7 +243,9 @@ private:
       rayleigh = Ops::dot(v, nv).real();
       std::swap(v, nv);
     }
-    lipschitz_ = rayleigh > 0 && std::isfinite(rayleigh) ? kLipschitzMargin * rayleigh : 1.0;
+    const bool found = rayleigh > 0 && std::isfinite(rayleigh);
+    lipschitz_ = found ? kLipschitzMargin * rayleigh : 1.0;
+    initial_lipschitz_ = found ? lipschitz_ : 0.0;
   }
 
   void fista(const Vec &b, Vec &x) {
@@ -459,6 +483,7 @@ private:
   double tolerance_ = 0;
   Callback callback_;
   double data_energy_ = 0, lipschitz_ = 0, step_ = 0;
+  double given_lipschitz_ = 0, initial_lipschitz_ = 0;
   std::vector<double> objective_, changes_;
   int iterations_ = 0, rejected_ = 0, step_raises_ = 0;
   CgStatus status_ = CgStatus::NotRun;

@@ -270,6 +270,7 @@ struct ReconReport {
   std::vector<double> objective; // proximal: the objective before the first and after each iteration
   double step = 0;               // proximal: 1/L (fista, primal-dual's tau) or ADMM's rho L
   double lipschitz = 0;          // proximal: L, the normal operator's largest eigenvalue (power iteration)
+  bool lipschitz_cached = false; // proximal: L read from the entry beside Q's (q_cache_dir): no power iteration
   int rejected_steps = 0;        // fista: iterations its monotone safeguard rejected
   int step_raises = 0;           // fista: steps whose curvature raised L (its step check)
   double data_scale = 1;         // proximal: the factor the data were scaled by (DataScaling)

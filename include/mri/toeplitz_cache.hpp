@@ -23,6 +23,14 @@
 // processes: the last rename wins, both wrote the same bytes). A killed writer may leave a
 // "<entry>.tmp.<pid>.<n>" file behind that no reader opens.
 //
+// The proximal solvers' step (docs/sparse.md) comes from L, the largest eigenvalue of the normal
+// operator N = sum_c S_c^H F^H W F S_c + lambda R^H R, by a power iteration: it is kept beside Q
+// as well (lipschitz-<key>.mril, the same write and reject rules), so that a second solve with the
+// same Q, maps, l2 term, backend and power-iteration count skips it (ReconReport::lipschitz_cached).
+// What is kept is the first solve's estimate (ProximalSolver::initial_lipschitz): a solve of the
+// same data starts from the same L and repeats the first bit for bit; one of other data starts
+// from that estimate of the same eigenvalue instead of its own.
+//
 // Thread safety: every function here may be called concurrently from any number of threads and
 // processes, for the same entry too.
 #include <array>
@@ -33,7 +41,9 @@
 #include <vector>
 
 #include "mri/grid.hpp"
+#include "mri/image.hpp"
 #include "mri/options.hpp"
+#include "mri/regularizer.hpp"
 #include "mri/trajectory.hpp"
 
 namespace mri {
@@ -66,5 +76,21 @@ void save_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCac
 // checksum mismatch.
 std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key,
                                           const Grid &grid);
+
+// The key of L for the normal operator on Q's entry `q`: the coil maps' values (empty: one coil
+// without maps), the l2 term (regularizer, lambda), the backend (its rounding moves the estimate)
+// and the power iterations of the estimate. Any change of these gives a different key.
+ToeplitzCacheKey lipschitz_cache_key(const ToeplitzCacheKey &q, std::span<const cfloat> maps, Regularizer regularizer,
+                                     double lambda, Backend backend, int power_iterations);
+
+// <dir>/lipschitz-<key.hex()>.mril
+std::filesystem::path lipschitz_cache_file(const std::filesystem::path &dir, const ToeplitzCacheKey &key);
+
+// Writes L (finite, > 0, else InvalidArgument); IoError when the file cannot be written.
+void save_lipschitz(const std::filesystem::path &file, const ToeplitzCacheKey &key, double lipschitz);
+
+// Reads L written for exactly `key`. Throws IoError naming the file and the reason (missing,
+// truncated, not an L file, another format version or key, checksum mismatch).
+double load_lipschitz(const std::filesystem::path &file, const ToeplitzCacheKey &key);
 
 } // namespace mri

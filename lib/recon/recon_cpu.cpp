@@ -77,6 +77,7 @@ public:
 
   const Image &to_host(const Image &x) const { return x; }
   Image to_host(Image &&x) const { return std::move(x); }
+  const CoilSensitivities *maps() const { return maps_; }
 
 private:
   template <class N, class F> ReconResult with_data_normal(const Image &like, N data_normal, F &f) {

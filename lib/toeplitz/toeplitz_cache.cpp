@@ -114,10 +114,11 @@ int write_all(int fd, const void *data, std::size_t n) {
 // The temporary file, complete and on disk (fsync) before the rename makes it the entry: a
 // crash or SIGKILL at any point leaves either the old entry, no entry, or the whole new one,
 // plus at worst a stray "*.tmp.*" file that no reader opens.
-void write_durably(const std::filesystem::path &tmp, const Header &h, std::span<const float> payload) {
+void write_durably(const std::filesystem::path &tmp, const void *header, std::size_t header_bytes,
+                   std::span<const float> payload) {
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) write_failed(tmp, "creating", errno);
-  int error = write_all(fd, &h, sizeof h);
+  int error = write_all(fd, header, header_bytes);
   if (error == 0) error = write_all(fd, payload.data(), payload.size_bytes());
   const char *step = "writing";
   if (error == 0 && ::fsync(fd) != 0) {
@@ -144,12 +145,55 @@ void sync_directory(const std::filesystem::path &dir) {
   ::close(fd);
 }
 
+// The entry written under a unique temporary name in the same directory (rename is atomic only
+// within one file system: concurrent writers of one entry, in threads or processes, never share
+// a file), then renamed into place.
+void write_entry(const std::filesystem::path &file, const void *header, std::size_t header_bytes,
+                 std::span<const float> payload) {
+  std::error_code ec;
+  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
+  if (ec) throw IoError("Toeplitz cache: cannot create " + file.parent_path().string() + ": " + ec.message());
+  std::filesystem::path tmp = file;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
+  write_durably(tmp, header, header_bytes, payload);
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    const int error = errno;
+    std::filesystem::remove(tmp, ec);
+    write_failed(file, "renaming into", error);
+  }
+  sync_directory(file.parent_path());
+}
+
 std::string grid_string(const std::int64_t *e) {
   return std::to_string(e[0]) + "x" + std::to_string(e[1]) + "x" + std::to_string(e[2]);
 }
 
 [[noreturn]] void reject(const std::filesystem::path &file, const std::string &why) {
   throw IoError("Toeplitz cache file " + file.string() + " rejected: " + why);
+}
+
+// An L entry: the header alone, the value in it.
+constexpr char kLipschitzMagic[8] = {'M', 'R', 'I', 'L', 'I', 'P', 'S', 'C'};
+constexpr std::uint32_t kLipschitzVersion = 1;
+// What the L key hashes; changing the power iteration's definition (its start, its margin) bumps this.
+constexpr std::uint64_t kLipschitzDefinition = 0x4c'6970'7363'0001ULL; // "L ipsc" v1
+
+struct LipschitzEntry {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_bytes;
+  std::uint64_t key[2];
+  std::uint64_t samples;
+  double lipschitz;
+  std::uint64_t checksum; // entry_checksum-style: the entry with this field 0
+};
+static_assert(sizeof(LipschitzEntry) == 56, "the entry is written as raw bytes: no padding");
+
+std::uint64_t lipschitz_checksum(LipschitzEntry e) {
+  e.checksum = 0;
+  Hasher hasher(0x4c697073ULL);
+  hasher.bytes(&e, sizeof e);
+  return hasher.finish()[0];
 }
 
 } // namespace
@@ -214,20 +258,7 @@ void save_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCac
   h.count = spectrum.size();
   h.checksum = entry_checksum(h, spectrum);
 
-  std::error_code ec;
-  if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-  if (ec) throw IoError("Toeplitz cache: cannot create " + file.parent_path().string() + ": " + ec.message());
-  // A unique temporary name in the same directory (rename is atomic only within one file
-  // system): concurrent writers of one entry, in threads or processes, never share a file.
-  std::filesystem::path tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(std::random_device{}());
-  write_durably(tmp, h, spectrum);
-  if (::rename(tmp.c_str(), file.c_str()) != 0) {
-    const int error = errno;
-    std::filesystem::remove(tmp, ec);
-    write_failed(file, "renaming into", error);
-  }
-  sync_directory(file.parent_path());
+  write_entry(file, &h, sizeof h, spectrum);
 }
 
 std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, const ToeplitzCacheKey &key,
@@ -263,6 +294,63 @@ std::vector<float> load_toeplitz_spectrum(const std::filesystem::path &file, con
   if (in.peek() != std::ifstream::traits_type::eof()) reject(file, "trailing bytes after the payload");
   if (entry_checksum(h, spectrum) != h.checksum) reject(file, "checksum mismatch (corrupt file)");
   return spectrum; // finite: save refuses anything else and the checksum vouches for the bytes
+}
+
+ToeplitzCacheKey lipschitz_cache_key(const ToeplitzCacheKey &q, std::span<const cfloat> maps, Regularizer regularizer,
+                                     double lambda, Backend backend, int power_iterations) {
+  Hasher h(kLipschitzDefinition);
+  h.value(q.hash[0]);
+  h.value(q.hash[1]);
+  h.value(q.samples);
+  h.value(std::uint64_t{0x6d617073}); // "maps"
+  h.value(static_cast<std::uint64_t>(maps.size()));
+  h.bytes(maps.data(), maps.size_bytes());
+  h.value(static_cast<std::int32_t>(regularizer));
+  h.value(std::bit_cast<std::uint64_t>(lambda));
+  h.value(static_cast<std::int32_t>(backend));
+  h.value(static_cast<std::int32_t>(power_iterations));
+  ToeplitzCacheKey key;
+  key.hash = h.finish();
+  key.samples = q.samples;
+  return key;
+}
+
+std::filesystem::path lipschitz_cache_file(const std::filesystem::path &dir, const ToeplitzCacheKey &key) {
+  return dir / ("lipschitz-" + key.hex() + ".mril");
+}
+
+void save_lipschitz(const std::filesystem::path &file, const ToeplitzCacheKey &key, double lipschitz) {
+  if (!(lipschitz > 0) || !std::isfinite(lipschitz))
+    detail::invalid_argument("lipschitz", lipschitz, "must be finite and > 0 (not cached)");
+  LipschitzEntry e{};
+  std::memcpy(e.magic, kLipschitzMagic, sizeof kLipschitzMagic);
+  e.version = kLipschitzVersion;
+  e.header_bytes = sizeof(LipschitzEntry);
+  e.key[0] = key.hash[0];
+  e.key[1] = key.hash[1];
+  e.samples = key.samples;
+  e.lipschitz = lipschitz;
+  e.checksum = lipschitz_checksum(e);
+  write_entry(file, &e, sizeof e, {});
+}
+
+double load_lipschitz(const std::filesystem::path &file, const ToeplitzCacheKey &key) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError("Toeplitz cache file " + file.string() + " not found or not readable");
+  LipschitzEntry e{};
+  in.read(reinterpret_cast<char *>(&e), sizeof e);
+  if (in.gcount() != static_cast<std::streamsize>(sizeof e)) reject(file, "truncated entry");
+  if (std::memcmp(e.magic, kLipschitzMagic, sizeof kLipschitzMagic) != 0) reject(file, "not an L file (bad magic)");
+  if (e.version != kLipschitzVersion || e.header_bytes != sizeof(LipschitzEntry))
+    reject(file, "format version " + std::to_string(e.version) + ", this build reads " +
+                     std::to_string(kLipschitzVersion));
+  if (e.key[0] != key.hash[0] || e.key[1] != key.hash[1] || e.samples != key.samples)
+    reject(file, "written for another operator (key " + ToeplitzCacheKey{{e.key[0], e.key[1]}, e.samples}.hex() +
+                     ", expected " + key.hex() + ")");
+  if (in.peek() != std::ifstream::traits_type::eof()) reject(file, "trailing bytes after the entry");
+  if (lipschitz_checksum(e) != e.checksum) reject(file, "checksum mismatch (corrupt file)");
+  if (!(e.lipschitz > 0) || !std::isfinite(e.lipschitz)) reject(file, "L is not finite and positive");
+  return e.lipschitz;
 }
 
 } // namespace mri

@@ -23,12 +23,19 @@
 //   template <class F> ReconResult with_normal(const Vec &like, F &&f);  f(the CG's operator)
 //   void synchronize() const;                         the solver's work done (GPU: its stream)
 //   Image to_host(const Vec &) const;                 (the CPU: the image itself, and moved out of a Vec &&)
+// and optionally
+//   const CoilSensitivities *maps() const;            the maps of a normal operator that is Q's SENSE
+//                                                     normal (+ l2) alone (null: one coil without maps):
+//                                                     its L is cached beside Q (mri/toeplitz_cache.hpp).
+//                                                     Steps whose normal holds more (a field map) leave it out.
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <utility>
 
+#include "mri/coils.hpp"
 #include "mri/conjugate_gradient.hpp"
 #include "mri/proximal_solvers.hpp"
 #include "mri/reconstruct.hpp"
@@ -85,11 +92,51 @@ template <class Solver> void record_proximal(ReconReport &report, const Solver &
   report.step_raises = solver.step_raises();
 }
 
+// Steps whose normal operator is Q's SENSE normal (+ l2) alone: they give its maps (see the top).
+template <class Steps> concept StepsWithMaps = requires(const Steps &s) { s.maps(); };
+
+// L beside Q (mri/toeplitz_cache.hpp): the entry of this normal operator and solver, if it holds
+// one (report.lipschitz_cached; an unreadable entry is ignored: the solver estimates L again).
+struct LipschitzEntryPath {
+  ToeplitzCacheKey key;
+  std::filesystem::path file;
+};
+template <class Solver>
+std::optional<LipschitzEntryPath> lipschitz_from_cache(Solver &solver, const ToeplitzCacheKey *q_key,
+                                                       const CoilSensitivities *maps, const ReconOptions &o,
+                                                       ReconReport &report) {
+  if (!q_key) return std::nullopt;
+  const std::span<const cfloat> values = maps ? std::span<const cfloat>(maps->values()) : std::span<const cfloat>{};
+  LipschitzEntryPath entry;
+  entry.key = lipschitz_cache_key(*q_key, values, o.solver.regularizer, o.solver.lambda, report.backend,
+                                  solver.power_iterations());
+  entry.file = lipschitz_cache_file(o.q_cache_dir, entry.key);
+  if (std::filesystem::exists(entry.file)) try {
+      solver.set_lipschitz(load_lipschitz(entry.file, entry.key));
+      report.lipschitz_cached = true;
+    } catch (const IoError &) {
+    }
+  return entry;
+}
+// The solve's own estimate of L stored for the next (a failure to store is said in
+// q_cache_message; the image stands).
+template <class Solver>
+void store_lipschitz(const std::optional<LipschitzEntryPath> &entry, const Solver &solver, ReconReport &report) {
+  if (!entry || report.lipschitz_cached || !(solver.initial_lipschitz() > 0)) return;
+  try {
+    save_lipschitz(entry->file, entry->key, solver.initial_lipschitz());
+  } catch (const IoError &e) {
+    report.q_cache_message += (report.q_cache_message.empty() ? "" : "; ") + std::string(e.what());
+  }
+}
+
 // The solver phase with sparse terms: the data scaled (ReconOptions::solver.scaling), the
-// proximal solver on the normal operator CG would have had, the image scaled back.
+// proximal solver on the normal operator CG would have had (its L from the cache beside Q when
+// q_key is given and an entry exists), the image scaled back.
 template <class Steps, class Vec>
 ReconResult drive_proximal(Steps &steps, const Vec &rhs, const KSpaceData &data, const Grid &grid,
-                           const ReconOptions &o, ReconReport &report, ReconClock::time_point t_start) {
+                           const ReconOptions &o, ReconReport &report, ReconClock::time_point t_start,
+                           const ToeplitzCacheKey *q_key) {
   using Ops = VectorOps<Vec>;
   const double scale = o.solver.scaling == DataScaling::Bart ? bart_data_scale(steps.to_host(rhs).values()) : 1.0;
   report.data_scale = scale;
@@ -101,6 +148,9 @@ ReconResult drive_proximal(Steps &steps, const Vec &rhs, const KSpaceData &data,
   return steps.with_normal(b, [&](auto normal) {
     ProximalSolver<decltype(normal), Vec> solver(std::move(normal), grid, o.solver.terms, o.solver.proximal);
     solver.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);
+    const CoilSensitivities *maps = nullptr;
+    if constexpr (StepsWithMaps<Steps>) maps = steps.maps();
+    const std::optional<LipschitzEntryPath> cached_l = lipschitz_from_cache(solver, q_key, maps, o, report);
     const auto unscaled = [&](const Vec &x) {
       Image image = steps.to_host(x);
       for (cfloat &v : image.values()) v /= static_cast<float>(scale);
@@ -118,6 +168,7 @@ ReconResult drive_proximal(Steps &steps, const Vec &rhs, const KSpaceData &data,
     });
     Image image = in_phase(report, &ReconReport::transfer_seconds, [&] { return unscaled(x); });
     record_proximal(report, solver);
+    store_lipschitz(cached_l, solver, report);
     report.total_seconds = std::chrono::duration<double>(ReconClock::now() - t_start).count();
     return ReconResult{std::move(image), std::move(report)};
   });
@@ -161,7 +212,10 @@ ReconResult drive_reconstruction(Steps &steps, const KSpaceData &data, const Gri
   else
     compute_q();
 
-  if (!o.solver.terms.empty()) return drive_proximal(steps, rhs, data, grid, o, report, t_start);
+  if (!o.solver.terms.empty()) {
+    const bool cache_lipschitz = StepsWithMaps<Steps> && use_cache;
+    return drive_proximal(steps, rhs, data, grid, o, report, t_start, cache_lipschitz ? &key : nullptr);
+  }
   return steps.with_normal(rhs, [&](auto normal) {
     ConjugateGradient<decltype(normal), Vec> cg(std::move(normal));
     cg.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);

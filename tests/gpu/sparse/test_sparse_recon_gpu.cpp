@@ -83,3 +83,24 @@ TEST_CASE("gpu sparse reconstruct: 3D TV with SENSE-free koosh data matches the 
   // doubles rho an iteration apart (2.6e-3 seen on an H100), still far from a wrong kernel's O(1).
   CHECK(test::relative_error(gpu.image, cpu.image) < 5e-3);
 }
+
+TEST_CASE("gpu sparse reconstruct: L read from the cache beside Q repeats the first solve bit for bit",
+          "[gpu][sparse][reconstruct][cache]") {
+  const Grid grid(64, 64);
+  const KSpaceData data = radial_data(grid, 24);
+  test::TempDir dir("lipschitz-gpu");
+  ReconOptions o = sparse_options(Backend::Cuda, Case{SparsePenalty::L1Wavelet, ProximalAlgorithm::Fista});
+  o.q_cache_dir = dir.path();
+  const ReconResult first = reconstruct(data, grid, o);
+  const ReconResult second = reconstruct(data, grid, o);
+  CHECK_FALSE(first.report.lipschitz_cached);
+  CHECK(second.report.lipschitz_cached);
+  CHECK(second.report.lipschitz == first.report.lipschitz);
+  // The same L, so the same iterates: bit for bit where every device kernel of the solve is
+  // deterministic (the reductions are); 1e-6 leaves room for an atomic sum elsewhere, far below
+  // what another L does after 20 iterations.
+  CHECK(test::relative_error(second.image, first.image) < 1e-6);
+  // The CPU's rounding gives another estimate: its own entry (the backend is in the key).
+  o.backend = Backend::Cpu;
+  CHECK_FALSE(reconstruct(data, grid, o).report.lipschitz_cached);
+}
