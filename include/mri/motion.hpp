@@ -137,7 +137,6 @@ struct MotionReport {
   std::int64_t solver_cycles = 0; // multigrid: V-cycles over all levels and warps (0 otherwise)
   // The largest relative Euler-Lagrange residual ||b - A w|| / ||b|| (MotionOptions::tolerance)
   // left by any warp's solve at any pyramid level, for every solver (0 where b = 0 and w = 0).
-  // NaN where the backend does not compute it (CUDA).
   double solver_residual = 0;
   // Multigrid: the warps' solves whose V-cycles stalled or diverged (a cycle that left 0.9 of the
   // residual or more) and that conjugate gradients preconditioned by the symmetric V-cycle

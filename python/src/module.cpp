@@ -181,6 +181,8 @@ py::dict motion_report(const MotionReport &r) {
   d["solver_sweeps"] = r.solver_sweeps;
   d["solver_cycles"] = r.solver_cycles;
   d["solver_residual"] = r.solver_residual;
+  d["solver_switches"] = r.solver_switches;
+  d["solver_nonfinite"] = r.solver_nonfinite;
   d["backend"] = to_string(r.backend);
   return d;
 }
