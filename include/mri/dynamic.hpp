@@ -35,7 +35,8 @@ struct FramesResult {
 // (validate with the frame count: TV along the frames needs 2 frames), and every option
 // reconstruct refuses; Unsupported where reconstruct is (no usable GPU for backend = cuda) and for
 // what this build does not run on frames: an off-resonance field map, locally low rank on the GPU
-// (backend = auto then runs on the CPU and says so in backend_note). On the GPU every frame's
+// with more than 32 frames (cuSOLVER's batched eigensolver; backend = auto then runs on the CPU
+// and says so in backend_note). On the GPU every frame's
 // operators are on the device at once: F^H D, the Toeplitz kernel and its coil batches per frame
 // (the memory check is per frame: ReconReport::device_bytes is one frame's). options.on_iteration is not called (its argument is one image); on_phase is, per phase of
 // the whole series.
