@@ -206,8 +206,9 @@ struct MotionChainResult {
 // for MCIR are computed once for all rounds on the CPU.
 // Throws what reconstruct_frames and reconstruct_motion_corrected throw, InvalidArgument for
 // rounds < 1 ("chain.rounds"), refine_iterations < 0, fewer than 2 states when fields are to be
-// estimated, and Unsupported for rounds > 1 with refine_iterations > 0 and backend = Cuda (the
-// refinement runs on the CPU in this build; backend = Auto runs it there and says so in the note).
+// estimated, and Unsupported for rounds > 1 with refine_iterations > 0 where the backend is Cuda
+// (asked, or Auto with a usable GPU): the refinement needs the CPU MCIR's per-state b_s and Q_s,
+// which the device solve does not keep (refine_iterations = 0 runs on either backend).
 MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states, const Grid &grid,
                                            const ReconOptions &options = {}, const MotionChainOptions &chain = {});
 
