@@ -42,6 +42,7 @@ nlohmann::json to_json(const ReconReport &r) {
           {"objective", r.objective},
           {"step", r.step},
           {"lipschitz", r.lipschitz},
+          {"lipschitz_cached", r.lipschitz_cached},
           {"rejected_steps", r.rejected_steps},
           {"step_raises", r.step_raises},
           {"data_scale", r.data_scale},

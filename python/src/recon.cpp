@@ -192,6 +192,7 @@ py::dict report_dict(const ReconReport &r) {
   d["objective"] = r.objective;
   d["step"] = r.step;
   d["lipschitz"] = r.lipschitz;
+  d["lipschitz_cached"] = r.lipschitz_cached;
   d["rejected_steps"] = r.rejected_steps;
   d["step_raises"] = r.step_raises;
   d["data_scale"] = r.data_scale;

@@ -82,6 +82,17 @@ def test_sparse_terms_by_bart_spec_and_dict(radial_data):
     assert t["solver"] == "primal-dual" and t["lipschitz"] > 0
 
 
+def test_lipschitz_estimate_cached_beside_q(radial_data, tmp_path):
+    # With q_cache_dir the power iteration's L is kept beside Q (mri/toeplitz_cache.hpp): the
+    # second solve reads it and repeats the first bit for bit.
+    matrix, points, kspace = radial_data
+    options = dict(iterations=5, backend="cpu", normal="toeplitz", terms=["W:3:0:0.001"], q_cache_dir=str(tmp_path))
+    first, r1 = mri.reconstruct(points, kspace, matrix, **options)
+    second, r2 = mri.reconstruct(points, kspace, matrix, **options)
+    assert not r1["lipschitz_cached"] and r2["lipschitz_cached"]
+    assert r2["lipschitz"] == r1["lipschitz"] and np.array_equal(first, second)
+
+
 def test_bad_options_name_themselves(radial_data):
     matrix, points, kspace = radial_data
     with pytest.raises(TypeError, match="unexpected keyword argument 'itterations'"):
