@@ -117,6 +117,27 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A block of zeros (a region a previous shrink zeroed) has G = 0: its eigen-decomposition is given
+// here rather than asked of the Jacobi solver, whose convergence test is relative to ||G||. G of
+// such a block becomes I (eigenvectors I, converged at once); zero_block_values then sets its
+// eigenvalues to 0. A Gram's trace is 0 exactly when the block is (its diagonal sums |B|^2).
+__global__ void identity_for_zero_blocks(cuDoubleComplex *gram, int F, int count, int *zero) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= count) return;
+  cuDoubleComplex *g = gram + static_cast<long long>(b) * F * F;
+  double trace = 0;
+  for (int i = 0; i < F; ++i) trace += cuCreal(g[i + i * F]);
+  zero[b] = trace == 0;
+  if (trace != 0) return;
+  for (int e = 0; e < F * F; ++e) g[e] = make_cuDoubleComplex(e % F == e / F ? 1 : 0, 0);
+}
+
+__global__ void zero_block_values(double *values, int F, int count, const int *zero) {
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= count || !zero[b]) return;
+  for (int i = 0; i < F; ++i) values[static_cast<long long>(b) * F + i] = 0;
+}
+
 // One frame: G is 1 x 1, its own eigenvalue with eigenvector 1 (no eigensolver needed).
 __global__ void scalar_eigen_kernel(cuDoubleComplex *gram, double *values, int *info, int count) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
@@ -263,6 +284,7 @@ public:
     gram_.grow(static_cast<std::size_t>(chunk_) * frames * frames);
     values_.grow(static_cast<std::size_t>(chunk_) * frames);
     info_.grow(static_cast<std::size_t>(chunk_));
+    zero_.grow(static_cast<std::size_t>(chunk_));
     norms_.grow(static_cast<std::size_t>(blocks_) + 1); // + 1: the sum
     if (frames_ > 1) make_solver();
   }
@@ -331,6 +353,15 @@ private:
   }
 
   void eigen(int count, cusolverEigMode_t mode, cudaStream_t stream) {
+    const int grid = (count + kThreads - 1) / kThreads;
+    identity_for_zero_blocks<<<grid, kThreads, 0, stream>>>(gram_.get(), frames_, count, zero_.get());
+    check_launch();
+    solve_eigen(count, mode, stream);
+    zero_block_values<<<grid, kThreads, 0, stream>>>(values_.get(), frames_, count, zero_.get());
+    check_launch();
+  }
+
+  void solve_eigen(int count, cusolverEigMode_t mode, cudaStream_t stream) {
     if (frames_ == 1) {
       scalar_eigen_kernel<<<(count + kThreads - 1) / kThreads, kThreads, 0, stream>>>(gram_.get(), values_.get(),
                                                                                       info_.get(), count);
@@ -400,7 +431,7 @@ private:
   int chunk_ = 1;
   detail::DeviceBuffer<cuDoubleComplex> gram_, work_;
   detail::DeviceBuffer<double> values_, norms_;
-  detail::DeviceBuffer<int> info_;
+  detail::DeviceBuffer<int> info_, zero_; // zero_: the chunk's all-zero blocks
   int lwork_ = 0;
   cusolverDnHandle_t handle_ = nullptr;
   syevjInfo_t params_ = nullptr;
