@@ -43,6 +43,8 @@ def _native(name, value):
             return cupy.asarray(value) if hasattr(value, "__cuda_array_interface__") else cupy.from_dlpack(value)
         import torch
 
+        if hasattr(value, "__cuda_array_interface__"):
+            return torch.as_tensor(value, device="cuda")  # reads the interface in place
         return torch.from_dlpack(value)
     except ImportError:
         raise TypeError(f"{name}: a CUDA array of {type(value).__name__}; reading it needs CuPy or PyTorch") from None

@@ -14,18 +14,14 @@
 #include "mri/frames.hpp"
 #include "mri/io.hpp"
 #include "mri/mri.hpp"
+#include "cli/cli_run.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
+using test::read_json;
+using test::run_cli;
 
 namespace {
-
-int run_cli(const test::TempDir &dir, const std::string &args) {
-  const std::string cmd = "cd '" + dir.path().string() + "' && OMP_WAIT_POLICY=passive '" MRI_TEST_CLI "' " + args +
-                          " > out.txt 2> err.txt";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 std::vector<double> read_trace(const std::filesystem::path &path) {
   std::ifstream in(path);

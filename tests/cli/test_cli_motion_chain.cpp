@@ -11,23 +11,14 @@
 #include "catch.hpp"
 #include "mri/io.hpp"
 #include "mri/io/nifti.hpp"
+#include "cli/cli_run.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
+using test::read_json;
+using test::run_cli;
 
 namespace {
-
-int run_cli(const test::TempDir &dir, const std::string &args) {
-  const std::string cmd = "cd '" + dir.path().string() + "' && OMP_WAIT_POLICY=passive '" MRI_TEST_CLI "' " + args +
-                          " > out.txt 2> err.txt";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-nlohmann::json read_json(const std::filesystem::path &path) {
-  std::ifstream in(path);
-  return nlohmann::json::parse(in);
-}
 
 std::string read_text(const std::filesystem::path &path) {
   std::ifstream in(path);

@@ -48,15 +48,6 @@ KSpaceData concatenated(const std::vector<KSpaceData> &states) {
   return KSpaceData(Trajectory(states[0].trajectory().dims(), std::move(points)), std::move(samples), {}, coils);
 }
 
-double relative_error_f64(const Image &a, const Image &b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
-    den += std::norm(cdouble(b[i]));
-  }
-  return std::sqrt(num / den);
-}
-
 // ||s a - b|| / ||b|| at the best complex scale s (the reconstructions' scale is the data's).
 double best_scale_error(const Image &a, const Image &b) {
   cdouble ab = 0;
@@ -115,7 +106,7 @@ TEST_CASE("MCIR with zero fields is the plain SENSE reconstruction of all the da
     CHECK(mc.report.iterations == 15);
     CHECK(mc.report.maps == plain.report.maps);
     CHECK(mc.report.coils == plain.report.coils);
-    CHECK(relative_error_f64(mc.image, plain.image) < 2e-5);
+    CHECK(test::relative_error(mc.image, plain.image) < 2e-5);
   }
 }
 

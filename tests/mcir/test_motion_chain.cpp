@@ -26,15 +26,6 @@ using namespace mri::test::mcir;
 
 namespace {
 
-double relative_error_f64(const Image &a, const Image &b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += std::norm(cdouble(a[i]) - cdouble(b[i]));
-    den += std::norm(cdouble(b[i]));
-  }
-  return std::sqrt(num / den);
-}
-
 // PSNR of |image| against |truth| at the best real scale, over the whole volume
 // (benchmarks/cs/psnr.py's definition).
 double psnr(const Image &image, const Image &truth) {
@@ -152,11 +143,11 @@ TEST_CASE("The chain makes the coil maps once; its MCIR equals MCIR with those m
   given.coils.sensitivities = r.maps;
   given.coils.virtual_coils = 0;
   const MotionCorrectedResult explicit_maps = reconstruct_motion_corrected(compressed, g, chain.fields, given);
-  CHECK(relative_error_f64(r.mcir.image, explicit_maps.image) == 0.0);
+  CHECK(test::relative_error(r.mcir.image, explicit_maps.image) == 0.0);
   const MotionCorrectedResult own_maps = reconstruct_motion_corrected(states, g, chain.fields, o);
-  CHECK(relative_error_f64(r.mcir.image, own_maps.image) < 1e-6);
+  CHECK(test::relative_error(r.mcir.image, own_maps.image) < 1e-6);
   const FramesResult frames = reconstruct_frames(states, g, o);
-  for (std::size_t s = 0; s < states.size(); ++s) CHECK(relative_error_f64(r.states.frames[s], frames.frames[s]) < 1e-6);
+  for (std::size_t s = 0; s < states.size(); ++s) CHECK(test::relative_error(r.states.frames[s], frames.frames[s]) < 1e-6);
   CHECK(r.fields.size() == 3);
   CHECK(bitwise_equal(r.fields[2].v, chain.fields[2].v));
 }
