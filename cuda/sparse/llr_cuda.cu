@@ -301,15 +301,10 @@ public:
     const Frames pointers = frame_pointers(frames);
     const Tiling tiling = shifted(shift);
     const cudaStream_t stream = join(frames);
-    for (long long first = 0; first < blocks_; first += chunk_) {
-      const int count = static_cast<int>(std::min<long long>(chunk_, blocks_ - first));
-      gram_kernel<<<count, kThreads, 0, stream>>>(pointers, tiling, first, gram_.get());
-      check_launch();
-      eigen(count, CUSOLVER_EIG_MODE_VECTOR, stream);
+    for_each_chunk(pointers, tiling, CUSOLVER_EIG_MODE_VECTOR, stream, [&](long long first, int count) {
       rebuild_kernel<<<count, kThreads, 0, stream>>>(pointers, tiling, first, gram_.get(), values_.get(), info_.get(),
                                                      t);
-      check_launch();
-    }
+    });
     release(frames, stream);
   }
 
@@ -317,15 +312,10 @@ public:
     const Frames pointers = frame_pointers(frames);
     const Tiling tiling = shifted(shift);
     const cudaStream_t stream = join(frames);
-    for (long long first = 0; first < blocks_; first += chunk_) {
-      const int count = static_cast<int>(std::min<long long>(chunk_, blocks_ - first));
-      gram_kernel<<<count, kThreads, 0, stream>>>(pointers, tiling, first, gram_.get());
-      check_launch();
-      eigen(count, CUSOLVER_EIG_MODE_NOVECTOR, stream);
+    for_each_chunk(pointers, tiling, CUSOLVER_EIG_MODE_NOVECTOR, stream, [&](long long first, int count) {
       norm_kernel<<<(count + kThreads - 1) / kThreads, kThreads, 0, stream>>>(values_.get(), info_.get(), frames_,
                                                                               count, first, norms_.get());
-      check_launch();
-    }
+    });
     double *sum = norms_.get() + blocks_;
     ordered_sum_kernel<<<1, kThreads, 0, stream>>>(norms_.get(), blocks_, sum);
     check_launch();
@@ -337,6 +327,22 @@ public:
   }
 
 private:
+  // Blocks in chunks of chunk_ (the Gram matrices' memory bound): each chunk's Gram matrices and
+  // their eigen-decomposition (mode: with or without vectors), then `then(first, count)` launches
+  // what uses them on `stream`, before the next chunk overwrites them.
+  template <class Then>
+  void for_each_chunk(const Frames &pointers, const Tiling &tiling, cusolverEigMode_t mode, cudaStream_t stream,
+                      Then &&then) {
+    for (long long first = 0; first < blocks_; first += chunk_) {
+      const int count = static_cast<int>(std::min<long long>(chunk_, blocks_ - first));
+      gram_kernel<<<count, kThreads, 0, stream>>>(pointers, tiling, first, gram_.get());
+      check_launch();
+      eigen(count, mode, stream);
+      then(first, count);
+      check_launch();
+    }
+  }
+
   void make_solver() {
     MRI_CUSOLVER_CHECK(cusolverDnCreate(&handle_));
     MRI_CUSOLVER_CHECK(cusolverDnCreateSyevjInfo(&params_));
