@@ -12,6 +12,13 @@
 //                      normal), exact (size 0 only: O(N M) per iteration). Counters: psnr, L, phase
 //                      seconds, and x_uncorrected (wall time over the same size's uncorrected one
 //                      in this run: issue 43's GPU target is <= 2 for the segmented reconstruction).
+//   BM_SegmentedNormal_Gpu  one application of the segmented Toeplitz normal (SegmentedToeplitzDevice)
+//                      of B0-SPIRAL's sizes with the reconstruction's segmentation (L = 8), SENSE's
+//                      coils, per path (segmented_cuda.hpp, SegmentedToeplitzPaths): 0 whole-grid
+//                      transforms with a coil per product thread (the path before the pruned one),
+//                      1 whole + fused product, 2 pruned + per-coil product, 3 pruned + fused (Auto
+//                      in 2D). CUDA-event times: the application (median) and each stage of it
+//                      (pad, forward FFT, product, inverse FFT, crop; medians), in ms.
 // Every family sets the same counters (the CSV reporter needs one header): 0 where one does not apply.
 //   build-gpu/benchmarks/bench_offresonance_gpu --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -28,7 +35,12 @@
 #include <mri/mri.hpp>
 
 #include "exact/fhd_backend.hpp"
+#include "mri_backend/recon_report.hpp"
+#include "nufft/gridding_cuda.hpp"
 #include "offresonance/field_fourier_cuda.hpp"
+#include "offresonance/segmented_cuda.hpp"
+#include "recon/device_image.hpp"
+#include "sense/sense_cuda.hpp"
 
 namespace {
 
@@ -43,7 +55,8 @@ std::vector<float> field_map(const mri::Grid &g) { return mri::simulated_field_m
 // The counters of every family (one header for the CSV reporter).
 struct Counters {
   double tuned_pairs = 0, field_pairs = 0, field_forward_pairs = 0, sfu_bound_pairs = 0, kernel_pairs = 0;
-  double psnr = 0, segments = 0, setup_s = 0, fhd_s = 0, q_s = 0, cg_s = 0, x_uncorrected = 0;
+  double psnr = 0, segments = 0, setup_s = 0, fhd_s = 0, q_s = 0, cg_s = 0, other_s = 0, x_uncorrected = 0;
+  double apply_ms = 0, pad_ms = 0, forward_ms = 0, product_ms = 0, inverse_ms = 0, crop_ms = 0;
   void set(benchmark::State &state) const {
     state.counters["tuned_pairs/s"] = tuned_pairs;
     state.counters["field_pairs/s"] = field_pairs;
@@ -58,6 +71,13 @@ struct Counters {
     state.counters["fhd_s"] = fhd_s;
     state.counters["q_s"] = q_s;
     state.counters["cg_s"] = cg_s;
+    state.counters["other_s"] = other_s;
+    state.counters["apply_ms"] = apply_ms;
+    state.counters["pad_ms"] = pad_ms;
+    state.counters["forward_ms"] = forward_ms;
+    state.counters["product_ms"] = product_ms;
+    state.counters["inverse_ms"] = inverse_ms;
+    state.counters["crop_ms"] = crop_ms;
     state.counters["x_uncorrected"] = x_uncorrected;
   }
 };
@@ -145,14 +165,15 @@ BENCHMARK(BM_FieldKernels)->Arg(0)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchm
 // B0-SPIRAL: size 0 as bench_offresonance_cpu's problem (128^2, 4 coils, 4 x 4096 samples); size 1
 // 256^2, 8 coils, 16 x 4096 samples (FHD-2D's spiral), each readout 16 ms.
 struct B0Spiral {
+  int interleaves;
   mri::Grid grid;
   mri::Image truth;
   std::shared_ptr<const mri::FieldMap> field;
   std::shared_ptr<const mri::CoilSensitivities> maps;
   mri::KSpaceData data;
 
-  B0Spiral(int n, int coils, int interleaves)
-      : grid(n, n), truth(mri::Phantom::shepp_logan_2d().rasterize(grid)),
+  B0Spiral(int n, int coils, int interleaves_)
+      : interleaves(interleaves_), grid(n, n), truth(mri::Phantom::shepp_logan_2d().rasterize(grid)),
         field(std::make_shared<const mri::FieldMap>(mri::simulated_field_map(grid, 200))),
         maps(std::make_shared<const mri::CoilSensitivities>(mri::SimulatedCoils(2, coils).maps(grid))),
         data(mri::simulate_field_acquisition(truth, mri::traj::spiral(grid, interleaves, 4096), *field,
@@ -204,6 +225,10 @@ void BM_B0Spiral_Gpu(benchmark::State &state) {
   c.fhd_s = r.report.fhd_seconds;
   c.q_s = r.report.q_seconds;
   c.cg_s = r.report.cg_seconds;
+  // the last call's wall time outside its setup, F^H D, Q and CG phases (transfers, the host's
+  // checks, the operators' teardown)
+  c.other_s = seconds / static_cast<double>(state.iterations()) -
+              (r.report.setup_seconds + r.report.fhd_seconds + r.report.q_seconds + r.report.cg_seconds);
   c.x_uncorrected = uncorrected_seconds[size] > 0 ? mean / uncorrected_seconds[size] : 0;
   c.set(state);
   static const char *labels[] = {"uncorrected", "segmented toeplitz", "segmented direct", "exact"};
@@ -213,6 +238,63 @@ BENCHMARK(BM_B0Spiral_Gpu)
     ->Args({0, 0})->Args({1, 0})->Args({2, 0})->Args({3, 0})
     ->Args({0, 1})->Args({1, 1})->Args({2, 1})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Args (path, size): path as SegmentedToeplitzPaths above (0 whole/per-coil, 1 whole/fused,
+// 2 pruned/per-coil, 3 pruned/fused), size as BM_B0Spiral_Gpu's.
+void BM_SegmentedNormal_Gpu(benchmark::State &state) {
+  using namespace mri::cuda::detail;
+  const int path = static_cast<int>(state.range(0)), size = static_cast<int>(state.range(1));
+  const B0Spiral &p = b0_problem(size);
+  const std::vector<float> times = mri::readout_times(p.interleaves, 4096, kReadout);
+  const mri::TimeSegmentation fit = mri::fit_segmentation(*p.field, times, {});
+  mri::ReconOptions o;
+  o.backend = mri::Backend::Cuda;
+  const mri::NufftOptions nufft = mri::detail::recon_nufft_options(o, mri::Backend::Cuda);
+  const mri::Trajectory &traj = p.data.trajectory();
+  const auto plan = make_device_nufft_plan(traj, p.grid, nufft);
+  const SegmentedFieldDevice op(fit, times, p.field->hz(), plan, p.grid, mri::Gridding::Gather);
+  const DevicePoints points(traj);
+  const DeviceCoils coils(*p.maps, mri::Regularizer::None, 0, mri::cuda::default_stream());
+  const SegmentedToeplitzPaths paths{path < 2 ? SegmentedFft::Whole : SegmentedFft::Pruned,
+                                     path % 2 == 0 ? SegmentedProduct::PerCoil : SegmentedProduct::Fused};
+  const SegmentedToeplitzDevice t(op, points.data(), p.data.weights(), nufft, mri::Gridding::Gather, &coils,
+                                  mri::Regularizer::None, 0, paths);
+  const mri::Image x0(p.grid, std::vector<mri::cfloat>(static_cast<std::size_t>(p.grid.voxels()), mri::cfloat(0.5f, -0.25f)));
+  mri::cuda::DeviceImage x(x0, op.stream()), out(p.grid, op.stream());
+  t.apply(x, out); // warm-up
+  mri::cuda::StreamTimer timer(op.stream());
+  std::vector<double> total, pad, forward, product, inverse, crop;
+  for (auto _ : state) {
+    timer.start();
+    t.apply(x, out);
+    const double ms = timer.stop_ms();
+    total.push_back(ms);
+    state.SetIterationTime(ms / 1e3);
+    const SegmentedStageTimes s = t.apply_timed(x, out);
+    pad.push_back(s.pad), forward.push_back(s.forward), product.push_back(s.product), inverse.push_back(s.inverse),
+        crop.push_back(s.crop);
+  }
+  Counters c;
+  c.segments = fit.segments;
+  c.apply_ms = median(total);
+  c.pad_ms = median(pad);
+  c.forward_ms = median(forward);
+  c.product_ms = median(product);
+  c.inverse_ms = median(inverse);
+  c.crop_ms = median(crop);
+  c.set(state);
+  static const char *labels[] = {"whole/per-coil", "whole/fused", "pruned/per-coil", "pruned/fused"};
+  state.SetLabel(std::string(labels[path]) + (size == 0 ? " 128^2x4" : " 256^2x8") + ", " +
+                 std::to_string(t.coil_batch()) + " coil(s) a pass");
+}
+BENCHMARK(BM_SegmentedNormal_Gpu)
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+    ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
 } // namespace
 

@@ -20,6 +20,7 @@
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
 #include "nufft/gridding_cuda.hpp"
+#include "nufft/gridding_resources.cuh"
 #include "recon/device_image.hpp"
 #include "recon_field_cuda.hpp"
 #include "segmented_cuda.hpp"
@@ -188,7 +189,8 @@ public:
   DeviceImage segmented_rhs(const std::vector<cfloat> &weighted) {
     const int count = coils_ ? coils_->count() : 1;
     const auto op_stream = static_cast<cudaStream_t>(segmented_->stream());
-    DeviceBuffer<cfloat> samples(weighted.size());
+    DeviceBuffer<cfloat> samples; // from the plans' pool, freed in stream order (no cudaFree's device sync)
+    samples.allocate(weighted.size(), plan_pool(), op_stream);
     MRI_CUDA_CHECK(cudaMemcpyAsync(samples.get(), weighted.data(), weighted.size() * sizeof(cfloat),
                                    cudaMemcpyHostToDevice, op_stream));
     DeviceImage rhs(grid_, stream_);

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <complex>
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "device.cuh"
 #include "mri_backend/tuning.hpp"
 #include "nufft/gridding_cuda.hpp"
+#include "nufft/gridding_resources.cuh"
 #include "segmented_cuda.hpp"
 #include "sense/sense_cuda.hpp"
 #include "toeplitz/normal_common.cuh"
@@ -139,82 +142,128 @@ __global__ void centre_kernel(const float2 *__restrict__ q, Dims d, long long l,
   }
 }
 
-// Padded grid blockIdx.y = (coil b, segment s) of a pass: S_b x E_s on the image's corner, zero
-// elsewhere (every padded voxel written: the in-place transforms overwrite the zeros). maps null:
-// one coil without maps.
+// Where grid g (= coil x L + segment) of a pass keeps padded voxel (px, py, pz):
+// g * grid + px + py * row + pz * plane. Whole: the grids one after another (grid = the padded
+// voxels, row = lx, plane = lx ly: offset p + g L); Pruned (2D): rows interleaved, [py][g][px]
+// (grid = lx, row = G lx for the pass's G grids), so that each axis is one batched 1D transform.
+struct PassLayout {
+  long long grid, row, plane;
+};
+__device__ __forceinline__ long long layout_offset(const PassLayout &s, int px, int py, int pz) {
+  return px + py * s.row + pz * s.plane;
+}
+
+// Grid blockIdx.y = (coil b, segment s) of a pass: S_b x E_s at the image's voxels, zero at the
+// other padded voxels among the first `span` of padded index order (Whole: all of them, as the
+// in-place transforms overwrite the zeros; Pruned: the ny rows its x pass transforms in place, the
+// buffer's other rows staying zero). maps null: one coil without maps.
 __global__ void pad_segments_kernel(const float2 *__restrict__ maps, const float2 *__restrict__ x,
-                                    const float2 *__restrict__ e, int segments, Dims d, int n, long long l,
-                                    float2 *__restrict__ w) {
-  const int b = blockIdx.y / segments, s = blockIdx.y % segments;
+                                    const float2 *__restrict__ e, int segments, Dims d, int n, long long span,
+                                    PassLayout s, float2 *__restrict__ w) {
+  const int b = blockIdx.y / segments, seg = blockIdx.y % segments;
+  float2 *grid = w + static_cast<long long>(blockIdx.y) * s.grid;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < l; p += stride) {
-    const int vox = padded_source_voxel(p, d);
+  for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < span; p += stride) {
+    int px, py, pz;
+    padded_coordinates(p, d, px, py, pz);
     float2 v = make_float2(0.f, 0.f);
-    if (vox >= 0) {
-      v = cmul(x[vox], e[static_cast<long long>(s) * n + vox]);
+    if (px < d.nx && py < d.ny && pz < d.nz) {
+      const int vox = px + d.nx * (py + d.ny * pz);
+      v = cmul(x[vox], e[static_cast<long long>(seg) * n + vox]);
       if (maps) v = cmul(maps[static_cast<long long>(b) * n + vox], v);
     }
-    w[static_cast<long long>(blockIdx.y) * l + p] = v;
+    grid[layout_offset(s, px, py, pz)] = v;
   }
 }
 
-// Z_l = sum_l' K_ll' X_l' at every frequency of coil blockIdx.y's L spectra, in place; K_ll' for
-// l <= l' pair by pair (l = 0: (0,0), (0,1), ..; l = 1: (1,1), ..), K_l'l = conj(K_ll').
-template <int L> __global__ void segment_product_kernel(float2 *__restrict__ w, const float2 *__restrict__ k, long long l) {
-  float2 *g = w + static_cast<long long>(blockIdx.y) * L * l;
+// Z_l = sum_l' K_ll' X_l' at every frequency p (padded index order) of coils c0 .. c0 + coils - 1
+// of the pass, c0 = blockIdx.y * coils (PerCoil: a coil per blockIdx.y; Fused: all in one), in
+// place. K holds the pairs l <= l' (l = 0: (0,0), (0,1), ..; l = 1: (1,1), ..), pair j's frequency p
+// at j l + p, and K_l'l = conj(K_ll'). Cached: the thread loads its frequency's pairs once for all
+// its coils (registers: L <= 8); else once per coil. Each coil's products in the same order either way.
+template <int L, bool Cached>
+__global__ void segment_product_kernel(float2 *__restrict__ w, const float2 *__restrict__ k, long long l, Dims d,
+                                       PassLayout s, int coils) {
+  constexpr int kPairs = L * (L + 1) / 2;
+  const int c0 = static_cast<int>(blockIdx.y) * coils;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < l; p += stride) {
-    float2 x[L], z[L];
+    int px, py, pz;
+    padded_coordinates(p, d, px, py, pz);
+    const long long base = layout_offset(s, px, py, pz);
+    [[maybe_unused]] float2 kk[Cached ? kPairs : 1];
+    if constexpr (Cached) {
 #pragma unroll
-    for (int s = 0; s < L; ++s) {
-      x[s] = g[s * l + p];
-      z[s] = make_float2(0.f, 0.f);
+      for (int j = 0; j < kPairs; ++j) kk[j] = k[j * l + p];
     }
-    int pair = 0;
+    for (int c = c0; c < c0 + coils; ++c) {
+      float2 *g = w + base + static_cast<long long>(c) * L * s.grid;
+      float2 x[L], z[L];
 #pragma unroll
-    for (int a = 0; a < L; ++a) {
-      add_to(z[a], cmul(k[pair++ * l + p], x[a]));
-#pragma unroll
-      for (int b = a + 1; b < L; ++b) {
-        const float2 kk = k[pair++ * l + p];
-        add_to(z[a], cmul(kk, x[b]));
-        add_to(z[b], conj_mul(kk, x[a]));
+      for (int t = 0; t < L; ++t) {
+        x[t] = g[t * s.grid];
+        z[t] = make_float2(0.f, 0.f);
       }
-    }
+      int j = 0;
 #pragma unroll
-    for (int s = 0; s < L; ++s) g[s * l + p] = z[s];
+      for (int a = 0; a < L; ++a) {
+#pragma unroll
+        for (int b = a; b < L; ++b, ++j) {
+          float2 kab;
+          if constexpr (Cached)
+            kab = kk[j];
+          else
+            kab = k[j * l + p];
+          add_to(z[a], cmul(kab, x[b]));
+          if (b != a) add_to(z[b], conj_mul(kab, x[a]));
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < L; ++t) g[t * s.grid] = z[t];
+    }
   }
 }
 
-template <int L> void launch_product(float2 *w, const float2 *k, long long l, int coils, cudaStream_t stream) {
-  const dim3 blocks(static_cast<unsigned>(grid_stride_blocks(l)), static_cast<unsigned>(coils));
-  segment_product_kernel<L><<<blocks, kThreads, 0, stream>>>(w, k, l);
+template <int L>
+void launch_product(float2 *w, const float2 *k, long long l, Dims d, PassLayout s, int coils, bool fused,
+                    cudaStream_t stream) {
+  const dim3 blocks(static_cast<unsigned>(grid_stride_blocks(l)), static_cast<unsigned>(fused ? 1 : coils));
+  const int per_thread = fused ? coils : 1;
+  if constexpr (L * (L + 1) / 2 <= SegmentedToeplitzDevice::kRegisterPairs) {
+    if (fused) {
+      segment_product_kernel<L, true><<<blocks, kThreads, 0, stream>>>(w, k, l, d, s, per_thread);
+      MRI_CUDA_CHECK(cudaGetLastError());
+      return;
+    }
+  }
+  segment_product_kernel<L, false><<<blocks, kThreads, 0, stream>>>(w, k, l, d, s, per_thread);
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 
 template <int... Ls>
-void product_for(int segments, float2 *w, const float2 *k, long long l, int coils, cudaStream_t stream,
-                 std::integer_sequence<int, Ls...>) {
-  const bool ran = ((segments == Ls + 1 ? (launch_product<Ls + 1>(w, k, l, coils, stream), true) : false) || ...);
+void product_for(int segments, float2 *w, const float2 *k, long long l, Dims d, PassLayout s, int coils, bool fused,
+                 cudaStream_t stream, std::integer_sequence<int, Ls...>) {
+  const bool ran =
+      ((segments == Ls + 1 ? (launch_product<Ls + 1>(w, k, l, d, s, coils, fused, stream), true) : false) || ...);
   if (!ran) mri::detail::invalid_argument("segments", segments, "must be in [1, 16] for the device's Toeplitz product");
 }
 
 // out[v] (first pass: =, else +=) sum_b conj(S_b[v]) sum_s conj(E_s[v]) W_(b,s)[p(v)], + lambda R^H R x
 // (reg != kRegNone: the last pass). maps null: one coil without maps.
-__global__ void crop_combine_segments_kernel(const float2 *__restrict__ w, const float2 *__restrict__ maps,
+__global__ void crop_combine_segments_kernel(const float2 *__restrict__ w, PassLayout lay, const float2 *__restrict__ maps,
                                              const float2 *__restrict__ e, const float2 *__restrict__ x, Dims d, int n,
-                                             long long l, int coils, int segments, bool first, int reg, float lambda,
+                                             int coils, int segments, bool first, int reg, float lambda,
                                              float2 *__restrict__ out) {
   const int v = blockIdx.x * blockDim.x + threadIdx.x;
   if (v >= n) return;
   int ix, iy, iz;
   image_coordinates(v, d, ix, iy, iz);
-  const long long p = padded_index(ix, iy, iz, d);
+  const long long p = layout_offset(lay, ix, iy, iz);
   float2 acc = first ? make_float2(0.f, 0.f) : out[v];
   for (int b = 0; b < coils; ++b) {
     float2 coil = make_float2(0.f, 0.f);
     for (int s = 0; s < segments; ++s)
-      add_to(coil, conj_mul(e[static_cast<long long>(s) * n + v], w[(static_cast<long long>(b) * segments + s) * l + p]));
+      add_to(coil, conj_mul(e[static_cast<long long>(s) * n + v], w[p + (static_cast<long long>(b) * segments + s) * lay.grid]));
     add_to(acc, maps ? conj_mul(maps[static_cast<long long>(b) * n + v], coil) : coil);
   }
   if (reg != mri::detail::kRegNone) add_regularizer_voxel(reg, lambda, x, v, ix, iy, iz, d, acc);
@@ -267,8 +316,20 @@ __global__ void voxel_phases_kernel(const float *__restrict__ hz, int n, const d
   }
 }
 
+// count values from the gridding plans' stream-ordered pool on `stream` (freed there in stream
+// order: no cudaMalloc, and no cudaFree with its implicit device synchronisation, per reconstruction).
+template <class T> DeviceBuffer<T> pooled(std::size_t count, cudaStream_t stream) {
+  DeviceBuffer<T> d;
+  d.allocate(count, plan_pool(), stream);
+  return d;
+}
+// b holds at least count values (pooled on `stream`; contents undefined after a reallocation).
+template <class T> void grow_pooled(DeviceBuffer<T> &b, std::size_t count, cudaStream_t stream) {
+  if (b.size() < count) b.allocate(count, plan_pool(), stream);
+}
+
 template <class T> DeviceBuffer<T> upload(std::span<const T> host, cudaStream_t stream) {
-  DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
+  DeviceBuffer<T> d = pooled<T>(std::max<std::size_t>(host.size(), 1), stream);
   if (!host.empty())
     MRI_CUDA_CHECK(cudaMemcpyAsync(d.get(), host.data(), host.size_bytes(), cudaMemcpyHostToDevice, stream));
   return d;
@@ -308,12 +369,12 @@ void set_up(SegmentedFieldDevice::Impl &p, int segments, std::shared_ptr<NufftDe
   p.nufft = std::move(nufft);
   p.gridding = gridding;
   p.stream = as_stream(p.nufft->stream());
-  p.b = DeviceBuffer<float2>(L * samples);
-  p.e = DeviceBuffer<float2>(L * N);
-  p.ls = DeviceBuffer<float2>(L * samples);
-  p.li = DeviceBuffer<float2>(L * N);
-  p.one_image = DeviceBuffer<float2>(N);
-  p.one_samples = DeviceBuffer<float2>(samples);
+  p.b = pooled<float2>(L * samples, p.stream);
+  p.e = pooled<float2>(L * N, p.stream);
+  p.ls = pooled<float2>(L * samples, p.stream);
+  p.li = pooled<float2>(L * N, p.stream);
+  p.one_image = pooled<float2>(N, p.stream);
+  p.one_samples = pooled<float2>(samples, p.stream);
 }
 
 } // namespace
@@ -427,8 +488,8 @@ void SegmentedFieldDevice::adjoint_coils_device(const cfloat *samples, int coils
   const int m = static_cast<int>(p.m), n = p.n();
   const int batch = adjoint_batch(p.grid, p.m, p.segments, coils);
   const auto vectors = static_cast<std::size_t>(batch) * static_cast<std::size_t>(p.segments);
-  p.ls.grow(vectors * p.m);
-  p.li.grow(vectors * static_cast<std::size_t>(n));
+  grow_pooled(p.ls, vectors * p.m, p.stream);
+  grow_pooled(p.li, vectors * static_cast<std::size_t>(n), p.stream);
   for (int c0 = 0; c0 < coils; c0 += batch) {
     const int count = std::min(batch, coils - c0);
     const dim3 blocks(static_cast<unsigned>(grid_stride_blocks(m)), static_cast<unsigned>(count * p.segments));
@@ -480,11 +541,12 @@ SegmentedDirectNormal::SegmentedDirectNormal(const SegmentedFieldDevice &op, std
   const std::vector<float> w = checked_weights(weights, op.samples());
   p.op = &op;
   p.dims = dims_of(op.grid(), op.grid());
-  p.y = DeviceBuffer<float2>(op.samples());
+  const cudaStream_t s = as_stream(op.stream());
+  p.y = pooled<float2>(op.samples(), s);
   p.weighted = !w.empty();
-  if (p.weighted) {
-    p.weights = DeviceBuffer<float>(w.size());
-    MRI_CUDA_CHECK(cudaMemcpy(p.weights.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+  if (p.weighted) { // the pageable copy returns once w is staged
+    p.weights = pooled<float>(w.size(), s);
+    MRI_CUDA_CHECK(cudaMemcpyAsync(p.weights.get(), w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice, s));
   }
   p.event = make_event();
 }
@@ -526,6 +588,109 @@ void SegmentedDirectNormal::apply_regularized(const DeviceImage &in, DeviceImage
 // ---------------------------------------------------------------------------------------
 // SegmentedToeplitzDevice
 
+namespace {
+
+// Pruned's 1D plans over G row-interleaved grids of lx x ly ([py][g][px]), sharing one work area:
+// `row` transforms along x the first `rows` rows of every grid (contiguous: rows x G of lx values,
+// distance lx), `column` along y every (g, px) column (stride G lx, distance 1).
+struct PrunedPlans {
+  int device = 0, lx = 0, ly = 0, rows = 0, grids = 0;
+  cufftHandle row = 0, column = 0;
+  bool has_row = false, has_column = false;
+  void *work = nullptr;
+  cudaStream_t stream = nullptr;
+
+  PrunedPlans() = default;
+  PrunedPlans(const PrunedPlans &) = delete;
+  PrunedPlans &operator=(const PrunedPlans &) = delete;
+  ~PrunedPlans() {
+    if (has_row) cufftDestroy(row);
+    if (has_column) cufftDestroy(column);
+    device_free(work);
+  }
+  void set_stream(cudaStream_t s) {
+    if (s == stream) return;
+    MRI_CUFFT_CHECK(cufftSetStream(row, s));
+    MRI_CUFFT_CHECK(cufftSetStream(column, s));
+    stream = s;
+  }
+};
+
+// A 1D C2C plan of `batch` transforms of n points, `stride` apart, `distance` between transforms,
+// without its own work area; returns the work size it needs.
+std::size_t plan_strided(cufftHandle &h, bool &has, int n, int stride, int distance, int batch) {
+  MRI_CUFFT_CHECK(cufftCreate(&h));
+  has = true;
+  MRI_CUFFT_CHECK(cufftSetAutoAllocation(h, 0));
+  int size[1] = {n}, embed[1] = {n};
+  std::size_t work = 0;
+  MRI_CUFFT_CHECK(cufftMakePlanMany(h, 1, size, embed, stride, distance, embed, stride, distance, CUFFT_C2C, batch, &work));
+  return work;
+}
+
+std::shared_ptr<PrunedPlans> make_pruned_plans(int lx, int ly, int rows, int grids) {
+  auto p = std::make_shared<PrunedPlans>();
+  MRI_CUDA_CHECK(cudaGetDevice(&p->device));
+  p->lx = lx, p->ly = ly, p->rows = rows, p->grids = grids;
+  const std::size_t work = std::max(plan_strided(p->row, p->has_row, lx, 1, lx, rows * grids),
+                                    plan_strided(p->column, p->has_column, ly, grids * lx, 1, grids * lx));
+  if (work > 0) p->work = device_malloc(work);
+  MRI_CUFFT_CHECK(cufftSetWorkArea(p->row, p->work));
+  MRI_CUFFT_CHECK(cufftSetWorkArea(p->column, p->work));
+  return p;
+}
+
+// The kept pruned plan sets, as toeplitz_plans.cu keeps its own (planning costs far more than an
+// application): one set serves operators on one stream only. Deliberately never destroyed (at
+// process exit cuFFT may be torn down before static destructors run).
+std::mutex g_pruned_mutex;
+auto &g_pruned = *new std::vector<std::shared_ptr<PrunedPlans>>();
+constexpr std::size_t kMaxCachedPruned = 8;
+
+std::shared_ptr<PrunedPlans> acquire_pruned_plans(int lx, int ly, int rows, int grids, cudaStream_t stream) {
+  int device = 0;
+  MRI_CUDA_CHECK(cudaGetDevice(&device));
+  std::shared_ptr<PrunedPlans> set;
+  {
+    std::lock_guard lock(g_pruned_mutex);
+    for (auto &s : g_pruned)
+      if (s->device == device && s->lx == lx && s->ly == ly && s->rows == rows && s->grids == grids &&
+          (s.use_count() == 1 || s->stream == stream)) {
+        set = s;
+        break;
+      }
+  }
+  if (!set) {
+    set = make_pruned_plans(lx, ly, rows, grids);
+    std::lock_guard lock(g_pruned_mutex);
+    if (g_pruned.size() >= kMaxCachedPruned) {
+      const auto unused = std::find_if(g_pruned.begin(), g_pruned.end(), [](auto &s) { return s.use_count() == 1; });
+      if (unused != g_pruned.end()) g_pruned.erase(unused);
+    }
+    if (g_pruned.size() < kMaxCachedPruned) g_pruned.push_back(set);
+  }
+  set->set_stream(stream);
+  return set;
+}
+
+bool prunable(const Grid &grid) { return grid.dims() == 2 && grid.nx() > 1 && grid.ny() > 1 && grid.nz() == 1; }
+
+// Padded grids a coil takes in a pass: its L transforms' (and with Pruned the pad's L).
+std::size_t grids_per_coil(int segments, bool pruned) { return static_cast<std::size_t>(segments) * (pruned ? 2 : 1); }
+
+int batch_for(const Grid &grid, int segments, int coils, bool pruned) {
+  const std::size_t per_coil =
+      grids_per_coil(segments, pruned) * static_cast<std::size_t>(grid.doubled().voxels()) * sizeof(float2);
+  return static_cast<int>(std::clamp<std::size_t>(kBatchBytes / per_coil, 1, static_cast<std::size_t>(std::max(1, coils))));
+}
+
+// Stage boundaries of one pass (apply_timed): events recorded before the pad and after each stage.
+struct StageMarks {
+  cudaEvent_t at[6] = {};
+};
+
+} // namespace
+
 struct SegmentedToeplitzDevice::Impl {
   const SegmentedFieldDevice *op = nullptr;
   const DeviceCoils *coils = nullptr;
@@ -533,10 +698,13 @@ struct SegmentedToeplitzDevice::Impl {
   Grid grid, padded;
   Dims dims{};
   int segments = 1, coil_count = 1, batch = 1;
+  SegmentedToeplitzPaths paths;
   cudaStream_t stream = nullptr;
   DeviceBuffer<float2> spectra; // pairs x padded voxels
-  DeviceBuffer<float2> w;       // batch x segments padded grids
-  std::shared_ptr<PlanSet> full, rest;
+  DeviceBuffer<float2> w;       // batch x segments padded grids: the transforms' (in place)
+  DeviceBuffer<float2> z;       // Pruned: the pad's grids (rows >= ny zero), the y pass's input
+  std::shared_ptr<PlanSet> full, rest;               // Whole: plans of batch and of the remainder's grids
+  std::shared_ptr<PrunedPlans> pruned_full, pruned_rest; // Pruned: the same
   double kernel_seconds = 0;
   cudaEvent_t event = nullptr;
   ~Impl() {
@@ -545,30 +713,41 @@ struct SegmentedToeplitzDevice::Impl {
 
   long long l() const { return padded.voxels(); }
   int pairs() const { return segments * (segments + 1) / 2; }
+  bool pruned() const { return paths.fft == SegmentedFft::Pruned; }
 
+  // The spectra, on `stream` (pool memory; the kernels' NUFFT plan and its buffers on the plan's
+  // stream, waited for at the end).
   void make_kernels(const KPoint *points, std::span<const float> weights, const NufftOptions &nufft, Gridding gridding) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t m = op->samples();
     const long long L = l();
-    std::vector<int2> table;
-    for (int a = 0; a < segments; ++a)
-      for (int b = a; b < segments; ++b) table.push_back(make_int2(a, b));
-    DeviceBuffer<int2> pairs_dev(table.size());
-    MRI_CUDA_CHECK(cudaMemcpyAsync(pairs_dev.get(), table.data(), table.size() * sizeof(int2), cudaMemcpyHostToDevice, stream));
-    DeviceBuffer<float> w_dev(weights.size());
-    if (!weights.empty())
-      MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-    MRI_CUDA_CHECK(cudaStreamSynchronize(stream)); // the host table and weights may go
+    spectra.allocate(static_cast<std::size_t>(pairs()) * static_cast<std::size_t>(L), plan_pool(), stream);
     // Q of the doubled k on the doubled grid: exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an
     // axis of extent 1 has d = 0 only.
     const auto doubled_k = [&](int a) { return grid.extent(a) > 1 ? 2.0f : 0.0f; };
     const auto q_plan = make_device_nufft_plan(points, m, padded, nufft, {doubled_k(0), doubled_k(1), doubled_k(2)});
     const cudaStream_t qs = as_stream(q_plan->stream());
+    join(stream, qs, event); // the spectra's allocation before their first use on qs
+    // the host table and weights may go on return of the pageable copies; these buffers are freed
+    // on qs (stream order) before q_plan goes
+    std::vector<int2> table;
+    for (int a = 0; a < segments; ++a)
+      for (int b = a; b < segments; ++b) table.push_back(make_int2(a, b));
+    DeviceBuffer<int2> pairs_dev;
+    pairs_dev.allocate(table.size(), plan_pool(), qs);
+    MRI_CUDA_CHECK(cudaMemcpyAsync(pairs_dev.get(), table.data(), table.size() * sizeof(int2), cudaMemcpyHostToDevice, qs));
+    DeviceBuffer<float> w_dev;
+    if (!weights.empty()) {
+      w_dev.allocate(weights.size(), plan_pool(), qs);
+      MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice, qs));
+    }
     const int chunk = pair_chunk(grid, segments);
-    DeviceBuffer<float2> c(static_cast<std::size_t>(chunk) * m), q(static_cast<std::size_t>(chunk) * L);
-    spectra = DeviceBuffer<float2>(static_cast<std::size_t>(pairs()) * L);
+    DeviceBuffer<float2> c, q;
+    c.allocate(static_cast<std::size_t>(chunk) * m, plan_pool(), qs);
+    q.allocate(static_cast<std::size_t>(chunk) * static_cast<std::size_t>(L), plan_pool(), qs);
     const float scale = 1.0f / static_cast<float>(L);
-    for (int i = 0; i < pairs(); i += chunk) {
+    std::shared_ptr<PlanSet> plans; // held until the transforms are done
+    for (int i = 0; i < pairs(); i += chunk) { // chunks in stream order on qs: c and q reused
       const int count = std::min(chunk, pairs() - i);
       const dim3 cb(static_cast<unsigned>(grid_stride_blocks(static_cast<long long>(m))), static_cast<unsigned>(count));
       pair_coefficients_kernel<<<cb, kThreads, 0, qs>>>(op_b(), pairs_dev.get() + i, static_cast<int>(m),
@@ -580,43 +759,111 @@ struct SegmentedToeplitzDevice::Impl {
       const dim3 kb(static_cast<unsigned>(grid_stride_blocks(L)), static_cast<unsigned>(count));
       centre_kernel<<<kb, kThreads, 0, qs>>>(q.get(), dims, L, scale, k);
       MRI_CUDA_CHECK(cudaGetLastError());
-      const std::shared_ptr<PlanSet> plans = acquire_plans(padded, ToeplitzFft::Unfused, qs, count);
+      if (!plans || plans->batch != count) plans = acquire_plans(padded, ToeplitzFft::Unfused, qs, count);
       plans->set_stream(qs);
       MRI_CUFFT_CHECK(cufftExecC2C(plans->fwd, reinterpret_cast<cufftComplex *>(k), reinterpret_cast<cufftComplex *>(k),
                                    CUFFT_FORWARD));
-      MRI_CUDA_CHECK(cudaStreamSynchronize(qs)); // c and q are rewritten by the next chunk
     }
+    MRI_CUDA_CHECK(cudaStreamSynchronize(qs)); // the spectra done before any application on `stream`
     kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const float2 *op_b() const { return f2(op->device_sample_coefficients()); }
   const float2 *op_e() const { return f2(op->device_voxel_phases()); }
 
+  // The transforms' buffers and plans for `batch` coils per pass (and the remainder's).
+  void make_passes() {
+    const std::size_t grids = static_cast<std::size_t>(batch) * static_cast<std::size_t>(segments) * static_cast<std::size_t>(l());
+    w.allocate(grids, plan_pool(), stream);
+    const int remainder = coil_count % batch;
+    if (!pruned()) {
+      full = acquire_plans(padded, ToeplitzFft::Unfused, stream, batch * segments);
+      if (remainder) rest = acquire_plans(padded, ToeplitzFft::Unfused, stream, remainder * segments);
+      return;
+    }
+    z.allocate(grids, plan_pool(), stream);
+    MRI_CUDA_CHECK(cudaMemsetAsync(z.get(), 0, grids * sizeof(float2), stream));
+    pruned_full = acquire_pruned_plans(dims.lx, dims.ly, dims.ny, batch * segments, stream);
+    if (remainder) pruned_rest = acquire_pruned_plans(dims.lx, dims.ly, dims.ny, remainder * segments, stream);
+  }
+
+  void mark(const StageMarks *marks, int i) const {
+    if (marks) MRI_CUDA_CHECK(cudaEventRecord(marks->at[i], stream));
+  }
+
   // Coils c0 .. c0 + count - 1 into out (= on the first pass, += after; last adds the regulariser).
-  void pass(const float2 *x, int c0, int count, bool last, float2 *out) const {
+  // Pruned: the pad fills the first ny rows of z's grids (a remainder pass, whose G grids lie
+  // otherwise in z than the full passes', all its rows: z's rows beyond the full layout's first ny
+  // are then written with zeros only, so the full passes find them zero); x pass on them in place,
+  // y pass z -> w; the product on w; y pass on w, x pass on its first ny rows (all the crop reads).
+  void pass(const float2 *x, int c0, int count, bool last, float2 *out, const StageMarks *marks) const {
     const int n = static_cast<int>(grid.voxels());
     const long long L = l();
     const float2 *maps = coils ? f2(coils->maps()) + static_cast<long long>(c0) * n : nullptr;
-    PlanSet &plans = count == batch ? *full : *rest;
-    plans.set_stream(stream);
     const int grids = count * segments;
-    pad_segments_kernel<<<dim3(static_cast<unsigned>(grid_stride_blocks(L)), static_cast<unsigned>(grids)), kThreads, 0,
-                          stream>>>(maps, x, op_e(), segments, dims, n, L, w.get());
+    const bool whole_batch = count == batch;
+    const PassLayout layout = pruned() ? PassLayout{dims.lx, static_cast<long long>(grids) * dims.lx, 0}
+                                       : PassLayout{L, dims.lx, static_cast<long long>(dims.lx) * dims.ly};
+    const long long span = pruned() && whole_batch ? static_cast<long long>(dims.lx) * dims.ny : L;
+    float2 *padded_in = pruned() ? z.get() : w.get();
+    auto *wc = reinterpret_cast<cufftComplex *>(w.get());
+    auto *zc = reinterpret_cast<cufftComplex *>(z.get());
+    mark(marks, 0);
+    pad_segments_kernel<<<dim3(static_cast<unsigned>(grid_stride_blocks(span)), static_cast<unsigned>(grids)), kThreads, 0,
+                          stream>>>(maps, x, op_e(), segments, dims, n, span, layout, padded_in);
     MRI_CUDA_CHECK(cudaGetLastError());
-    auto *buf = reinterpret_cast<cufftComplex *>(w.get());
-    MRI_CUFFT_CHECK(cufftExecC2C(plans.fwd, buf, buf, CUFFT_FORWARD));
-    product_for(segments, w.get(), spectra.get(), L, count, stream, std::make_integer_sequence<int, kMaxSegments>{});
-    MRI_CUFFT_CHECK(cufftExecC2C(plans.inv, buf, buf, CUFFT_INVERSE));
+    mark(marks, 1);
+    if (pruned()) {
+      PrunedPlans &plans = whole_batch ? *pruned_full : *pruned_rest;
+      plans.set_stream(stream);
+      MRI_CUFFT_CHECK(cufftExecC2C(plans.row, zc, zc, CUFFT_FORWARD));
+      MRI_CUFFT_CHECK(cufftExecC2C(plans.column, zc, wc, CUFFT_FORWARD));
+    } else {
+      PlanSet &plans = whole_batch ? *full : *rest;
+      plans.set_stream(stream);
+      MRI_CUFFT_CHECK(cufftExecC2C(plans.fwd, wc, wc, CUFFT_FORWARD));
+    }
+    mark(marks, 2);
+    product_for(segments, w.get(), spectra.get(), L, dims, layout, count, paths.product == SegmentedProduct::Fused, stream,
+                std::make_integer_sequence<int, kMaxSegments>{});
+    mark(marks, 3);
+    if (pruned()) {
+      PrunedPlans &plans = whole_batch ? *pruned_full : *pruned_rest;
+      MRI_CUFFT_CHECK(cufftExecC2C(plans.column, wc, wc, CUFFT_INVERSE));
+      MRI_CUFFT_CHECK(cufftExecC2C(plans.row, wc, wc, CUFFT_INVERSE));
+    } else {
+      PlanSet &plans = whole_batch ? *full : *rest;
+      MRI_CUFFT_CHECK(cufftExecC2C(plans.inv, wc, wc, CUFFT_INVERSE));
+    }
+    mark(marks, 4);
     crop_combine_segments_kernel<<<mri::cuda::blocks_for(n), kThreads, 0, stream>>>(
-        w.get(), maps, op_e(), x, dims, n, L, count, segments, c0 == 0, last ? reg.regularizer : mri::detail::kRegNone,
-        reg.lambda, out);
+        w.get(), layout, maps, op_e(), x, dims, n, count, segments, c0 == 0,
+        last ? reg.regularizer : mri::detail::kRegNone, reg.lambda, out);
     MRI_CUDA_CHECK(cudaGetLastError());
+    mark(marks, 5);
+  }
+
+  void run(const DeviceImage &x, DeviceImage &out, const std::function<void(const StageMarks *)> &after_pass,
+           const StageMarks *marks) const {
+    check_image(x, grid, "x");
+    check_image(out, grid, "out");
+    if (x.data() == out.data()) mri::detail::invalid_argument("out", "x", "must not alias the input");
+    join(as_stream(x.stream()), stream, event);
+    for (int c0 = 0; c0 < coil_count; c0 += batch) {
+      const int count = std::min(batch, coil_count - c0);
+      pass(f2(x.data()), c0, count, c0 + count == coil_count, f2(out.data()), marks);
+      if (after_pass) after_pass(marks);
+    }
+    join(stream, as_stream(out.stream()), event);
   }
 };
 
 std::size_t SegmentedToeplitzDevice::bytes(const Grid &grid, int segments, int coil_batch) {
   const auto padded = static_cast<std::size_t>(grid.doubled().voxels());
   const auto pairs = static_cast<std::size_t>(segments) * static_cast<std::size_t>(segments + 1) / 2;
-  const std::size_t grids = 2 * static_cast<std::size_t>(coil_batch) * static_cast<std::size_t>(segments); // + work area
+  const bool pruned = resolve({}, grid).fft == SegmentedFft::Pruned;
+  // the pass's grids (+ the pad's with Pruned) and the cuFFT work area, about one set more
+  const std::size_t grids = (grids_per_coil(segments, pruned) + static_cast<std::size_t>(segments)) *
+                            static_cast<std::size_t>(coil_batch);
   return (pairs + grids + 2 * static_cast<std::size_t>(pair_chunk(grid, segments))) * padded * sizeof(float2);
 }
 
@@ -627,14 +874,20 @@ int SegmentedToeplitzDevice::pair_chunk(const Grid &grid, int segments) {
 }
 
 int SegmentedToeplitzDevice::coil_batch_for(const Grid &grid, int segments, int coils) {
-  const std::size_t per_coil =
-      static_cast<std::size_t>(segments) * static_cast<std::size_t>(grid.doubled().voxels()) * sizeof(float2);
-  return static_cast<int>(std::clamp<std::size_t>(kBatchBytes / per_coil, 1, static_cast<std::size_t>(std::max(1, coils))));
+  return batch_for(grid, segments, coils, resolve({}, grid).fft == SegmentedFft::Pruned);
+}
+
+SegmentedToeplitzPaths SegmentedToeplitzDevice::resolve(SegmentedToeplitzPaths paths, const Grid &grid) {
+  if (paths.fft == SegmentedFft::Auto || (paths.fft == SegmentedFft::Pruned && !prunable(grid)))
+    paths.fft = prunable(grid) ? SegmentedFft::Pruned : SegmentedFft::Whole;
+  if (paths.product == SegmentedProduct::Auto) paths.product = SegmentedProduct::Fused;
+  return paths;
 }
 
 SegmentedToeplitzDevice::SegmentedToeplitzDevice(const SegmentedFieldDevice &op, const KPoint *points,
                                                  std::span<const float> weights, const NufftOptions &nufft,
-                                                 Gridding gridding, const DeviceCoils *coils, Regularizer r, double lambda)
+                                                 Gridding gridding, const DeviceCoils *coils, Regularizer r, double lambda,
+                                                 SegmentedToeplitzPaths paths)
     : impl_(std::make_unique<Impl>()) {
   if (op.segments() > kMaxSegments)
     throw Unsupported("SegmentedToeplitzDevice: " + std::to_string(op.segments()) + " segments; the device's product is built for at most " +
@@ -648,36 +901,49 @@ SegmentedToeplitzDevice::SegmentedToeplitzDevice(const SegmentedFieldDevice &op,
   p.padded = p.grid.doubled();
   p.dims = dims_of(p.grid, p.padded);
   p.segments = op.segments();
+  p.paths = resolve(paths, p.grid);
   p.coil_count = coils ? coils->count() : 1;
-  p.batch = coil_batch_for(p.grid, p.segments, p.coil_count);
+  if (paths.coil_batch < 0) mri::detail::invalid_argument("paths.coil_batch", paths.coil_batch, "must be >= 0 (0: by memory)");
+  p.batch = paths.coil_batch > 0 ? std::min(paths.coil_batch, p.coil_count)
+                                 : batch_for(p.grid, p.segments, p.coil_count, p.pruned());
   p.stream = as_stream(op.stream());
   p.event = make_event();
   p.make_kernels(points, w, nufft, gridding);
-  p.w = DeviceBuffer<float2>(static_cast<std::size_t>(p.batch) * p.segments * static_cast<std::size_t>(p.l()));
-  p.full = acquire_plans(p.padded, ToeplitzFft::Unfused, p.stream, p.batch * p.segments);
-  if (const int remainder = p.coil_count % p.batch)
-    p.rest = acquire_plans(p.padded, ToeplitzFft::Unfused, p.stream, remainder * p.segments);
+  p.make_passes();
 }
 SegmentedToeplitzDevice::~SegmentedToeplitzDevice() = default;
 SegmentedToeplitzDevice::SegmentedToeplitzDevice(SegmentedToeplitzDevice &&) noexcept = default;
 SegmentedToeplitzDevice &SegmentedToeplitzDevice::operator=(SegmentedToeplitzDevice &&) noexcept = default;
 
 int SegmentedToeplitzDevice::coil_batch() const { return impl_->batch; }
+SegmentedToeplitzPaths SegmentedToeplitzDevice::paths() const { return impl_->paths; }
 double SegmentedToeplitzDevice::kernel_seconds() const { return impl_->kernel_seconds; }
 const Grid &SegmentedToeplitzDevice::grid() const { return impl_->grid; }
 DeviceImage SegmentedToeplitzDevice::domain_vector() const { return DeviceImage(impl_->grid, impl_->stream); }
 
-void SegmentedToeplitzDevice::apply(const DeviceImage &x, DeviceImage &out) const {
-  const Impl &p = *impl_;
-  check_image(x, p.grid, "x");
-  check_image(out, p.grid, "out");
-  if (x.data() == out.data()) mri::detail::invalid_argument("out", "x", "must not alias the input");
-  join(as_stream(x.stream()), p.stream, p.event);
-  for (int c0 = 0; c0 < p.coil_count; c0 += p.batch) {
-    const int count = std::min(p.batch, p.coil_count - c0);
-    p.pass(f2(x.data()), c0, count, c0 + count == p.coil_count, f2(out.data()));
+void SegmentedToeplitzDevice::apply(const DeviceImage &x, DeviceImage &out) const { impl_->run(x, out, {}, nullptr); }
+
+SegmentedStageTimes SegmentedToeplitzDevice::apply_timed(const DeviceImage &x, DeviceImage &out) const {
+  StageMarks marks;
+  for (cudaEvent_t &e : marks.at) MRI_CUDA_CHECK(cudaEventCreate(&e));
+  SegmentedStageTimes t;
+  double *stage[5] = {&t.pad, &t.forward, &t.product, &t.inverse, &t.crop};
+  const auto add = [&](const StageMarks *m) {
+    MRI_CUDA_CHECK(cudaEventSynchronize(m->at[5]));
+    for (int i = 0; i < 5; ++i) {
+      float ms = 0;
+      MRI_CUDA_CHECK(cudaEventElapsedTime(&ms, m->at[i], m->at[i + 1]));
+      *stage[i] += ms;
+    }
+  };
+  try {
+    impl_->run(x, out, add, &marks);
+  } catch (...) {
+    for (cudaEvent_t e : marks.at) cudaEventDestroy(e);
+    throw;
   }
-  join(p.stream, as_stream(out.stream()), p.event);
+  for (cudaEvent_t e : marks.at) cudaEventDestroy(e);
+  return t;
 }
 
 } // namespace mri::cuda::detail

@@ -94,45 +94,90 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+// How SegmentedToeplitzDevice runs an application's transforms and its L x L product (tests and
+// bench_offresonance_gpu compare them; Auto is what reconstruct runs).
+//   fft: Whole   batched cuFFT plans of whole padded grids, the grids one after another (every
+//                padded voxel written by the pad, every pass over the whole grid);
+//        Pruned  2D only: the pass's grids stored row-interleaved ([py][grid][px]), so that each
+//                axis is one batched 1D plan: the forward's x pass runs on the ny rows the pad
+//                fills (the others are zero), the inverse's x pass on the ny rows the crop reads,
+//                and the pad writes into a buffer whose other rows stay zero (the y pass reads it
+//                out of place): 8.75 passes of the pass's grids instead of 11.25 (docs/offresonance.md);
+//        Auto    Pruned for 2D grids (nx, ny > 1, nz = 1), else Whole.
+//   coil_batch: the coils per pass (0: coil_batch_for's, as many as kBatchBytes hold; more than
+//            the coils: all), e.g. to run a remainder pass in tests;
+//   product: PerCoil  a thread per (frequency, coil): the kernel pairs read once per coil;
+//            Fused    a thread per frequency for all the pass's coils: the pairs read once (held in
+//                     registers up to kRegisterPairs pairs, L <= 8), the coils' L values each;
+//            Auto     Fused.
+// Every path computes each coil's products in the same order (bitwise the same products); Pruned
+// and Whole differ in the transforms' rounding only.
+enum class SegmentedFft { Auto, Whole, Pruned };
+enum class SegmentedProduct { Auto, PerCoil, Fused };
+struct SegmentedToeplitzPaths {
+  SegmentedFft fft = SegmentedFft::Auto;
+  SegmentedProduct product = SegmentedProduct::Auto;
+  int coil_batch = 0;
+};
+
+// CUDA-event milliseconds of one application's stages, summed over its coil passes (benchmarks).
+struct SegmentedStageTimes {
+  double pad = 0, forward = 0, product = 0, inverse = 0, crop = 0;
+  double total() const { return pad + forward + product + inverse + crop; }
+};
+
 // The segmented normal by Toeplitz embedding, with SENSE's coils batched (the device form of
 // mri::SegmentedToeplitz around mri_backend/sense.hpp's coil sum):
 //   out = sum_c conj(S_c) .* sum_l conj(E_l) .* crop(IFFT(sum_l' K_ll' FFT(pad(E_l' .* S_c .* x))))
 //         + lambda R^H R x
 // K_ll'(d) = sum_m w_m conj(b_l(t_m)) b_l'(t_m) exp(+2 pi i k_m . d / n) on the doubled grid, centred
-// and scaled by 1 / (its voxels) as the host's kernels; the L(L+1)/2 pairs l <= l' are made by
-// batched adjoint NUFFTs of the trajectory doubled, pair_chunk() pairs per batch (K_l'l's spectrum
-// is conj(K_ll')'s). An
-// application pads `coil_batch()` coils x L segments into contiguous padded grids, one batched cuFFT
-// forward, the L x L product per frequency, one batched inverse, one crop-and-combine kernel.
+// and scaled by 1 / (its voxels) as the host's kernels; only the L(L+1)/2 pairs l <= l' are made (by
+// batched adjoint NUFFTs of the trajectory doubled, pair_chunk() pairs per batch) and stored: K_l'l's
+// spectrum is conj(K_ll')'s at the same frequency, which the product reads instead. An application
+// pads `coil_batch()` coils x L segments, one batched cuFFT forward (per axis with Pruned), the L x L
+// product per frequency, one batched inverse, one crop-and-combine kernel (SegmentedToeplitzPaths).
+// Its buffers come from the gridding plans' stream-ordered pool (no cudaMalloc or cudaFree per
+// reconstruction) and its pruned cuFFT plans from a process-wide cache.
 class SegmentedToeplitzDevice : public SelfAdjointOnDevice<SegmentedToeplitzDevice> {
 public:
   // The most segments the per-frequency product is compiled for; more: SegmentedDirectNormal.
   static constexpr int kMaxSegments = 16;
+  // The Fused product holds a frequency's kernel pairs in registers up to this many (L <= 8);
+  // beyond, it reads them once per coil as PerCoil does.
+  static constexpr int kRegisterPairs = 36;
   // op (and coils) must outlive the operator. points: the trajectory's M points on the device (as
   // given to op's NUFFT plan); nufft: validated options (their tolerance and kernel make the
   // kernels' adjoint NUFFT on the doubled grid); coils: the maps (null: one coil without maps);
-  // r, lambda: the regulariser every application adds. Throws InvalidArgument (weights, lambda),
-  // Unsupported for op.segments() > kMaxSegments.
+  // r, lambda: the regulariser every application adds; paths: see SegmentedToeplitzPaths (Pruned
+  // on a grid that is not 2D runs Whole). Throws InvalidArgument (weights, lambda), Unsupported for
+  // op.segments() > kMaxSegments.
   SegmentedToeplitzDevice(const SegmentedFieldDevice &op, const KPoint *points, std::span<const float> weights,
                           const NufftOptions &nufft, Gridding gridding, const DeviceCoils *coils, Regularizer r,
-                          double lambda);
+                          double lambda, SegmentedToeplitzPaths paths = {});
   ~SegmentedToeplitzDevice();
   SegmentedToeplitzDevice(SegmentedToeplitzDevice &&) noexcept;
   SegmentedToeplitzDevice &operator=(SegmentedToeplitzDevice &&) noexcept;
 
-  // Device bytes of the kernels (L(L+1)/2 spectra) and of `coil_batch` x L padded grids with their
-  // cuFFT work area (about as much again), on `grid`'s doubled grid.
+  // Device bytes of the kernels (L(L+1)/2 spectra), of `coil_batch` x L padded grids with their
+  // cuFFT work area (about as much again; Pruned, Auto's path for 2D grids, holds a second set:
+  // the pad's), and of the kernels' construction, on `grid`'s doubled grid.
   static std::size_t bytes(const Grid &grid, int segments, int coil_batch);
-  // The coils per pass for `coils` coils (1 without maps): as many as kBatchBytes of padded grids hold.
+  // The coils per pass for `coils` coils (1 without maps): as many as kBatchBytes of padded grids
+  // hold (Pruned counts both sets).
   static int coil_batch_for(const Grid &grid, int segments, int coils);
   // The kernel pairs per batched adjoint NUFFT and FFT while the spectra are made: all L(L+1)/2 where
   // their doubled-grid Q take at most 256 MiB (each also takes M complex coefficients).
   static int pair_chunk(const Grid &grid, int segments);
+  // What `paths` resolves to on `grid` (Auto -> Pruned for 2D, Fused).
+  static SegmentedToeplitzPaths resolve(SegmentedToeplitzPaths paths, const Grid &grid);
   int coil_batch() const;
+  SegmentedToeplitzPaths paths() const; // resolved
   double kernel_seconds() const; // the kernels' construction (NUFFTs and FFTs), wall time
   const Grid &grid() const;
   // out = the normal of x (+ the regulariser), on op's stream; x and out distinct images of grid().
   void apply(const DeviceImage &x, DeviceImage &out) const;
+  // apply() with CUDA events between its stages; waits for it.
+  SegmentedStageTimes apply_timed(const DeviceImage &x, DeviceImage &out) const;
   DeviceImage domain_vector() const;
 
   struct Impl;
