@@ -25,6 +25,7 @@
 #include "recon_field_cuda.hpp"
 #include "segmented_cuda.hpp"
 #include "sense/sense_cuda.hpp"
+#include "staged_upload.cuh"
 #include "toeplitz/toeplitz_cuda.hpp" // reconstruct_device_bytes: the NUFFT plans' bytes
 #include "mri_backend/offresonance.hpp"
 #include "sparse/sparse_ops_cuda.hpp" // SparseOps<DeviceImage>: the proximal solvers on device images
@@ -191,8 +192,8 @@ public:
     const auto op_stream = static_cast<cudaStream_t>(segmented_->stream());
     DeviceBuffer<cfloat> samples; // from the plans' pool, freed in stream order (no cudaFree's device sync)
     samples.allocate(weighted.size(), plan_pool(), op_stream);
-    MRI_CUDA_CHECK(cudaMemcpyAsync(samples.get(), weighted.data(), weighted.size() * sizeof(cfloat),
-                                   cudaMemcpyHostToDevice, op_stream));
+    // through the pinned ring from 1 MB on, as the uncorrected F^H D uploads its coils
+    upload_staged(samples.get(), weighted.data(), weighted.size() * sizeof(cfloat), op_stream);
     DeviceImage rhs(grid_, stream_);
     segmented_->adjoint_coils_device(samples.get(), count, coils_ ? coils_->maps() : nullptr, rhs.data());
     synchronize_operator(); // samples go on return

@@ -180,11 +180,14 @@ __global__ void pad_segments_kernel(const float2 *__restrict__ maps, const float
 // of the pass, c0 = blockIdx.y * coils (PerCoil: a coil per blockIdx.y; Fused: all in one), in
 // place. K holds the pairs l <= l' (l = 0: (0,0), (0,1), ..; l = 1: (1,1), ..), pair j's frequency p
 // at j l + p, and K_l'l = conj(K_ll'). Cached: the thread loads its frequency's pairs once for all
-// its coils (registers: L <= 8); else once per coil. Each coil's products in the same order either way.
+// its `coils` coils (registers: L <= 8); else it has one coil (coils is 1: a loop over coils would
+// let the compiler hoist the pairs' loads out of it and spill them beyond L = 12). Each coil's
+// products in the same order either way.
 template <int L, bool Cached>
 __global__ void segment_product_kernel(float2 *__restrict__ w, const float2 *__restrict__ k, long long l, Dims d,
                                        PassLayout s, int coils) {
   constexpr int kPairs = L * (L + 1) / 2;
+  if constexpr (!Cached) coils = 1;
   const int c0 = static_cast<int>(blockIdx.y) * coils;
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long p = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; p < l; p += stride) {
@@ -227,16 +230,16 @@ __global__ void segment_product_kernel(float2 *__restrict__ w, const float2 *__r
 template <int L>
 void launch_product(float2 *w, const float2 *k, long long l, Dims d, PassLayout s, int coils, bool fused,
                     cudaStream_t stream) {
-  const dim3 blocks(static_cast<unsigned>(grid_stride_blocks(l)), static_cast<unsigned>(fused ? 1 : coils));
-  const int per_thread = fused ? coils : 1;
+  // Fused beyond kRegisterPairs pairs runs as PerCoil (see segment_product_kernel)
+  const unsigned x = static_cast<unsigned>(grid_stride_blocks(l));
   if constexpr (L * (L + 1) / 2 <= SegmentedToeplitzDevice::kRegisterPairs) {
     if (fused) {
-      segment_product_kernel<L, true><<<blocks, kThreads, 0, stream>>>(w, k, l, d, s, per_thread);
+      segment_product_kernel<L, true><<<dim3(x, 1), kThreads, 0, stream>>>(w, k, l, d, s, coils);
       MRI_CUDA_CHECK(cudaGetLastError());
       return;
     }
   }
-  segment_product_kernel<L, false><<<blocks, kThreads, 0, stream>>>(w, k, l, d, s, per_thread);
+  segment_product_kernel<L, false><<<dim3(x, static_cast<unsigned>(coils)), kThreads, 0, stream>>>(w, k, l, d, s, 1);
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -108,7 +108,7 @@ private:
 //            the coils: all), e.g. to run a remainder pass in tests;
 //   product: PerCoil  a thread per (frequency, coil): the kernel pairs read once per coil;
 //            Fused    a thread per frequency for all the pass's coils: the pairs read once (held in
-//                     registers up to kRegisterPairs pairs, L <= 8), the coils' L values each;
+//                     registers, up to kRegisterPairs pairs: L <= 8; beyond, it runs as PerCoil);
 //            Auto     Fused.
 // Every path computes each coil's products in the same order (bitwise the same products); Pruned
 // and Whole differ in the transforms' rounding only.
@@ -143,7 +143,7 @@ public:
   // The most segments the per-frequency product is compiled for; more: SegmentedDirectNormal.
   static constexpr int kMaxSegments = 16;
   // The Fused product holds a frequency's kernel pairs in registers up to this many (L <= 8);
-  // beyond, it reads them once per coil as PerCoil does.
+  // beyond, it runs as PerCoil (holding them for a loop over coils would spill registers).
   static constexpr int kRegisterPairs = 36;
   // op (and coils) must outlive the operator. points: the trajectory's M points on the device (as
   // given to op's NUFFT plan); nufft: validated options (their tolerance and kernel make the

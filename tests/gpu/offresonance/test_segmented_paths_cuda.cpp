@@ -185,8 +185,8 @@ TEST_CASE("GPU segmented Toeplitz paths (pruned transforms, fused product) match
           "[gpu][offresonance]") {
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  // L = 8: the fused product holds the 36 pairs in registers; L = 9 and 3D: it reads them per
-  // coil; odd extents; a remainder pass (3 coils, 2 a pass) and one coil per pass; no maps.
+  // L = 8: the fused product holds the 36 pairs in registers; L = 9: it runs per coil; 3D: whole
+  // transforms; odd extents; a remainder pass (3 coils, 2 a pass) and one coil per pass; no maps.
   const PathCase cases[] = {{Grid(40, 36), 8, 3, 2},  {Grid(33, 27), 3, 3, 0}, {Grid(31, 20), 9, 2, 1},
                             {Grid(40, 36), 2, 0, 0},  {Grid(12, 10, 8), 4, 2, 0}};
   for (const PathCase &pc : cases) {
