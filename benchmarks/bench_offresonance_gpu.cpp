@@ -18,7 +18,9 @@
 //                      transforms with a coil per product thread (the path before the pruned one),
 //                      1 whole + fused product, 2 pruned + per-coil product, 3 pruned + fused (Auto
 //                      in 2D). CUDA-event times: the application (median) and each stage of it
-//                      (pad, forward FFT, product, inverse FFT, crop; medians), in ms.
+//                      (pad, forward FFT, product, inverse FFT, crop; medians), in ms; q_s: the
+//                      kernels' construction (wall), q_nufft_ms: its L(L+1)/2 batched adjoint NUFFTs
+//                      on the doubled grid alone (CUDA events, one call on a plan made beforehand).
 // Every family sets the same counters (the CSV reporter needs one header): 0 where one does not apply.
 //   build-gpu/benchmarks/bench_offresonance_gpu --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -56,7 +58,7 @@ std::vector<float> field_map(const mri::Grid &g) { return mri::simulated_field_m
 struct Counters {
   double tuned_pairs = 0, field_pairs = 0, field_forward_pairs = 0, sfu_bound_pairs = 0, kernel_pairs = 0;
   double psnr = 0, segments = 0, setup_s = 0, fhd_s = 0, q_s = 0, cg_s = 0, other_s = 0, x_uncorrected = 0;
-  double apply_ms = 0, pad_ms = 0, forward_ms = 0, product_ms = 0, inverse_ms = 0, crop_ms = 0;
+  double apply_ms = 0, pad_ms = 0, forward_ms = 0, product_ms = 0, inverse_ms = 0, crop_ms = 0, q_nufft_ms = 0;
   void set(benchmark::State &state) const {
     state.counters["tuned_pairs/s"] = tuned_pairs;
     state.counters["field_pairs/s"] = field_pairs;
@@ -78,6 +80,7 @@ struct Counters {
     state.counters["product_ms"] = product_ms;
     state.counters["inverse_ms"] = inverse_ms;
     state.counters["crop_ms"] = crop_ms;
+    state.counters["q_nufft_ms"] = q_nufft_ms;
     state.counters["x_uncorrected"] = x_uncorrected;
   }
 };
@@ -279,7 +282,23 @@ void BM_SegmentedNormal_Gpu(benchmark::State &state) {
     pad.push_back(s.pad), forward.push_back(s.forward), product.push_back(s.product), inverse.push_back(s.inverse),
         crop.push_back(s.crop);
   }
+  // Q's adjoint NUFFTs alone, as the kernels' construction runs them: the pairs' coefficient
+  // vectors (ones: the time does not depend on the values) on the doubled grid's plan
+  const mri::Grid padded = p.grid.doubled();
+  const auto q_plan = make_device_nufft_plan(points.data(), traj.size(), padded, nufft, {2.0f, 2.0f, 0.0f});
+  const int pairs = fit.segments * (fit.segments + 1) / 2;
+  const mri::Grid coef_grid(static_cast<std::int64_t>(traj.size()), pairs);
+  const mri::cuda::DeviceImage coef(mri::Image(coef_grid, std::vector<mri::cfloat>(static_cast<std::size_t>(coef_grid.voxels()),
+                                                                                   mri::cfloat(1.0f, 0.0f))),
+                                    q_plan->stream());
+  mri::cuda::DeviceImage q(mri::Grid(padded.voxels(), pairs), q_plan->stream());
+  q_plan->adjoint_coils_device(coef.data(), pairs, q.data(), mri::Gridding::Gather); // warm-up
+  mri::cuda::StreamTimer q_timer(q_plan->stream());
+  q_timer.start();
+  q_plan->adjoint_coils_device(coef.data(), pairs, q.data(), mri::Gridding::Gather);
   Counters c;
+  c.q_nufft_ms = q_timer.stop_ms();
+  c.q_s = t.kernel_seconds();
   c.segments = fit.segments;
   c.apply_ms = median(total);
   c.pad_ms = median(pad);
