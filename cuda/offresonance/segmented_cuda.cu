@@ -725,25 +725,33 @@ struct SegmentedToeplitzDevice::Impl {
     const std::size_t m = op->samples();
     const long long L = l();
     spectra.allocate(static_cast<std::size_t>(pairs()) * static_cast<std::size_t>(L), plan_pool(), stream);
+    // The pair table and the weights up on `stream` before the kernels' plan starts its setup on
+    // its own stream (a pageable copy waits for its stream's work first); the host's copies may go
+    // on return. Freed on `stream` when this returns, after the wait on qs below.
+    std::vector<int2> table;
+    for (int a = 0; a < segments; ++a)
+      for (int b = a; b < segments; ++b) table.push_back(make_int2(a, b));
+    DeviceBuffer<int2> pairs_dev;
+    pairs_dev.allocate(table.size(), plan_pool(), stream);
+    MRI_CUDA_CHECK(cudaMemcpyAsync(pairs_dev.get(), table.data(), table.size() * sizeof(int2), cudaMemcpyHostToDevice, stream));
+    DeviceBuffer<float> w_dev;
+    if (!weights.empty()) {
+      w_dev.allocate(weights.size(), plan_pool(), stream);
+      MRI_CUDA_CHECK(
+          cudaMemcpyAsync(w_dev.get(), weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+    }
     // Q of the doubled k on the doubled grid: exp(i 2 pi k d / n) = exp(i 2 pi (2k) d / (2n)); an
     // axis of extent 1 has d = 0 only.
     const auto doubled_k = [&](int a) { return grid.extent(a) > 1 ? 2.0f : 0.0f; };
     const auto q_plan = make_device_nufft_plan(points, m, padded, nufft, {doubled_k(0), doubled_k(1), doubled_k(2)});
     const cudaStream_t qs = as_stream(q_plan->stream());
-    join(stream, qs, event); // the spectra's allocation before their first use on qs
-    // the host table and weights may go on return of the pageable copies; these buffers are freed
-    // on qs (stream order) before q_plan goes
-    std::vector<int2> table;
-    for (int a = 0; a < segments; ++a)
-      for (int b = a; b < segments; ++b) table.push_back(make_int2(a, b));
-    DeviceBuffer<int2> pairs_dev;
-    pairs_dev.allocate(table.size(), plan_pool(), qs);
-    MRI_CUDA_CHECK(cudaMemcpyAsync(pairs_dev.get(), table.data(), table.size() * sizeof(int2), cudaMemcpyHostToDevice, qs));
-    DeviceBuffer<float> w_dev;
-    if (!weights.empty()) {
-      w_dev.allocate(weights.size(), plan_pool(), qs);
-      MRI_CUDA_CHECK(cudaMemcpyAsync(w_dev.get(), weights.data(), weights.size() * sizeof(float), cudaMemcpyHostToDevice, qs));
-    }
+    join(stream, qs, event); // the allocations and uploads above before their use on qs
+    // qs's work done before the buffers above are freed on `stream`, also when something throws
+    struct WaitOnExit {
+      cudaStream_t s;
+      ~WaitOnExit() { cudaStreamSynchronize(s); }
+    } wait_qs{qs};
+    // freed on qs (stream order) before q_plan goes
     const int chunk = pair_chunk(grid, segments);
     DeviceBuffer<float2> c, q;
     c.allocate(static_cast<std::size_t>(chunk) * m, plan_pool(), qs);
