@@ -145,6 +145,18 @@ nlohmann::json rounds_json(const MotionChainResult &r) {
   return rounds;
 }
 
+// MCIR's solve in one line: the solver, its iterations and, with sparse terms, the objective's
+// first and last values (the whole history is in the report's "mcir").
+std::string mcir_summary(const ReconReport &r) {
+  std::string s = "MCIR by " + r.solver + ", " + std::to_string(r.iterations) + " iterations";
+  if (r.objective.size() >= 2) {
+    char text[96];
+    std::snprintf(text, sizeof text, ", objective %.4g -> %.4g", r.objective.front(), r.objective.back());
+    s += text;
+  }
+  return s + " (" + to_string(r.backend) + ")";
+}
+
 // --motion-correct: the chain (mri/mcir.hpp: the coil maps once, the states, their motion (or the
 // fields read), MCIR, --motion-rounds alternations). Returns the reference state's image.
 Image motion_corrected(const DynamicArgs &a, const std::vector<KSpaceData> &frames, const ReconInputs &in,
@@ -156,6 +168,7 @@ Image motion_corrected(const DynamicArgs &a, const std::vector<KSpaceData> &fram
   chain.refine_iterations = a.motion_refine;
   MotionChainResult r = reconstruct_motion_chain(frames, in.grid, options, chain);
   if (!quiet && !r.note.empty()) say("recon", "--motion-correct: " + r.note);
+  if (!quiet) say("recon", "--motion-correct: " + mcir_summary(r.mcir.report));
   report["coils"] = {{"acquired_coils", r.coils.acquired_coils}, {"coils", r.coils.coils},
                      {"coil_energy_kept", r.coils.coil_energy_kept}, {"maps", r.coils.maps},
                      {"coil_seconds", r.coils.coil_seconds},

@@ -5,6 +5,10 @@
 // W_s the warp of the reference image to state s by its displacement field, solved by conjugate
 // gradients on the normal equations
 //   (sum_s W_s^H N_s W_s + lambda R^H R) x = sum_s W_s^H b_s,
+// or, with sparse terms (ReconOptions::solver.terms: wavelet, TV, l1; mri/sparse.hpp), by the
+// proximal solvers of reconstruct (mri/proximal_solvers.hpp: FISTA, ADMM or primal-dual, chosen as
+// there) on the same normal operator and right-hand side:
+//   min_x 0.5 ||E x - y||_W^2 + 0.5 lambda ||R x||^2 + sum_i lambda_i R_i(T_i x),
 // N_s = sum_c S_c^H F_s^H W F_s S_c (state s's SENSE normal, its Toeplitz form) and
 // b_s = sum_c S_c^H F_s^H W D_{s,c} (its adjoint data), as Batchelor et al. (MRM 2005, "Matrix
 // description of general motion correction applied to multishot images") and Odille et al.
@@ -111,8 +115,13 @@ struct MotionCorrectedResult : ReconResult {
 // reconstruct does on the states' data concatenated; with all fields zero the result is that
 // reconstruction's to float rounding (tests/mcir). F^H D and Q per state as options.method
 // (Auto: the NUFFT on the CPU) and options.nufft; solver.normal = Toeplitz; solver.lambda and
-// regularizer as reconstruct (R^H R once, outside the state sum).
-// Where it runs: backend = Cpu, all on the CPU. Cuda, or Auto with a usable GPU: the whole solve
+// regularizer as reconstruct (R^H R once, outside the state sum). Sparse terms (solver.terms, the
+// single-image terms reconstruct takes; solver.proximal, solver.scaling as there): the proximal
+// solver on the CPU, the report's solver, iterations, objective, step, lipschitz and data_scale
+// as reconstruct fills them; with all fields zero the result is reconstruct's with the same terms
+// on the states' data concatenated, to float rounding (tests/mcir).
+// Where it runs: backend = Cpu, or sparse terms (Auto: the CPU, backend_note says why), all on the
+// CPU. Cuda, or Auto with a usable GPU: the whole solve
 // on the device: the maps' calibration images, each state's F^H D (and with the NUFFT its Q) by the
 // public operators' device paths, then the warps, each state's device Toeplitz operator between
 // the device coil maps, the state sum, R^H R and CG in the CUDA plugin (one image back);
@@ -121,9 +130,10 @@ struct MotionCorrectedResult : ReconResult {
 // Throws InvalidArgument for no states, fields.size() != states.size() ("fields.size()"), a field
 // on another grid ("fields[s].grid()"), a NaN or Inf in a field ("fields[s].u[i]"), states of
 // different coil counts ("states[s].coils()") or dimensions, weights given for some states only,
-// and what reconstruct refuses in the options; Unsupported for backend = Cuda without a usable
-// device or with method = Nufft in float64, gpu.devices, sparse terms, solver.normal = Direct and
-// off-resonance correction.
+// and what reconstruct refuses in the options (a bad term, e.g. a negative lambda, named
+// "options.solver.terms[i] (...)"; temporal terms and locally low rank, which need frames);
+// Unsupported for backend = Cuda without a usable device, with method = Nufft in float64 or with
+// sparse terms, gpu.devices, solver.normal = Direct and off-resonance correction.
 MotionCorrectedResult reconstruct_motion_corrected(const std::vector<KSpaceData> &states, const Grid &grid,
                                                    const std::vector<DisplacementField> &fields,
                                                    const ReconOptions &options = {},
@@ -192,7 +202,8 @@ struct MotionChainResult {
   std::shared_ptr<const CoilSensitivities> maps;
   std::optional<CoilCompression> compression;
   ReconReport coils; // acquired_coils, coils, coil_energy_kept, maps and coil_seconds of that step
-  std::string note;  // what the chain dropped or moved (sparse terms, where the refinement ran)
+  std::string note;  // what the chain dropped or moved (terms across states, MCIR moved to the CPU,
+                     // where the refinement ran)
 };
 
 // The chain on `states` (one KSpaceData per motion state, state 0 the reference): the coil maps
@@ -201,8 +212,10 @@ struct MotionChainResult {
 // result equals reconstruct_motion_corrected with MotionChainResult::maps given on the compressed
 // states, tests/mcir); the states reconstructed jointly with options (sparse terms included);
 // the states registered to state 0 (fixed = state s, moving = state 0: the field MCIR takes) unless
-// fields are given; MCIR of state 0 by CG (sparse terms are not applied to MCIR in this build: the
-// note says so); then rounds - 1 alternations as MotionChainOptions says. Each state's F^H D and Q
+// fields are given; MCIR of state 0 with the options' spatial sparse terms (the terms across states,
+// TV along the frames and locally low rank, are the states' only; the note says which were
+// dropped; with spatial terms and backend = Cuda MCIR runs on the CPU, the note says so), by CG
+// without terms; then rounds - 1 alternations as MotionChainOptions says. Each state's F^H D and Q
 // for MCIR are computed once for all rounds on the CPU.
 // Throws what reconstruct_frames and reconstruct_motion_corrected throw, InvalidArgument for
 // rounds < 1 ("chain.rounds"), refine_iterations < 0, fewer than 2 states when fields are to be

@@ -20,9 +20,11 @@
 #include "mri/linear_operator.hpp"
 #include "mri/mcir.hpp"
 #include "mri/nufft.hpp"
+#include "mri/proximal_solvers.hpp"
 #include "mri/toeplitz.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/normal_assembly.hpp"
+#include "mri_backend/recon_driver.hpp"
 #include "mri_backend/recon_report.hpp"
 #include "mcir_cache.hpp"
 #include "sense/recon_coils.hpp"
@@ -82,14 +84,22 @@ void validate_states(const std::vector<KSpaceData> &states, const Grid &grid) {
   }
 }
 
-void validate_options(const ReconOptions &o) {
+// The sparse terms of the one reference image (validate(term, grid): temporal terms and locally
+// low rank need frames and are refused) and the proximal settings, before any work.
+void validate_terms(const SolverOptions &s, const Grid &grid) {
+  for (std::size_t i = 0; i < s.terms.size(); ++i)
+    validate(s.terms[i], grid, "options.solver.terms[" + std::to_string(i) + "] (" + to_string(s.terms[i]) + ")");
+  if (s.terms.empty()) return;
+  resolve_proximal_algorithm(s.proximal.algorithm, s.terms);
+  validate(s.proximal, "options.solver.proximal");
+}
+
+void validate_options(const ReconOptions &o, const Grid &grid) {
   const SolverOptions &s = o.solver;
   if (!o.gpu.devices.empty())
     throw Unsupported("reconstruct_motion_corrected: options.gpu.devices is not supported (one device: the current "
                       "one, leave devices empty)");
-  if (!s.terms.empty())
-    throw Unsupported("reconstruct_motion_corrected: sparse terms (options.solver.terms) are not supported; "
-                      "use solver.lambda and solver.regularizer");
+  validate_terms(s, grid);
   if (s.normal != Normal::Toeplitz)
     throw Unsupported("reconstruct_motion_corrected: solver.normal = direct is not supported (toeplitz only)");
   if (o.offresonance.field_map)
@@ -281,6 +291,48 @@ double weighted_energy(const KSpaceData &d) {
   return sum;
 }
 
+// CG on the normal equations (sum_s W_s^H N_s W_s + lambda R^H R) x = b.
+template <class Normal> Image solve_cg(Normal normal, const Image &rhs, const ReconOptions &o, ReconReport &report) {
+  ConjugateGradient<Normal, Image> cg(std::move(normal));
+  cg.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);
+  if (o.on_iteration) cg.set_callback(o.on_iteration);
+  Image x = detail::announced_phase(o, "CG", NAN, [&] { return cg.solve(rhs); });
+  report.iterations = cg.iterations();
+  report.status = cg.info();
+  report.residuals = cg.residual_history();
+  report.solver = "cg";
+  return x;
+}
+
+// With sparse terms: min_x 0.5 ||E x - y||_W^2 + 0.5 lambda ||R x||^2 + sum_i lambda_i R_i(T_i x),
+// E = [P_s F S_c W_s], by the one proximal solver (mri/proximal_solvers.hpp) on MCIR's normal
+// operator, exactly as reconstruct's drive_proximal (mri_backend/recon_driver.hpp) on its own:
+// the data scaled by solver.scaling (bart_data_scale of b = sum_s W_s^H b_s, MCIR's adjoint image),
+// the objective's constant 0.5 s^2 ||W^(1/2) y||^2 (energy: 0.5 ||W^(1/2) y||^2 unscaled), the
+// image scaled back. With zero fields this is reconstruct's problem on all the data (tests/mcir).
+template <class Normal>
+Image solve_sparse(Normal normal, const Image &rhs, double energy, const Grid &grid, const ReconOptions &o,
+                   ReconReport &report) {
+  const double scale = o.solver.scaling == DataScaling::Bart ? bart_data_scale(rhs.values()) : 1.0;
+  report.data_scale = scale;
+  Image b(grid), zero(grid);
+  VectorOps<Image>::copy(rhs, b);
+  VectorOps<Image>::xpay(zero, scale, b); // b = scale rhs, as 0 + scale rhs (the solver's rule)
+  ProximalSolver<Normal, Image> solver(std::move(normal), grid, o.solver.terms, o.solver.proximal);
+  solver.set_max_iterations(o.solver.iterations).set_tolerance(o.solver.tolerance);
+  const auto unscaled = [&](const Image &x) {
+    Image image = x;
+    for (cfloat &v : image.values()) v /= static_cast<float>(scale);
+    return image;
+  };
+  if (o.on_iteration)
+    solver.set_callback([&](int k, const Image &x, double change) { o.on_iteration(k, unscaled(x), change); });
+  report.solver = to_string(solver.algorithm());
+  const Image x = detail::announced_phase(o, "CG", NAN, [&] { return solver.solve(b, scale * scale * energy); });
+  detail::record_proximal(report, solver);
+  return unscaled(x);
+}
+
 // The solve on the CUDA backend (CudaBackend::solve_motion_corrected): b_s and, with the NUFFT, Q_s
 // computed here by the public operators on the device (their host results go up once); the warps,
 // the Toeplitz normals, the state sum and CG on the device.
@@ -334,7 +386,7 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
                                                           const ReconOptions &options,
                                                           const MotionCorrectionOptions &motion, McirCpuCache *cache) {
   const auto t_start = Clock::now();
-  validate_options(options);
+  validate_options(options, grid);
   validate_states(states, grid);
   validate_fields(states, grid, fields);
 
@@ -346,15 +398,23 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   // calibration images and each state's F^H D (and the NUFFT's Q) by the public operators on the
   // device, the rest by CudaBackend::solve_motion_corrected; Cpu: all on the host, the public
   // operators' CPU paths (MotionCorrectionReport::note).
+  // Sparse terms: the proximal solver on the CPU's normal operator (the device solve is CG only).
   const bool float64_nufft = options.method == Method::Nufft && options.precision == Precision::Float64;
+  const bool sparse = !options.solver.terms.empty();
   if (float64_nufft && options.backend == Backend::Cuda)
     throw Unsupported("reconstruct_motion_corrected: method = nufft with precision = float64 runs on the CPU only");
-  const Backend backend =
-      float64_nufft ? Backend::Cpu : detail::resolve_backend(options.backend, "reconstruct_motion_corrected");
+  if (sparse && options.backend == Backend::Cuda)
+    throw Unsupported("reconstruct_motion_corrected: sparse terms (options.solver.terms) run on the CPU in this "
+                      "build (the device MCIR solves by CG); use backend = cpu or auto");
+  const Backend backend = float64_nufft || sparse
+                              ? Backend::Cpu
+                              : detail::resolve_backend(options.backend, "reconstruct_motion_corrected");
   report.backend = backend;
   if (options.backend == Backend::Auto)
     report.backend_note = backend == Backend::Cuda ? "auto: cuda (the whole solve on the device)"
-                                                   : "auto: cpu (" + cuda_unavailable_reason() + ")";
+                          : sparse && cuda_available()
+                              ? "auto: cpu (sparse terms in MCIR run on the CPU in this build)"
+                              : "auto: cpu (" + cuda_unavailable_reason() + ")";
 
   // The warps: fields checked above; the Jacobian weights made here.
   auto t = Clock::now();
@@ -452,19 +512,14 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
                                           options.solver.lambda, grid);
 
   t = Clock::now();
-  ConjugateGradient<decltype(normal_equations(normal)), Image> cg(normal_equations(normal));
-  cg.set_max_iterations(options.solver.iterations).set_tolerance(options.solver.tolerance);
-  if (options.on_iteration)
-    cg.set_callback(options.on_iteration);
-  result.image = detail::announced_phase(resolved, "CG", NAN, [&] { return cg.solve(rhs); });
+  if (sparse)
+    result.image = solve_sparse(normal_equations(normal), rhs, 0.5 * states_cpu.data_energy, grid, resolved, report);
+  else
+    result.image = solve_cg(normal_equations(normal), rhs, resolved, report);
   report.cg_seconds = seconds_since(t);
   mc.cg_warp_seconds = cg_warp_seconds;
-  report.iterations = cg.iterations();
-  report.status = cg.info();
-  report.residuals = cg.residual_history();
-  report.solver = "cg";
   mc.note = std::string(to_string(backend)) + ": coil maps, F^H D and Q per state (" + to_string(resolved.method) +
-            "); cpu: warps, Toeplitz normals and CG";
+            "); cpu: warps, Toeplitz normals and " + (sparse ? report.solver : std::string("CG"));
   report.total_seconds = seconds_since(t_start);
   return result;
 }

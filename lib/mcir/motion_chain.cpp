@@ -15,6 +15,7 @@
 #include "mri/error.hpp"
 #include "mri/mcir.hpp"
 #include "mri/motion.hpp"
+#include "mri/sparse.hpp"
 #include "mri_backend/recon_report.hpp"
 #include "sense/recon_coils.hpp"
 
@@ -80,6 +81,29 @@ void field_change(const std::vector<DisplacementField> &old_fields, const std::v
   round.max_field_change = largest;
 }
 
+// MCIR's options from the states': the spatial terms kept (MCIR solves one image: temporal terms
+// and locally low rank, which act across the states, are dropped), and with terms left a Cuda
+// request moved to the CPU (the device MCIR solves by CG). Returns what was changed, for the note.
+std::string mcir_terms(ReconOptions &mcir) {
+  std::vector<SparseTerm> kept;
+  std::string dropped;
+  for (const SparseTerm &t : mcir.solver.terms) {
+    if (is_temporal(t) || t.penalty == SparsePenalty::LocallyLowRank) {
+      if (!dropped.empty()) dropped += ' ';
+      dropped += to_string(t);
+    } else
+      kept.push_back(t);
+  }
+  std::string note;
+  if (!dropped.empty()) note = "MCIR without the states' terms across states (" + dropped + ")";
+  if (!kept.empty() && mcir.backend == Backend::Cuda) {
+    mcir.backend = Backend::Cpu;
+    note += std::string(note.empty() ? "" : "; ") + "MCIR with sparse terms on the CPU (the device MCIR solves by CG)";
+  }
+  mcir.solver.terms = std::move(kept);
+  return note;
+}
+
 } // namespace
 
 MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states, const Grid &grid,
@@ -123,10 +147,7 @@ MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states
   };
 
   ReconOptions mcir = given;
-  if (!mcir.solver.terms.empty()) {
-    mcir.solver.terms.clear();
-    out.note = "MCIR by CG: the sparse terms applied to the states only (sparse terms in MCIR are not in this build)";
-  }
+  out.note = mcir_terms(mcir);
   detail::McirCpuCache cache;
   std::vector<DisplacementField> fields;
   MotionCorrectedResult last;
