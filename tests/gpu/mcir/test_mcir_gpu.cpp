@@ -19,6 +19,7 @@
 #include "gpu/sampled_reference.hpp"
 #include "mri/coil_simulation.hpp"
 #include "mri/mcir.hpp"
+#include "mri/sparse.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -133,4 +134,29 @@ TEST_CASE("MCIR on the device equals the CPU's (3D, NUFFT, one coil without maps
   CHECK(gpu.report.method == Method::Nufft);
   CHECK(gpu.report.iterations == 10);
   CHECK(test::relative_error(gpu.image, cpu.image) < 1e-3);
+}
+
+TEST_CASE("MCIR with sparse terms: backend = auto on a device runs the proximal solver on the CPU, cuda refuses",
+          "[gpu][mcir]") {
+  // The device MCIR solves by CG (CudaBackend::solve_motion_corrected); with solver.terms auto
+  // takes the CPU's proximal path and says why, and equals backend = cpu bit for bit (the same host
+  // code, deterministic reductions); an explicit cuda request is refused rather than dropping the terms.
+  const Grid g(24, 20);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const Problem p = random_problem(g, 3, 300, 2, seed, false);
+  ReconOptions o;
+  o.method = Method::Nufft;
+  o.solver.iterations = 6;
+  o.solver.terms = {parse_bart_term("W:3:0:0.01")};
+  o.backend = Backend::Cpu;
+  const MotionCorrectedResult cpu = reconstruct_motion_corrected(p.states, g, p.fields, o);
+  o.backend = Backend::Auto;
+  const MotionCorrectedResult automatic = reconstruct_motion_corrected(p.states, g, p.fields, o);
+  CHECK(automatic.report.backend == Backend::Cpu);
+  CHECK(automatic.report.backend_note.find("sparse terms") != std::string::npos);
+  CHECK(automatic.report.solver == "fista");
+  CHECK(test::relative_error(automatic.image, cpu.image) < 1e-6); // the same host code
+  o.backend = Backend::Cuda;
+  CHECK_THROWS_AS(reconstruct_motion_corrected(p.states, g, p.fields, o), Unsupported);
 }
