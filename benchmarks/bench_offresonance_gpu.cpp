@@ -17,7 +17,8 @@
 //                      coils, per path (segmented_cuda.hpp, SegmentedToeplitzPaths): 0 whole-grid
 //                      transforms with a coil per product thread (the path before the pruned one),
 //                      1 whole + fused product, 2 pruned + per-coil product, 3 pruned + fused (Auto
-//                      in 2D). CUDA-event times: the application (median) and each stage of it
+//                      in 2D), 4 and 5 pruned in place (one set of grids) + per-coil / fused.
+//                      CUDA-event times: the application (median) and each stage of it
 //                      (pad, forward FFT, product, inverse FFT, crop; medians), in ms; q_s: the
 //                      kernels' construction (wall), q_nufft_ms: its L(L+1)/2 batched adjoint NUFFTs
 //                      on the doubled grid alone (CUDA events, one call on a plan made beforehand).
@@ -248,7 +249,8 @@ double median(std::vector<double> v) {
 }
 
 // Args (path, size): path as SegmentedToeplitzPaths above (0 whole/per-coil, 1 whole/fused,
-// 2 pruned/per-coil, 3 pruned/fused), size as BM_B0Spiral_Gpu's.
+// 2 pruned/per-coil, 3 pruned/fused, 4 pruned-in-place/per-coil, 5 pruned-in-place/fused), size as
+// BM_B0Spiral_Gpu's.
 void BM_SegmentedNormal_Gpu(benchmark::State &state) {
   using namespace mri::cuda::detail;
   const int path = static_cast<int>(state.range(0)), size = static_cast<int>(state.range(1));
@@ -263,8 +265,8 @@ void BM_SegmentedNormal_Gpu(benchmark::State &state) {
   const SegmentedFieldDevice op(fit, times, p.field->hz(), plan, p.grid, mri::Gridding::Gather);
   const DevicePoints points(traj);
   const DeviceCoils coils(*p.maps, mri::Regularizer::None, 0, mri::cuda::default_stream());
-  const SegmentedToeplitzPaths paths{path < 2 ? SegmentedFft::Whole : SegmentedFft::Pruned,
-                                     path % 2 == 0 ? SegmentedProduct::PerCoil : SegmentedProduct::Fused};
+  const SegmentedFft ffts[] = {SegmentedFft::Whole, SegmentedFft::Pruned, SegmentedFft::PrunedInPlace};
+  const SegmentedToeplitzPaths paths{ffts[path / 2], path % 2 == 0 ? SegmentedProduct::PerCoil : SegmentedProduct::Fused};
   const SegmentedToeplitzDevice t(op, points.data(), p.data.weights(), nufft, mri::Gridding::Gather, &coils,
                                   mri::Regularizer::None, 0, paths);
   const mri::Image x0(p.grid, std::vector<mri::cfloat>(static_cast<std::size_t>(p.grid.voxels()), mri::cfloat(0.5f, -0.25f)));
@@ -307,12 +309,13 @@ void BM_SegmentedNormal_Gpu(benchmark::State &state) {
   c.inverse_ms = median(inverse);
   c.crop_ms = median(crop);
   c.set(state);
-  static const char *labels[] = {"whole/per-coil", "whole/fused", "pruned/per-coil", "pruned/fused"};
+  static const char *labels[] = {"whole/per-coil",  "whole/fused",           "pruned/per-coil",
+                                 "pruned/fused",    "pruned-in-place/per-coil", "pruned-in-place/fused"};
   state.SetLabel(std::string(labels[path]) + (size == 0 ? " 128^2x4" : " 256^2x8") + ", " +
                  std::to_string(t.coil_batch()) + " coil(s) a pass");
 }
 BENCHMARK(BM_SegmentedNormal_Gpu)
-    ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}})
     ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(20);
 
 } // namespace

@@ -716,7 +716,8 @@ struct SegmentedToeplitzDevice::Impl {
 
   long long l() const { return padded.voxels(); }
   int pairs() const { return segments * (segments + 1) / 2; }
-  bool pruned() const { return paths.fft == SegmentedFft::Pruned; }
+  bool pruned() const { return paths.fft == SegmentedFft::Pruned || paths.fft == SegmentedFft::PrunedInPlace; }
+  bool pad_buffer() const { return paths.fft == SegmentedFft::Pruned; } // z: the pad's own grids
 
   // The spectra, on `stream` (pool memory; the kernels' NUFFT plan and its buffers on the plan's
   // stream, waited for at the end).
@@ -791,8 +792,10 @@ struct SegmentedToeplitzDevice::Impl {
       if (remainder) rest = acquire_plans(padded, ToeplitzFft::Unfused, stream, remainder * segments);
       return;
     }
-    z.allocate(grids, plan_pool(), stream);
-    MRI_CUDA_CHECK(cudaMemsetAsync(z.get(), 0, grids * sizeof(float2), stream));
+    if (pad_buffer()) {
+      z.allocate(grids, plan_pool(), stream);
+      MRI_CUDA_CHECK(cudaMemsetAsync(z.get(), 0, grids * sizeof(float2), stream));
+    }
     pruned_full = acquire_pruned_plans(dims.lx, dims.ly, dims.ny, batch * segments, stream);
     if (remainder) pruned_rest = acquire_pruned_plans(dims.lx, dims.ly, dims.ny, remainder * segments, stream);
   }
@@ -806,6 +809,7 @@ struct SegmentedToeplitzDevice::Impl {
   // otherwise in z than the full passes', all its rows: z's rows beyond the full layout's first ny
   // are then written with zeros only, so the full passes find them zero); x pass on them in place,
   // y pass z -> w; the product on w; y pass on w, x pass on its first ny rows (all the crop reads).
+  // PrunedInPlace: the same with w for z, the pad writing every row.
   void pass(const float2 *x, int c0, int count, bool last, float2 *out, const StageMarks *marks) const {
     const int n = static_cast<int>(grid.voxels());
     const long long L = l();
@@ -814,10 +818,10 @@ struct SegmentedToeplitzDevice::Impl {
     const bool whole_batch = count == batch;
     const PassLayout layout = pruned() ? PassLayout{dims.lx, static_cast<long long>(grids) * dims.lx, 0}
                                        : PassLayout{L, dims.lx, static_cast<long long>(dims.lx) * dims.ly};
-    const long long span = pruned() && whole_batch ? static_cast<long long>(dims.lx) * dims.ny : L;
-    float2 *padded_in = pruned() ? z.get() : w.get();
+    const long long span = pad_buffer() && whole_batch ? static_cast<long long>(dims.lx) * dims.ny : L;
+    float2 *padded_in = pad_buffer() ? z.get() : w.get();
     auto *wc = reinterpret_cast<cufftComplex *>(w.get());
-    auto *zc = reinterpret_cast<cufftComplex *>(z.get());
+    auto *zc = reinterpret_cast<cufftComplex *>(padded_in);
     mark(marks, 0);
     pad_segments_kernel<<<dim3(static_cast<unsigned>(grid_stride_blocks(span)), static_cast<unsigned>(grids)), kThreads, 0,
                           stream>>>(maps, x, op_e(), segments, dims, n, span, layout, padded_in);
@@ -871,7 +875,7 @@ struct SegmentedToeplitzDevice::Impl {
 std::size_t SegmentedToeplitzDevice::bytes(const Grid &grid, int segments, int coil_batch) {
   const auto padded = static_cast<std::size_t>(grid.doubled().voxels());
   const auto pairs = static_cast<std::size_t>(segments) * static_cast<std::size_t>(segments + 1) / 2;
-  const bool pruned = resolve({}, grid).fft == SegmentedFft::Pruned;
+  const bool pruned = resolve({}, grid).fft == SegmentedFft::Pruned; // Auto's: with the pad's grids
   // the pass's grids (+ the pad's with Pruned) and the cuFFT work area, about one set more
   const std::size_t grids = (grids_per_coil(segments, pruned) + static_cast<std::size_t>(segments)) *
                             static_cast<std::size_t>(coil_batch);
@@ -889,8 +893,10 @@ int SegmentedToeplitzDevice::coil_batch_for(const Grid &grid, int segments, int 
 }
 
 SegmentedToeplitzPaths SegmentedToeplitzDevice::resolve(SegmentedToeplitzPaths paths, const Grid &grid) {
-  if (paths.fft == SegmentedFft::Auto || (paths.fft == SegmentedFft::Pruned && !prunable(grid)))
+  if (paths.fft == SegmentedFft::Auto)
     paths.fft = prunable(grid) ? SegmentedFft::Pruned : SegmentedFft::Whole;
+  else if (paths.fft != SegmentedFft::Whole && !prunable(grid))
+    paths.fft = SegmentedFft::Whole; // the pruned paths are 2D only
   if (paths.product == SegmentedProduct::Auto) paths.product = SegmentedProduct::Fused;
   return paths;
 }
@@ -916,7 +922,7 @@ SegmentedToeplitzDevice::SegmentedToeplitzDevice(const SegmentedFieldDevice &op,
   p.coil_count = coils ? coils->count() : 1;
   if (paths.coil_batch < 0) mri::detail::invalid_argument("paths.coil_batch", paths.coil_batch, "must be >= 0 (0: by memory)");
   p.batch = paths.coil_batch > 0 ? std::min(paths.coil_batch, p.coil_count)
-                                 : batch_for(p.grid, p.segments, p.coil_count, p.pruned());
+                                 : batch_for(p.grid, p.segments, p.coil_count, p.pad_buffer());
   p.stream = as_stream(op.stream());
   p.event = make_event();
   p.make_kernels(points, w, nufft, gridding);

@@ -103,6 +103,9 @@ private:
 //                fills (the others are zero), the inverse's x pass on the ny rows the crop reads,
 //                and the pad writes into a buffer whose other rows stay zero (the y pass reads it
 //                out of place): 8.75 passes of the pass's grids instead of 11.25 (docs/offresonance.md);
+//        PrunedInPlace  Pruned's layout and plans with one set of grids: the pad writes every
+//                row (the zeros too) into the transforms' buffer: 9.25 passes, half the memory of
+//                Pruned, and a smaller working set (for grids that nearly fit the L2 cache);
 //        Auto    Pruned for 2D grids (nx, ny > 1, nz = 1), else Whole.
 //   coil_batch: the coils per pass (0: coil_batch_for's, as many as kBatchBytes hold; more than
 //            the coils: all), e.g. to run a remainder pass in tests;
@@ -112,7 +115,7 @@ private:
 //            Auto     Fused.
 // Every path computes each coil's products in the same order (bitwise the same products); Pruned
 // and Whole differ in the transforms' rounding only.
-enum class SegmentedFft { Auto, Whole, Pruned };
+enum class SegmentedFft { Auto, Whole, Pruned, PrunedInPlace };
 enum class SegmentedProduct { Auto, PerCoil, Fused };
 struct SegmentedToeplitzPaths {
   SegmentedFft fft = SegmentedFft::Auto;
@@ -149,7 +152,7 @@ public:
   // given to op's NUFFT plan); nufft: validated options (their tolerance and kernel make the
   // kernels' adjoint NUFFT on the doubled grid); coils: the maps (null: one coil without maps);
   // r, lambda: the regulariser every application adds; paths: see SegmentedToeplitzPaths (Pruned
-  // on a grid that is not 2D runs Whole). Throws InvalidArgument (weights, lambda), Unsupported for
+  // (and PrunedInPlace) on a grid that is not 2D runs Whole). Throws InvalidArgument (weights, lambda), Unsupported for
   // op.segments() > kMaxSegments.
   SegmentedToeplitzDevice(const SegmentedFieldDevice &op, const KPoint *points, std::span<const float> weights,
                           const NufftOptions &nufft, Gridding gridding, const DeviceCoils *coils, Regularizer r,

@@ -109,7 +109,9 @@ std::complex<double> dot(const std::vector<cfloat> &a, const std::vector<cfloat>
 }
 double norm(const std::vector<cfloat> &a) { return std::sqrt(std::abs(dot(a, a))); }
 
-const char *name(SegmentedFft f) { return f == SegmentedFft::Pruned ? "pruned" : "whole"; }
+const char *name(SegmentedFft f) {
+  return f == SegmentedFft::Pruned ? "pruned" : f == SegmentedFft::PrunedInPlace ? "pruned-in-place" : "whole";
+}
 const char *name(SegmentedProduct p) { return p == SegmentedProduct::Fused ? "fused" : "per-coil"; }
 
 void check_paths(const PathCase &pc, std::uint64_t seed) {
@@ -147,7 +149,7 @@ void check_paths(const PathCase &pc, std::uint64_t seed) {
   // every path applied to x1, then x2 (the second application finds what the first left)
   std::vector<std::vector<cfloat>> first, second;
   std::vector<SegmentedToeplitzPaths> resolved;
-  for (const SegmentedFft fft : {SegmentedFft::Whole, SegmentedFft::Pruned})
+  for (const SegmentedFft fft : {SegmentedFft::Whole, SegmentedFft::Pruned, SegmentedFft::PrunedInPlace})
     for (const SegmentedProduct product : {SegmentedProduct::PerCoil, SegmentedProduct::Fused}) {
       SegmentedToeplitzPaths paths{fft, product, pc.batch};
       const SegmentedToeplitzDevice t(dev_op, points.data(), w, nufft, mri::Gridding::Gather, coils ? &*coils : nullptr,
