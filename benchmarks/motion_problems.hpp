@@ -5,8 +5,12 @@
 //               CLG + volume term (gamma = 0.1), kMotionIterations solver iterations per warp
 //   MOTION-SEQ  20 frames of 128^3, frame to frame (a beating sequence: compressive motion of
 //               alternating sign), frames resident on the device
+//   MOTION-CHAIN issue 42's GPU target's motion: 4 states of 128^3, states 1..3 registered to
+//               state 0 (the reference, the moving frame of each pair, as lib/mcir/motion_chain.cpp
+//               runs it) at the chain's options (MotionOptions' defaults)
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -41,6 +45,49 @@ inline MotionPair motion3d_pair(std::int64_t n = 128) {
   add_noise(p.fixed, 0.01, 1);
   add_noise(p.moving, 0.01, 2);
   return p;
+}
+
+// MOTION-CHAIN's states: the Shepp-Logan volume scaled to a peak of 1 (as the chain's
+// normalised_magnitude) as the reference, and states_s = the reference warped by a compression
+// of amplitude 0.5 s voxels (a breath's depth by state), so reference(x + truth_s(x)) = state_s(x);
+// noise 0.01 on each.
+struct MotionChainStates {
+  RealVolume reference;
+  std::vector<RealVolume> states;       // states 1..3
+  std::vector<DisplacementField> truth; // state s -> reference
+};
+
+inline MotionChainStates motion_chain_states(std::int64_t n = 128) {
+  const Grid g(n, n, n);
+  MotionChainStates c{shepp_logan_volume(g), {}, {}};
+  const float peak = *std::max_element(c.reference.values().begin(), c.reference.values().end());
+  for (float &x : c.reference.values())
+    x /= peak;
+  for (int s = 1; s <= 3; ++s) {
+    c.truth.push_back(synthetic_field(g, SyntheticMotion::Compressive, 0.5 * s));
+    c.states.push_back(warp(c.reference, c.truth.back()));
+    add_noise(c.states.back(), 0.01, 10 + s);
+  }
+  add_noise(c.reference, 0.01, 10);
+  return c;
+}
+
+// The stage times, cycles, switches and non-finite stops of several calls added, the largest
+// residual kept (one report for the chain's pairs).
+inline void add_report(MotionReport &sum, const MotionReport &r) {
+  sum.transfer_ms += r.transfer_ms, sum.pyramid_ms += r.pyramid_ms;
+  sum.gradients_ms += r.gradients_ms, sum.warp_ms += r.warp_ms, sum.tensor_ms += r.tensor_ms;
+  sum.gaussian_ms += r.gaussian_ms, sum.solver_ms += r.solver_ms, sum.total_ms += r.total_ms;
+  sum.solver_sweeps += r.solver_sweeps, sum.solver_cycles += r.solver_cycles;
+  sum.solver_switches += r.solver_switches, sum.solver_nonfinite += r.solver_nonfinite;
+  sum.solver_residual = std::max(sum.solver_residual, r.solver_residual);
+}
+
+// The wall time of a report not in any stage (validation, host allocation, launch gaps between
+// stages).
+inline double unstaged_ms(const MotionReport &r) {
+  return r.total_ms - (r.transfer_ms + r.pyramid_ms + r.gradients_ms + r.warp_ms + r.tensor_ms +
+                       r.gaussian_ms + r.solver_ms);
 }
 
 // Per-stage times of the last estimate as benchmark counters (both backends' tables).

@@ -8,6 +8,7 @@
 #include "motion_multigrid.cuh"
 #include "motion_ops.cuh"
 #include "random_fill.cuh"
+#include "staged_upload.cuh"
 
 namespace mri {
 namespace cuda::detail::motion {
@@ -44,9 +45,10 @@ public:
   }
 
   Vol make(const Grid &g) const { return Vol(g); }
+  // Through the plugin's pinned ring at several threads' memcpy speed (staged_upload.cuh): a
+  // pageable copy runs at one thread's.
   void upload(const RealVolume &f, Vol &out) const {
-    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), f.size() * sizeof(float),
-                                   cudaMemcpyHostToDevice, s()));
+    upload_staged(out.data(), f.data(), f.size() * sizeof(float), s());
   }
   void download(const Vol &f, RealVolume &out) const {
     MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), out.size() * sizeof(float),

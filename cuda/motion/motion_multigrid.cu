@@ -15,6 +15,7 @@ namespace {
 using mri::detail::motion::ClgGradient;
 using mri::detail::motion::clg_gradient;
 using mri::detail::motion::kTT;
+using mri::detail::motion::multigrid_grids;
 using mri::detail::motion::kXX;
 using mri::detail::motion::kXY;
 using mri::detail::motion::kXZ;
@@ -91,9 +92,28 @@ void finish_sum(DeviceReduction &red, long long voxels, int slot, cudaStream_t s
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 
+// -(b - A w)(v) at voxel v, or with Operator (the time column taken as 0) (A x)(v): the shared
+// clg_gradient, as cpu_stages.hpp's residual and apply_operator evaluate it.
+template <bool Operator>
+__device__ inline ClgGradient<float> gradient_at(const ConstTensor &j, const ConstField &w, int nx,
+                                                 int ny, int nz, long long v, float alpha,
+                                                 float gamma) {
+  const int x = int(v % nx), y = int((v / nx) % ny), z = int(v / ((long long)nx * ny));
+  const int sy = nx, sz = nx * ny;
+  const auto load = [&](int c, int dx, int dy, int dz) {
+    return w.c[c][v + dx + sy * dy + sz * dz];
+  };
+  float jv[kTT];
+#pragma unroll
+  for (int c = 0; c < kTT; ++c)
+    jv[c] = (Operator && (c == kXT || c == kYT || c == kZT)) ? 0.0f : j.c[c][v];
+  return clg_gradient(jv, load, VoxelPosition<int>{{x, y, z}, {nx, ny, nz}}, alpha, gamma);
+}
+
 // Operator = false: r = -(the gradient of E/2) = b - A w, partial sums of ||r||^2 (cpu_stages.hpp's
-// residual; r may be null). Operator = true: out = A x (the time column taken as 0), partial sums
-// of <x, A x> (apply_operator).
+// residual; r may be null; partials null: no norm, as inside a V-cycle, which never reads it).
+// Operator = true: out = A x (the time column taken as 0), partial sums of <x, A x>
+// (apply_operator).
 template <bool Operator>
 __global__ void __launch_bounds__(kReduceBlock) residual_kernel(ConstTensor j, ConstField w,
                                                                 MutField r, Dims d, float alpha,
@@ -101,17 +121,7 @@ __global__ void __launch_bounds__(kReduceBlock) residual_kernel(ConstTensor j, C
   const long long v = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   double sum = 0;
   if (v < d.voxels()) {
-    const int x = int(v % d.nx), y = int((v / d.nx) % d.ny), z = int(v / ((long long)d.nx * d.ny));
-    const int sy = d.nx, sz = d.nx * d.ny;
-    const auto load = [&](int c, int dx, int dy, int dz) {
-      return w.c[c][v + dx + sy * dy + sz * dz];
-    };
-    float jv[kTT];
-#pragma unroll
-    for (int c = 0; c < kTT; ++c)
-      jv[c] = (Operator && (c == kXT || c == kYT || c == kZT)) ? 0.0f : j.c[c][v];
-    const ClgGradient<float> g =
-        clg_gradient(jv, load, VoxelPosition<int>{{x, y, z}, {d.nx, d.ny, d.nz}}, alpha, gamma);
+    const ClgGradient<float> g = gradient_at<Operator>(j, w, d.nx, d.ny, d.nz, v, alpha, gamma);
     for (int c = 0; c < 3; ++c) {
       if (Operator) {
         r.c[c][v] = g.r[c];
@@ -123,7 +133,8 @@ __global__ void __launch_bounds__(kReduceBlock) residual_kernel(ConstTensor j, C
       }
     }
   }
-  block_sum(sum, partials);
+  if (partials) // uniform over the grid: the barrier inside is reached by every thread or none
+    block_sum(sum, partials);
 }
 
 __global__ void __launch_bounds__(kReduceBlock) rhs_kernel(ConstTensor j, long long n,
@@ -144,15 +155,15 @@ __global__ void __launch_bounds__(kReduceBlock) rhs_kernel(ConstTensor j, long l
 constexpr long long kOneBlockVoxels = 4096;
 constexpr int kOneBlockThreads = 1024;
 
-__global__ void __launch_bounds__(kOneBlockThreads)
-    smooth_one_block(ConstTensor j, MutField w, Dims d, int passes, int colours, bool reverse,
-                     float alpha, float gamma) {
-  const int n = int(d.voxels()), sy = d.nx, sz = d.nx * d.ny;
+// The block's smoothing passes (all the block's threads; a barrier after each colour pass).
+__device__ void smooth_block(const ConstTensor &j, const MutField &w, int nx, int ny, int nz,
+                             int passes, int colours, bool reverse, float alpha, float gamma) {
+  const int n = nx * ny * nz, sy = nx, sz = nx * ny;
   for (int p = 0; p < passes; ++p)
     for (int k = 0; k < colours; ++k) {
       const int colour = reverse ? colours - 1 - k : k;
       for (int v = threadIdx.x; v < n; v += blockDim.x) {
-        const int x = v % d.nx, y = (v / d.nx) % d.ny, z = v / sz;
+        const int x = v % nx, y = (v / nx) % ny, z = v / sz;
         if (mri::detail::motion::voxel_colour(x, y, z, colours) != colour)
           continue;
         const auto load = [&](int c, int dx, int dy, int dz) {
@@ -162,14 +173,19 @@ __global__ void __launch_bounds__(kOneBlockThreads)
         for (int c = 0; c < kTT; ++c)
           jv[c] = j.c[c][v];
         float out[3];
-        mri::detail::motion::clg_update(jv, load,
-                                        VoxelPosition<int>{{x, y, z}, {d.nx, d.ny, d.nz}}, alpha,
-                                        gamma, 1.0f, false, out);
+        mri::detail::motion::clg_update(jv, load, VoxelPosition<int>{{x, y, z}, {nx, ny, nz}},
+                                        alpha, gamma, 1.0f, false, out);
         for (int c = 0; c < 3; ++c)
           w.c[c][v] = out[c];
       }
       __syncthreads();
     }
+}
+
+__global__ void __launch_bounds__(kOneBlockThreads)
+    smooth_one_block(ConstTensor j, MutField w, Dims d, int passes, int colours, bool reverse,
+                     float alpha, float gamma) {
+  smooth_block(j, w, d.nx, d.ny, d.nz, passes, colours, reverse, alpha, gamma);
 }
 
 // Partial sums of <a, b> over the three components (the conjugate gradients' inner products).
@@ -183,24 +199,43 @@ __global__ void __launch_bounds__(kReduceBlock) dot_kernel(ConstField a, ConstFi
   block_sum(sum, partials);
 }
 
-// out_k(i) = scale * the mean of fine_k's children of coarse voxel i (2i and 2i + 1 per axis, the
-// second only where it exists), summed in the CPU's order (restrict_mean), for the first
-// `components` of the fields; where zeroed is given, zeroed_k(i) = 0 too (a coarse correction's
-// start, fused with its right-hand side's restriction).
-__global__ void restrict_mean_kernel(ConstField fine, Dims f, MutField out, Dims c, int components,
-                                     float scale, MutField zeroed) {
+// scale * the mean of fine's children of coarse voxel (x, y, z) (2i and 2i + 1 per axis, the
+// second only where it exists), summed in the CPU's order (restrict_mean).
+__device__ inline float children_mean(const float *fine, int fnx, int fny, int fnz, int x, int y,
+                                      int z, float scale) {
+  float sum = 0;
+  int children = 0;
+  for (int cz = 2 * z; cz < min(2 * z + 2, fnz); ++cz)
+    for (int cy = 2 * y; cy < min(2 * y + 2, fny); ++cy)
+      for (int cx = 2 * x; cx < min(2 * x + 2, fnx); ++cx, ++children)
+        sum += fine[cx + (long long)fnx * (cy + (long long)fny * cz)];
+  return scale * sum / float(children);
+}
+
+constexpr int kMaxChannels = 6; // J3's channels: the most one restriction launch carries
+struct ConstChannels {
+  const float *c[kMaxChannels];
+};
+struct MutChannels {
+  float *c[kMaxChannels];
+};
+
+// out_k(i) = children_mean(fine_k) for the first `components` channels; where given,
+// negated_k(i) = -out_k(i) (a coarse right-hand side, minus the restricted residual: bitwise the
+// CPU's negation) and zeroed_k(i) = 0 (a coarse correction's start), fused with it.
+__global__ void restrict_mean_kernel(ConstChannels fine, Dims f, MutChannels out, Dims c,
+                                     int components, float scale, MutChannels negated,
+                                     MutChannels zeroed) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= c.voxels())
     return;
   const int x = int(i % c.nx), y = int((i / c.nx) % c.ny), z = int(i / ((long long)c.nx * c.ny));
   for (int k = 0; k < components; ++k) {
-    float sum = 0;
-    int children = 0;
-    for (int cz = 2 * z; cz < min(2 * z + 2, f.nz); ++cz)
-      for (int cy = 2 * y; cy < min(2 * y + 2, f.ny); ++cy)
-        for (int cx = 2 * x; cx < min(2 * x + 2, f.nx); ++cx, ++children)
-          sum += fine.c[k][cx + (long long)f.nx * (cy + (long long)f.ny * cz)];
-    out.c[k][i] = scale * sum / float(children);
+    const float value = children_mean(fine.c[k], f.nx, f.ny, f.nz, x, y, z, scale);
+    if (out.c[k])
+      out.c[k][i] = value;
+    if (negated.c[k])
+      negated.c[k][i] = -value;
     if (zeroed.c[k])
       zeroed.c[k][i] = 0.0f;
   }
@@ -211,16 +246,132 @@ __global__ void restrict_mean_kernel(ConstField fine, Dims f, MutField out, Dims
 // bitwise the CPU's).
 __device__ inline float children_position(int i) { return float(i) / 2.0f - 0.25f; }
 
-// fine_k += the trilinear interpolation of coarse_k at children_position (prolong_add), for the
-// three components.
-__global__ void prolong_add_kernel(ConstField coarse, Dims c, MutField fine, Dims f) {
+// The trilinear interpolation of coarse at fine voxel (x, y, z)'s children_position.
+__device__ inline float prolongated(const float *coarse, int cnx, int cny, int cnz, int x, int y,
+                                    int z) {
+  return trilinear(coarse, cnx, cny, cnz, children_position(x), children_position(y),
+                   children_position(z));
+}
+
+// fine_k += the prolongation of coarse_k (prolong_add), for the three components; with assign,
+// fine_k = it (a zeroed correction plus it: the same values, one pass fewer).
+__global__ void prolong_kernel(ConstField coarse, Dims c, MutField fine, Dims f, bool assign) {
   const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
   if (i >= f.voxels())
     return;
   const int x = int(i % f.nx), y = int((i / f.nx) % f.ny), z = int(i / ((long long)f.nx * f.ny));
-  const float px = children_position(x), py = children_position(y), pz = children_position(z);
-  for (int k = 0; k < 3; ++k)
-    fine.c[k][i] += trilinear(coarse.c[k], c.nx, c.ny, c.nz, px, py, pz);
+  for (int k = 0; k < 3; ++k) {
+    const float value = prolongated(coarse.c[k], c.nx, c.ny, c.nz, x, y, z);
+    fine.c[k][i] = (assign ? 0.0f : fine.c[k][i]) + value; // 0 + value: the old zeroed start
+  }
+}
+
+// ---- The coarse levels' V-cycle in one block ----------------------------------------------
+// Every level of at most kOneBlockVoxels voxels (the last levels of the hierarchy) is cycled by
+// one block in one launch: the plain V-cycle's steps (smoothing, residual, children's-mean
+// restriction, the coarsest passes, trilinear prolongation, smoothing) in the host's order, a
+// barrier between steps, through the same per-voxel functions as the grid-wide kernels. A launch
+// per step would cost more than the step: from a 16^3 level down to 2^3 a V-cycle is 20 launches
+// of at most 4096 voxels each, and the full-multigrid pass runs one from every coarse level.
+// The symmetric V-cycle (krylov, or after a switch) keeps the launches (its restriction is the
+// prolongation's transpose, by axis passes).
+constexpr int kMaxBlockLevels = 8; // 4096 voxels halve to extent < 4 within 5 levels
+
+} // namespace
+
+// (Outside the anonymous namespace: DeviceMultigrid's block_levels returns it.)
+struct BlockLevel {
+  ConstTensor j; // J3 and the right-hand side (coarse levels: written by the restriction)
+  MutField time; // j's time column, written (coarse levels)
+  MutField e;    // the unknown (the finest level of the hierarchy: w itself)
+  MutField r;    // the residual
+  int nx, ny, nz;
+  float alpha, gamma;
+  int colours;
+};
+struct BlockLevels {
+  BlockLevel level[kMaxBlockLevels];
+  int count;     // level[count - 1]: the coarsest
+  int pre, post; // smoothing passes
+};
+
+namespace {
+
+__device__ inline ConstField as_const(const MutField &f) { return {{f.c[0], f.c[1], f.c[2]}}; }
+
+__device__ void smooth_level(const BlockLevel &l, int passes) {
+  smooth_block(l.j, l.e, l.nx, l.ny, l.nz, passes, l.colours, false, l.alpha, l.gamma);
+}
+
+// The plain V-cycle from level `from` of the block's levels (DeviceMultigrid::v_cycle, not
+// symmetric), by the whole block.
+__device__ void block_v_cycle(const BlockLevels &h, int from) {
+  const int last = h.count - 1;
+  for (int l = from; l < last; ++l) {
+    const BlockLevel &f = h.level[l], &c = h.level[l + 1];
+    smooth_level(f, h.pre);
+    __syncthreads();
+    const int nf = f.nx * f.ny * f.nz, nc = c.nx * c.ny * c.nz;
+    for (int v = threadIdx.x; v < nf; v += blockDim.x) {
+      const ClgGradient<float> g =
+          gradient_at<false>(f.j, as_const(f.e), f.nx, f.ny, f.nz, v, f.alpha, f.gamma);
+      for (int k = 0; k < 3; ++k)
+        f.r.c[k][v] = -g.r[k];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < nc; i += blockDim.x) {
+      const int x = i % c.nx, y = (i / c.nx) % c.ny, z = i / (c.nx * c.ny);
+      for (int k = 0; k < 3; ++k) {
+        c.time.c[k][i] = children_mean(f.r.c[k], f.nx, f.ny, f.nz, x, y, z, -1.0f);
+        c.e.c[k][i] = 0.0f;
+      }
+    }
+    __syncthreads();
+  }
+  smooth_level(h.level[last], kCoarsestPasses);
+  __syncthreads();
+  for (int l = last - 1; l >= from; --l) {
+    const BlockLevel &f = h.level[l], &c = h.level[l + 1];
+    const int nf = f.nx * f.ny * f.nz;
+    for (int i = threadIdx.x; i < nf; i += blockDim.x) {
+      const int x = i % f.nx, y = (i / f.nx) % f.ny, z = i / (f.nx * f.ny);
+      for (int k = 0; k < 3; ++k)
+        f.e.c[k][i] = f.e.c[k][i] + prolongated(c.e.c[k], c.nx, c.ny, c.nz, x, y, z);
+    }
+    __syncthreads();
+    smooth_level(f, h.post);
+    __syncthreads();
+  }
+}
+
+__global__ void __launch_bounds__(kOneBlockThreads) v_cycle_one_block(BlockLevels h, int from) {
+  block_v_cycle(h, from);
+}
+
+// The full-multigrid pass's part on the block's levels (DeviceMultigrid::full_multigrid): the
+// coarsest solved from 0, then each level down to `to` started from the prolongated coarser
+// correction and given one V-cycle (the right-hand sides already restricted).
+__global__ void __launch_bounds__(kOneBlockThreads) full_multigrid_one_block(BlockLevels h, int to) {
+  const int last = h.count - 1;
+  const BlockLevel &coarsest = h.level[last];
+  for (int i = threadIdx.x; i < coarsest.nx * coarsest.ny * coarsest.nz; i += blockDim.x)
+    for (int k = 0; k < 3; ++k)
+      coarsest.e.c[k][i] = 0.0f;
+  __syncthreads();
+  smooth_level(coarsest, kCoarsestPasses);
+  __syncthreads();
+  for (int l = last - 1; l >= to; --l) {
+    const BlockLevel &f = h.level[l], &c = h.level[l + 1];
+    const int nf = f.nx * f.ny * f.nz;
+    for (int i = threadIdx.x; i < nf; i += blockDim.x) {
+      const int x = i % f.nx, y = (i / f.nx) % f.ny, z = i / (f.nx * f.ny);
+      for (int k = 0; k < 3; ++k)
+        f.e.c[k][i] = 0.0f + prolongated(c.e.c[k], c.nx, c.ny, c.nz, x, y, z); // zeroed + P e
+    }
+    __syncthreads();
+    block_v_cycle(h, l);
+    __syncthreads();
+  }
 }
 
 // One axis of P^T (restrict_transpose): out(.., ic, ..) = sum over the fine points i of that axis
@@ -286,17 +437,6 @@ __global__ void direction_kernel(const double *rz_next, const double *rz, ConstF
     p.c[c][i] = z.c[c][i] + beta * p.c[c][i];
 }
 
-// The coarse grids below `fine` (lib/motion/multigrid.cpp's multigrid_grids): extents halved
-// rounding up while every extent is >= 4.
-std::vector<Grid> multigrid_grids(const Grid &fine) {
-  std::vector<Grid> grids{fine};
-  while (std::min({grids.back().nx(), grids.back().ny(), grids.back().nz()}) >= 4) {
-    const Grid &g = grids.back();
-    grids.emplace_back((g.nx() + 1) / 2, (g.ny() + 1) / 2, (g.nz() + 1) / 2);
-  }
-  return grids;
-}
-
 DeviceField make_field(const Grid &g) { return {DeviceVolume(g), DeviceVolume(g), DeviceVolume(g)}; }
 
 void zero(DeviceField &f, cudaStream_t s) {
@@ -316,22 +456,33 @@ MutField time_column(DeviceTensor &j) {
   return {{j[kXT].data(), j[kYT].data(), j[kZT].data()}};
 }
 
-void restrict_mean(const ConstField &fine, const Grid &fine_grid, const MutField &out,
-                   const Grid &coarse_grid, int components, float scale, const MutField &zeroed,
-                   cudaStream_t s) {
+constexpr MutChannels kNoChannels{};
+
+ConstChannels channels(const ConstField &f) { return {{f.c[0], f.c[1], f.c[2]}}; }
+MutChannels channels(const MutField &f) { return {{f.c[0], f.c[1], f.c[2]}}; }
+
+// out = scale * the children's mean of fine, channel by channel (out's channels may be null);
+// negated = -out and zeroed = 0 where given: one launch for up to kMaxChannels channels.
+void restrict_mean(const ConstChannels &fine, const Grid &fine_grid, const MutChannels &out,
+                   const Grid &coarse_grid, int components, float scale,
+                   const MutChannels &negated, const MutChannels &zeroed, cudaStream_t s) {
   restrict_mean_kernel<<<blocks(coarse_grid.voxels()), kBlock, 0, s>>>(
-      fine, Dims(fine_grid), out, Dims(coarse_grid), components, scale, zeroed);
+      fine, Dims(fine_grid), out, Dims(coarse_grid), components, scale, negated, zeroed);
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 void restrict_mean(const DeviceVolume &fine, DeviceVolume &coarse, float scale, cudaStream_t s) {
-  restrict_mean({{fine.data(), nullptr, nullptr}}, fine.grid, {{coarse.data(), nullptr, nullptr}},
-                coarse.grid, 1, scale, kNoField, s);
+  restrict_mean({{fine.data()}}, fine.grid, {{coarse.data()}}, coarse.grid, 1, scale, kNoChannels,
+                kNoChannels, s);
 }
 
-void prolong_add(const DeviceField &coarse, DeviceField &fine, cudaStream_t s) {
-  prolong_add_kernel<<<blocks(fine[0].grid.voxels()), kBlock, 0, s>>>(
-      pointers(coarse), Dims(coarse[0].grid), mutable_pointers(fine), Dims(fine[0].grid));
+// fine += (assign: fine =) the prolongation of coarse.
+void prolong(const DeviceField &coarse, DeviceField &fine, bool assign, cudaStream_t s) {
+  prolong_kernel<<<blocks(fine[0].grid.voxels()), kBlock, 0, s>>>(
+      pointers(coarse), Dims(coarse[0].grid), mutable_pointers(fine), Dims(fine[0].grid), assign);
   MRI_CUDA_CHECK(cudaGetLastError());
+}
+void prolong_add(const DeviceField &coarse, DeviceField &fine, cudaStream_t s) {
+  prolong(coarse, fine, false, s);
 }
 
 void negate(const DeviceVolume &in, DeviceVolume &out, cudaStream_t s) {
@@ -360,6 +511,15 @@ void apply_operator(const DeviceTensor &j, const DeviceField &x, DeviceField &ou
   finish_sum(red, n, slot, s);
 }
 
+// r = b - A w without its norm (inside a V-cycle, where no norm is read).
+void residual_only(const DeviceTensor &j, const DeviceField &w, DeviceField &r, float alpha,
+                   float gamma, cudaStream_t s) {
+  const long long n = w[0].grid.voxels();
+  residual_kernel<false><<<reduce_blocks(n), kReduceBlock, 0, s>>>(
+      pointers(j), pointers(w), mutable_pointers(r), Dims(w[0].grid), alpha, gamma, nullptr);
+  MRI_CUDA_CHECK(cudaGetLastError());
+}
+
 // Reduction slots.
 enum Slot : int { kB2, kR2, kRz, kPap, kRr, kRzNext };
 
@@ -372,12 +532,22 @@ double relative(double r2, double b2) {
 }
 
 DeviceReduction::DeviceReduction(std::int64_t max_voxels)
-    : partials_(reduce_blocks(max_voxels)), sums_(kSlots) {}
+    : partials_(reduce_blocks(max_voxels)), sums_(kSlots) {
+  double *p = nullptr;
+  if (cudaHostAlloc(reinterpret_cast<void **>(&p), kSlots * sizeof(double), cudaHostAllocDefault) ==
+      cudaSuccess)
+    pinned_.reset(p);
+  else
+    cudaGetLastError(); // not sticky: read() takes the pageable copy
+}
 
 void DeviceReduction::read(int count, double *out, cudaStream_t s) const {
+  double *host = pinned_ ? pinned_.get() : out;
   MRI_CUDA_CHECK(
-      cudaMemcpyAsync(out, sums_.get(), count * sizeof(double), cudaMemcpyDeviceToHost, s));
+      cudaMemcpyAsync(host, sums_.get(), count * sizeof(double), cudaMemcpyDeviceToHost, s));
   MRI_CUDA_CHECK(cudaStreamSynchronize(s));
+  if (host != out)
+    std::copy(host, host + count, out);
 }
 
 void residual(const DeviceTensor &j, const DeviceField &w, DeviceField *r, float alpha,
@@ -414,6 +584,43 @@ DeviceMultigrid::DeviceMultigrid(const Grid &fine, const MotionMultigridOptions 
     levels_.push_back(std::move(l));
   }
   last_ = make_field(fine);
+  // The block's levels: from the first of at most kOneBlockVoxels voxels to the coarsest (the
+  // voxels fall from level to level), if they fit its kernel's parameters.
+  block_from_ = levels_.size();
+  while (block_from_ > 0 && levels_[block_from_ - 1].grid.voxels() <= kOneBlockVoxels)
+    --block_from_;
+  if (levels_.size() - block_from_ > std::size_t(kMaxBlockLevels))
+    block_from_ = levels_.size();
+}
+
+BlockLevels DeviceMultigrid::block_levels() {
+  BlockLevels h{};
+  h.count = int(levels_.size() - block_from_);
+  h.pre = pre_, h.post = post_;
+  for (std::size_t l = block_from_; l < levels_.size(); ++l) {
+    Level &lv = levels_[l];
+    BlockLevel &b = h.level[l - block_from_];
+    b.j = pointers(tensor(l));
+    b.time = l == 0 ? kNoField : time_column(lv.j); // the finest's right-hand side is the caller's
+    b.e = mutable_pointers(unknown(l));
+    b.r = mutable_pointers(lv.r);
+    b.nx = int(lv.grid.nx()), b.ny = int(lv.grid.ny()), b.nz = int(lv.grid.nz());
+    b.alpha = lv.alpha, b.gamma = lv.gamma;
+    b.colours = mri::detail::motion::sor_colours(double(lv.gamma));
+  }
+  return h;
+}
+
+// The plain V-cycle from level l >= block_from_ in one launch; the finest grid's passes counted
+// as smooth and restrict_residual count them.
+void DeviceMultigrid::v_cycle_in_block(std::size_t l) {
+  v_cycle_one_block<<<1, kOneBlockThreads, 0, stream_>>>(block_levels(), int(l - block_from_));
+  MRI_CUDA_CHECK(cudaGetLastError());
+  if (l != 0)
+    return;
+  const int colours = mri::detail::motion::sor_colours(double(levels_[0].gamma));
+  fine_passes_ += levels_.size() == 1 ? std::int64_t(kCoarsestPasses) * colours
+                                      : std::int64_t(pre_ + post_) * colours + 1;
 }
 
 void DeviceMultigrid::make_symmetric() {
@@ -485,12 +692,12 @@ void DeviceMultigrid::restrict_into(std::size_t l, const DeviceVolume &fine, Dev
 // -r), its correction zeroed.
 void DeviceMultigrid::restrict_residual(std::size_t l) {
   Level &lv = levels_[l], &coarse = levels_[l + 1];
-  residual(tensor(l), unknown(l), &lv.r, lv.alpha, lv.gamma, reduction_, kR2, stream_);
+  residual_only(tensor(l), unknown(l), lv.r, lv.alpha, lv.gamma, stream_);
   if (l == 0)
     ++fine_passes_;
   if (!symmetric_) {
-    restrict_mean(pointers(lv.r), lv.grid, time_column(coarse.j), coarse.grid, 3, -1.0f,
-                  mutable_pointers(coarse.e), stream_);
+    restrict_mean(channels(pointers(lv.r)), lv.grid, channels(time_column(coarse.j)), coarse.grid,
+                  3, -1.0f, kNoChannels, channels(mutable_pointers(coarse.e)), stream_);
     return;
   }
   for (int c = 0; c < 3; ++c)
@@ -499,6 +706,10 @@ void DeviceMultigrid::restrict_residual(std::size_t l) {
 }
 
 void DeviceMultigrid::v_cycle(std::size_t l) {
+  if (!symmetric_ && l >= block_from_) {
+    v_cycle_in_block(l);
+    return;
+  }
   if (l + 1 == levels_.size()) {
     smooth(l, kCoarsestPasses / 2, false);
     smooth(l, kCoarsestPasses / 2, symmetric_);
@@ -516,17 +727,31 @@ void DeviceMultigrid::v_cycle(std::size_t l) {
 // coarsest solved, each finer level started from the prolongated coarser correction and given one
 // V-cycle; the finest level's V-cycle runs on w itself.
 void DeviceMultigrid::full_multigrid() {
-  for (std::size_t l = 1; l < levels_.size(); ++l)
+  for (std::size_t l = 1; l < levels_.size(); ++l) {
+    if (!symmetric_) { // r_l = the children's mean of r_{l-1}, and -r_l its right-hand side
+      restrict_mean(channels(pointers(levels_[l - 1].r)), levels_[l - 1].grid,
+                    channels(mutable_pointers(levels_[l].r)), levels_[l].grid, 3, 1.0f,
+                    channels(time_column(levels_[l].j)), kNoChannels, stream_);
+      continue;
+    }
     for (int c = 0; c < 3; ++c) {
       restrict_into(l - 1, levels_[l - 1].r[c], levels_[l].r[c], 1.0f);
       negate(levels_[l].r[c], levels_[l].j[kTime[c]], stream_);
     }
+  }
   const std::size_t coarsest = levels_.size() - 1;
-  zero(levels_[coarsest].e, stream_);
-  smooth(coarsest, kCoarsestPasses, false);
-  for (std::size_t l = coarsest; l-- > 1;) {
-    zero(levels_[l].e, stream_);
-    prolong_add(levels_[l + 1].e, levels_[l].e, stream_);
+  std::size_t solved = coarsest; // levels from here to the coarsest have had their V-cycle
+  if (!symmetric_ && block_from_ <= coarsest) {
+    solved = std::max<std::size_t>(block_from_, 1);
+    full_multigrid_one_block<<<1, kOneBlockThreads, 0, stream_>>>(block_levels(),
+                                                                  int(solved - block_from_));
+    MRI_CUDA_CHECK(cudaGetLastError());
+  } else {
+    zero(levels_[coarsest].e, stream_);
+    smooth(coarsest, kCoarsestPasses, false);
+  }
+  for (std::size_t l = solved; l-- > 1;) {
+    prolong(levels_[l + 1].e, levels_[l].e, true, stream_); // the zeroed correction plus P e
     v_cycle(l);
   }
   prolong_add(levels_[1].e, unknown(0), stream_);
@@ -623,8 +848,8 @@ void DeviceMultigrid::conjugate_gradients(MultigridResult &result, double tolera
 }
 
 // The V-cycles while each lowers the residual below kStallRatio of the last; else the switch to
-// the conjugate gradients from the better iterate, or the stop at a non-finite residual
-// (lib/motion/multigrid.cpp's v_cycles, decision for decision).
+// the conjugate gradients from the better iterate, or the stop at a non-finite residual: the
+// decisions are continue_v_cycles (mri_backend/motion_multigrid_rule.hpp), the CPU's function.
 void DeviceMultigrid::v_cycles(MultigridResult &result, double tolerance, double b2) {
   while (result.residual > tolerance && result.cycles < options_.max_cycles) {
     save_w();
@@ -633,26 +858,19 @@ void DeviceMultigrid::v_cycles(MultigridResult &result, double tolerance, double
     else
       v_cycle(0);
     ++result.cycles;
-    const double previous = result.residual, next = relative(measure(), b2);
-    if (next <= tolerance || (std::isfinite(next) && next < kStallRatio * previous)) {
-      result.residual = next;
-      continue;
-    }
-    if (!std::isfinite(next) || next > previous) { // back to the better iterate
-      restore_w();
-      result.residual = relative(measure(), b2); // its residual into levels_[0].r
-    } else
-      result.residual = next;
-    if (!std::isfinite(next)) {
-      result.non_finite = true;
+    const double previous = result.residual;
+    const bool go_on = continue_v_cycles(
+        result, previous, relative(measure(), b2), tolerance, options_.max_cycles,
+        [&] {
+          restore_w();
+          return relative(measure(), b2); // previous, bitwise; its residual into levels_[0].r
+        },
+        [&] {
+          make_symmetric();
+          conjugate_gradients(result, tolerance, b2);
+        });
+    if (!go_on)
       return;
-    }
-    if (result.cycles >= options_.max_cycles)
-      return;
-    result.switched = true;
-    make_symmetric();
-    conjugate_gradients(result, tolerance, b2);
-    return;
   }
 }
 
@@ -666,9 +884,14 @@ MultigridResult DeviceMultigrid::solve(const DeviceTensor &j, DeviceField &w, fl
     l.alpha = alpha, l.gamma = gamma;
     alpha /= 4.0f, gamma /= 4.0f;
   }
-  for (std::size_t l = 1; l < levels_.size(); ++l)
-    for (int c : kData)
-      restrict_mean(tensor(l - 1)[c], levels_[l].j[c], 1.0f, stream_);
+  for (std::size_t l = 1; l < levels_.size(); ++l) { // J3's 6 channels in one launch per level
+    ConstChannels fine;
+    MutChannels coarse;
+    for (int k = 0; k < 6; ++k)
+      fine.c[k] = tensor(l - 1)[kData[k]].data(), coarse.c[k] = levels_[l].j[kData[k]].data();
+    restrict_mean(fine, levels_[l - 1].grid, coarse, levels_[l].grid, 6, 1.0f, kNoChannels,
+                  kNoChannels, stream_);
+  }
   rhs_norm2(j, reduction_, kB2, stream_);
   MultigridResult result;
   ++fine_passes_;

@@ -13,23 +13,18 @@
 // non-finite residual ends the solve at the last finite iterate) decided on the host alike.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "motion_ops.cuh"
+#include "mri_backend/motion_multigrid_rule.hpp"
 
 namespace mri::cuda::detail::motion {
 
-struct MultigridResult {
-  double residual = 0;           // ||b - A w|| / ||b|| after the last cycle
-  int cycles = 0;                // V-cycles (krylov: CG iterations) on the finest grid
-  std::int64_t fine_passes = 0;  // colour passes and residual evaluations on the finest grid
-  bool switched = false;   // the V-cycles stalled or diverged: conjugate gradients finished
-  bool non_finite = false; // a residual was not finite: w is the last iterate with a finite one
-};
-
-// A V-cycle must lower the residual below this fraction of the previous one, or the solve switches
-// to the preconditioned conjugate gradients (lib/motion/multigrid.hpp's kStallRatio).
-inline constexpr double kStallRatio = 0.9;
+// The result and the safeguards' decisions: the CPU's (one definition for both backends).
+using mri::detail::motion::continue_v_cycles;
+using mri::detail::motion::kStallRatio;
+using mri::detail::motion::MultigridResult;
 
 // Sums of squares and inner products in float64, deterministic: one partial per block, summed
 // by one block in a fixed order into a slot of a small device array the host reads back.
@@ -44,7 +39,13 @@ public:
   static constexpr int kSlots = 8;
 
 private:
+  struct PinnedFree {
+    void operator()(double *p) const noexcept { cudaFreeHost(p); }
+  };
   DeviceBuffer<double> partials_, sums_;
+  // The sums' host copy in pinned memory: a read is one small DMA, without the pageable path's
+  // staging (the multigrid reads once per V-cycle).
+  std::unique_ptr<double, PinnedFree> pinned_;
 };
 
 // The voxel blocks of the reductions' kernels (one partial each).
@@ -62,6 +63,8 @@ void residual(const DeviceTensor &j, const DeviceField &w, DeviceField *r, float
               float gamma, DeviceReduction &red, int slot, cudaStream_t s);
 // ||b||^2 (j's time column) into reduction slot `slot`.
 void rhs_norm2(const DeviceTensor &j, DeviceReduction &red, int slot, cudaStream_t s);
+
+struct BlockLevels; // motion_multigrid.cu: the coarse levels cycled by one block
 
 class DeviceMultigrid {
 public:
@@ -87,6 +90,9 @@ private:
   // coarse = sign * the restriction of fine, level l's grid onto level l + 1's.
   void restrict_into(std::size_t l, const DeviceVolume &fine, DeviceVolume &coarse, float sign);
   void v_cycle(std::size_t l);
+  // Levels from block_from_ on (at most 16^3 voxels each) cycled by one block in one launch.
+  BlockLevels block_levels();
+  void v_cycle_in_block(std::size_t l);
   void full_multigrid();
   // ||b - A w||^2 on the finest level (the residual left in levels_[0].r), read by the host.
   double measure();
@@ -106,6 +112,7 @@ private:
   MotionMemory memory_;
   cudaStream_t stream_;
   std::vector<Level> levels_;
+  std::size_t block_from_ = 0; // the first level the one-block kernels cycle (size(): none)
   const DeviceTensor *fine_j_ = nullptr;
   DeviceField *fine_w_ = nullptr;
   std::int64_t fine_passes_ = 0;

@@ -168,6 +168,13 @@ public:
   // Frame k to frame k+1 for every k (frames.size() - 1 fields); each frame is prepared (and on
   // the GPU uploaded) once. Throws as estimate(), and for fewer than two frames.
   std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames);
+  // fields[k] = estimate(frames[k], reference) for every k (the fields equal those calls'): every
+  // frame registered to one reference, the moving frame of each pair (motion-compensated
+  // reconstruction's direction: reference(x + w_k(x)) ~= frames[k](x)). The reference is prepared
+  // (on the GPU uploaded, its pyramid built) once; report() covers all pairs (stage times and
+  // cycles summed, the largest residual). Throws as estimate(), and for no frames.
+  std::vector<DisplacementField> estimate_to_reference(std::span<const RealVolume> frames,
+                                                       const RealVolume &reference);
 
   const MotionOptions &options() const { return options_; }
   const Grid &grid() const { return grid_; }

@@ -147,4 +147,15 @@ MotionEstimator::estimate_sequence(std::span<const RealVolume> frames) {
   return backend_->estimate_sequence(frames, report_);
 }
 
+std::vector<DisplacementField>
+MotionEstimator::estimate_to_reference(std::span<const RealVolume> frames,
+                                       const RealVolume &reference) {
+  if (frames.empty())
+    detail::invalid_argument("frames.size()", frames.size(), "needs >= 1 frame");
+  validate_frame("reference", reference, grid_);
+  for (std::size_t k = 0; k < frames.size(); ++k)
+    validate_frame(("frames[" + std::to_string(k) + "]").c_str(), frames[k], grid_);
+  return backend_->estimate_to_reference(frames, reference, report_);
+}
+
 } // namespace mri

@@ -99,15 +99,6 @@ constexpr int kCoarsestPasses = 20;
 
 } // namespace
 
-std::vector<Grid> multigrid_grids(const Grid &fine) {
-  std::vector<Grid> grids{fine};
-  while (std::min({grids.back().nx(), grids.back().ny(), grids.back().nz()}) >= 4) {
-    const Grid &g = grids.back();
-    grids.emplace_back((g.nx() + 1) / 2, (g.ny() + 1) / 2, (g.nz() + 1) / 2);
-  }
-  return grids;
-}
-
 template <class T>
 Multigrid<T>::Multigrid(const Grid &fine, const MotionMultigridOptions &options)
     : options_(options) {
@@ -338,27 +329,20 @@ void Multigrid<T>::v_cycles(MultigridResult &result, double tolerance, double b2
     else
       v_cycle(0);
     ++result.cycles;
-    const double previous = result.residual, next = measure(b2);
-    if (next <= tolerance || (std::isfinite(next) && next < kStallRatio * previous)) {
-      result.residual = next;
-      continue;
-    }
-    if (!std::isfinite(next) || next > previous) { // back to the better iterate
-      for (int c = 0; c < 3; ++c)
-        w[c].v = last_[c].v;
-      result.residual = measure(b2); // previous, bitwise; its residual into levels_[0].r
-    } else
-      result.residual = next;
-    if (!std::isfinite(next)) {
-      result.non_finite = true;
+    const double previous = result.residual;
+    const bool go_on = continue_v_cycles(
+        result, previous, measure(b2), tolerance, options_.max_cycles,
+        [&] {
+          for (int c = 0; c < 3; ++c)
+            w[c].v = last_[c].v;
+          return measure(b2); // previous, bitwise; its residual into levels_[0].r
+        },
+        [&] {
+          make_symmetric();
+          conjugate_gradients(result, tolerance, b2);
+        });
+    if (!go_on)
       return;
-    }
-    if (result.cycles >= options_.max_cycles)
-      return;
-    result.switched = true;
-    make_symmetric();
-    conjugate_gradients(result, tolerance, b2);
-    return;
   }
 }
 

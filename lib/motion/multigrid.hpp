@@ -24,16 +24,9 @@
 #include <vector>
 
 #include "cpu_stages.hpp"
+#include "mri_backend/motion_multigrid_rule.hpp" // MultigridResult, the safeguards' decisions
 
 namespace mri::detail::motion {
-
-struct MultigridResult {
-  double residual = 0;           // ||b - A w|| / ||b|| after the last cycle
-  int cycles = 0;                // V-cycles on the finest grid (the full multigrid pass: one)
-  std::int64_t fine_passes = 0;  // colour passes and residual evaluations on the finest grid
-  bool switched = false;   // the V-cycles stalled or diverged: conjugate gradients finished
-  bool non_finite = false; // a residual was not finite: w is the last iterate with a finite one
-};
 
 // Fine voxel i's position on the coarse grid (in coarse voxels) for the prolongation and its
 // transpose: coarse voxel k sits at the centre of its children 2k and 2k + 1, fine position
@@ -43,14 +36,6 @@ struct MultigridResult {
 // Shepp-Logan volume at 17, 25, 33, 35, 49, 65 and 27x33x25 (docs/motion.md). Exact in float
 // (i / 2 and 1/4 are binary fractions), so the CPU and the GPU (motion_multigrid.cu) agree bitwise.
 template <class T> inline T children_position(std::int64_t i) { return T(i) / T(2) - T(0.25); }
-
-// A V-cycle must lower the residual below this fraction of the previous one, or the solve
-// switches to the preconditioned conjugate gradients (the V-cycle's rate is ~0.1 per cycle
-// without the volume term and ~0.5 with gamma = 0.3: docs/motion.md).
-inline constexpr double kStallRatio = 0.9;
-
-// The coarse grids below `fine`: extents halved rounding up while every extent is >= 4.
-std::vector<Grid> multigrid_grids(const Grid &fine);
 
 template <class T> class Multigrid {
 public:

@@ -390,6 +390,43 @@ TEST_CASE("motion: a beating sequence, frame to frame, recovers each pair's moti
   CHECK_THROWS_WITH(beating_sequence(seq.frames[0], 3, std::nan("")), Catch::Contains("amplitude = nan"));
 }
 
+// The chain's registration of every state to one reference: the reference is prepared once, and
+// each pair starts from zero motion with the same plans, so the fields are those of estimate(),
+// bitwise (the same operations on the same data in the same order).
+TEST_CASE("motion: estimate_to_reference equals estimate per frame, bitwise", "[motion]") {
+  const Grid g(20, 18, 16);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const RealVolume reference = textured_volume(g, seed);
+  std::vector<RealVolume> frames;
+  for (double amplitude : {0.7, -1.1}) {
+    frames.push_back(apply_motion(reference, synthetic_field(g, SyntheticMotion::Swirl, amplitude)));
+    add_noise(frames.back(), 0.01, seed + frames.size());
+  }
+  MotionOptions o;
+  o.levels = 2;
+  MotionEstimator est(g, o);
+  const std::vector<DisplacementField> together = est.estimate_to_reference(frames, reference);
+  const MotionReport all = est.report();
+  REQUIRE(together.size() == frames.size());
+  std::int64_t cycles = 0;
+  double largest = 0;
+  for (std::size_t k = 0; k < frames.size(); ++k) {
+    const DisplacementField alone = est.estimate(frames[k], reference);
+    cycles += est.report().solver_cycles;
+    largest = std::max(largest, est.report().solver_residual);
+    CHECK(together[k].u.values() == alone.u.values());
+    CHECK(together[k].v.values() == alone.v.values());
+    CHECK(together[k].w.values() == alone.w.values());
+    CHECK(mean_magnitude(alone) > 0.01); // a real estimate, not zeros
+  }
+  CHECK(all.solver_cycles == cycles);
+  CHECK(all.solver_residual == largest);
+  CHECK_THROWS_WITH(est.estimate_to_reference({}, reference), Catch::Contains("frames.size() = 0"));
+  CHECK_THROWS_WITH(est.estimate_to_reference(frames, textured_volume(Grid(20, 18, 15), 1)),
+                    Catch::Contains("reference.grid() = 20x18x15"));
+}
+
 TEST_CASE("motion: bad input names the argument and the value", "[motion][bad-input]") {
   const Grid g(24, 24, 24);
   const auto bad = [&](auto mutate, const char *text) {

@@ -20,6 +20,11 @@ public:
   // Frame k -> k+1 fields; each frame prepared (uploaded, pyramid built) once.
   virtual std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames,
                                                            MotionReport &report) = 0;
+  // fields[k] = estimate(frames[k], reference); the reference (the moving frame of every pair)
+  // prepared (uploaded, its pyramid built) once.
+  virtual std::vector<DisplacementField> estimate_to_reference(std::span<const RealVolume> frames,
+                                                               const RealVolume &reference,
+                                                               MotionReport &report) = 0;
 };
 
 namespace detail::motion {

@@ -93,6 +93,22 @@ public:
     return out;
   }
 
+  // Each frame against one reference (the moving frame of every pair): the reference is
+  // uploaded and its pyramid built once, in frames_[1], which the pairs only read. Each pair
+  // starts from zero motion with the same plans, so its field equals estimate(frame, reference)'s.
+  std::vector<DisplacementField> estimate_to_reference(std::span<const RealVolume> frames,
+                                                       const RealVolume &reference,
+                                                       MotionReport &report) override {
+    const auto start = std::chrono::steady_clock::now();
+    reset_counters();
+    std::vector<DisplacementField> out;
+    const Frame &moving = prepare(reference, frames_[1]);
+    for (const RealVolume &frame : frames)
+      out.push_back(estimate_pair(prepare(frame, frames_[0]), moving));
+    finish(report, start);
+    return out;
+  }
+
 private:
   struct Level {
     Grid grid;
