@@ -18,7 +18,7 @@ __all__ = [
     "Error", "InvalidArgument", "IoError", "CudaError", "Unsupported",
     "LinearOperator", "NufftOperator", "ExactOperator", "SenseOperator", "ToeplitzNormal",
     "FieldFourierOperator", "SegmentedFieldOperator", "ImageWarp",
-    "reconstruct", "reconstruct_batch", "reconstruct_frames", "reconstruct_motion_corrected", "frames", "breathing", "cuda_available", "cuda_unavailable_reason",
+    "reconstruct", "reconstruct_batch", "reconstruct_frames", "reconstruct_motion_corrected", "reconstruct_motion_chain", "frames", "breathing", "cuda_available", "cuda_unavailable_reason",
     "phantom", "phantom_kspace", "simulated_maps", "add_noise", "psnr",
     "estimate_sensitivities", "MotionEstimator", "synthetic_motion", "traj", "density", "io",
 ]
@@ -187,6 +187,50 @@ def reconstruct_motion_corrected(states, matrix, fields, *, jacobian_weighting=F
                                                       sens_coils, options)
     report["units"] = units
     return image, report
+
+
+def reconstruct_motion_chain(states, matrix, *, fields=None, rounds=1, refine_iterations=3, jacobian_weighting=False,
+                             motion=None, sens=None, lam=0.0, iterations=20, method="auto", backend="auto",
+                             units="auto", **options):
+    """mri::reconstruct_motion_chain (mri/mcir.hpp, docs/dynamic.md "End to end"): the coil maps once
+    from all the states, the states reconstructed jointly (as reconstruct_frames, with every term),
+    each state registered to state 0 by the CLG estimator (unless `fields` are given: one
+    (nx, ny[, nz], 3) array or None per state, as reconstruct_motion_corrected takes them), then
+    MCIR of state 0 from all the data (with the options' spatial terms; terms across states, TV
+    along the frames and locally low rank, are the states' only), and rounds - 1 alternations of
+    registration and MCIR (refine_iterations CG iterations of each warped state on its own data).
+    motion: the estimator's settings as a dict (alpha, gamma, rho, sigma, iterations, warps,
+    levels, tolerance, backend; backend "auto": the states' backend). states and the other options
+    as reconstruct_motion_corrected's. Returns a dict: "image" (state 0 from all the data), "report"
+    (MCIR's: solver, iterations, objective ..., "motion" as reconstruct_motion_corrected's),
+    "states" (the joint reconstruction's images) and "states_report", "fields" (the best round's,
+    None for state 0), "rounds" (one dict per round that ran: field change, MCIR and data
+    residuals, seconds, per-state motion reports), "best_round" (1-based), "maps" (the maps both
+    reconstructions used, (nx, ny[, nz], coils), or None), "coils" (the coil step's report) and
+    "note" (what the chain dropped or moved)."""
+    matrix = matrix_tuple(matrix)
+    prepared, first = _frame_items("states", states)
+    if fields is not None:
+        if isinstance(fields, (str, bytes)) or not hasattr(fields, "__len__"):
+            raise TypeError("fields: expected None or a list with one displacement array (or None) per state")
+        if len(fields) != len(prepared):
+            raise ValueError(f"fields: {len(fields)} fields for {len(prepared)} states")
+        field_shape = image_shape(matrix) + (3,)
+        fields = [None if f is None else real_array(f"fields[{i}]", f, field_shape) for i, f in enumerate(fields)]
+    if motion is not None and not isinstance(motion, dict):
+        raise TypeError(f"motion: {type(motion).__name__}, expected a dict of the estimator's settings")
+    for name, value in (("rounds", rounds), ("refine_iterations", refine_iterations)):
+        if isinstance(value, bool) or not hasattr(value, "__index__"):
+            raise TypeError(f"{name}: {value!r} ({type(value).__name__}) is not an integer")
+    chain = {"rounds": int(rounds), "refine_iterations": int(refine_iterations),
+             "jacobian_weighting": bool(jacobian_weighting), "fields": fields, "motion": dict(motion or {})}
+    units = _units(units, first)
+    sens, sens_coils, _ = _shared(matrix, sens, None)
+    options = _options(options, lam=lam, iterations=iterations, method=method, backend=backend, units=units)
+    result = _mri.reconstruct_motion_chain(prepared, matrix, sens, sens_coils, chain, options)
+    result["report"]["units"] = units
+    result["states_report"]["units"] = units
+    return result
 
 
 # SparseTerm axes value of total variation along the frames (mri::kFrameAxis; BART's T:1024).

@@ -256,6 +256,8 @@ DisplacementField displacement_field(const py::array &a, const Grid &grid, const
   return field_of(a, grid, name);
 }
 
+py::array_t<float> displacement_array(const DisplacementField &field) { return field_out(field); }
+
 void bind_dynamic(py::module_ &m) {
   bind_frames(m);
   bind_image_warp(m);

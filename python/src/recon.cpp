@@ -21,8 +21,9 @@
 
 namespace mri::python {
 
-// dynamic.cpp: (nx, ny[, nz], 3) float32 displacements as a DisplacementField on grid.
+// dynamic.cpp: (nx, ny[, nz], 3) float32 displacements as a DisplacementField on grid, and back.
 DisplacementField displacement_field(const py::array &a, const Grid &grid, const char *name);
+py::array_t<float> displacement_array(const DisplacementField &field);
 
 namespace {
 
@@ -337,6 +338,18 @@ py::tuple reconstruct_frames_py(const py::list &frames, const std::vector<std::i
 
 // mri::reconstruct_motion_corrected: states (items), one field per state (None: the reference
 // state, no warp) -> (image, report with the MotionCorrectionReport under "motion").
+py::dict motion_correction_dict(const MotionCorrectionReport &r) {
+  py::dict m;
+  m["states"] = r.states;
+  m["reference_states"] = r.reference_states;
+  m["samples"] = r.samples;
+  m["warp_seconds"] = r.warp_seconds;
+  m["rhs_seconds"] = r.rhs_seconds;
+  m["cg_warp_seconds"] = r.cg_warp_seconds;
+  m["note"] = r.note;
+  return m;
+}
+
 py::tuple reconstruct_motion_corrected_py(const py::list &states, const std::vector<std::int64_t> &matrix,
                                           const py::list &fields, bool jacobian_weighting,
                                           const std::optional<py::array> &sens, int sens_coils, const py::dict &kw) {
@@ -355,16 +368,116 @@ py::tuple reconstruct_motion_corrected_py(const py::list &states, const std::vec
     result = reconstruct_motion_corrected(data, grid, warps, options, motion);
   }
   py::dict report = report_dict(result.report);
-  py::dict m;
-  m["states"] = result.motion.states;
-  m["reference_states"] = result.motion.reference_states;
-  m["samples"] = result.motion.samples;
-  m["warp_seconds"] = result.motion.warp_seconds;
-  m["rhs_seconds"] = result.motion.rhs_seconds;
-  m["cg_warp_seconds"] = result.motion.cg_warp_seconds;
-  m["note"] = result.motion.note;
-  report["motion"] = m;
+  report["motion"] = motion_correction_dict(result.motion);
   return py::make_tuple(image_out(std::move(result.image), bart_units), report);
+}
+
+// ---- mri::reconstruct_motion_chain (mri/mcir.hpp) ------------------------------------------
+
+// MotionChainOptions from the Python layer's dict (types checked there): rounds,
+// refine_iterations, jacobian_weighting, fields (None or one per state, None for the reference's),
+// motion (the CLG estimator's settings by MotionOptions' field names; backend "auto": the states').
+MotionChainOptions chain_options(const py::dict &d, const Grid &grid) {
+  MotionChainOptions c;
+  c.rounds = d["rounds"].cast<int>();
+  c.refine_iterations = d["refine_iterations"].cast<int>();
+  c.correction.warp.jacobian_weighting = d["jacobian_weighting"].cast<bool>();
+  if (!d["fields"].is_none())
+    for (py::handle h : d["fields"].cast<py::list>())
+      c.fields.push_back(h.is_none() ? DisplacementField{} : displacement_field(h.cast<py::array>(), grid, "fields"));
+  const py::dict m = d["motion"].cast<py::dict>();
+  MotionOptions &o = c.motion;
+  for (const auto &[key, value] : m) {
+    const std::string k = key.cast<std::string>();
+    if (k == "alpha") o.alpha = value.cast<double>();
+    else if (k == "gamma") o.gamma = value.cast<double>();
+    else if (k == "rho") o.rho = value.cast<double>();
+    else if (k == "sigma") o.sigma = value.cast<double>();
+    else if (k == "iterations") o.iterations = value.cast<int>();
+    else if (k == "warps") o.warps = value.cast<int>();
+    else if (k == "levels") o.levels = value.cast<int>();
+    else if (k == "tolerance") o.tolerance = value.cast<double>();
+    else if (k == "backend")
+      o.backend = parse_enum("motion.backend", value.cast<std::string>(), {Backend::Auto, Backend::Cpu, Backend::Cuda});
+    else throw py::type_error("motion: unexpected key '" + k + "' (alpha, gamma, rho, sigma, iterations, warps, "
+                              "levels, tolerance, backend)");
+  }
+  return c;
+}
+
+py::dict chain_round_dict(const MotionChainRound &r) {
+  py::dict d;
+  d["mean_field_change"] = r.mean_field_change;
+  d["max_field_change"] = r.max_field_change;
+  d["mcir_residual"] = r.mcir_residual;
+  d["data_residual"] = r.data_residual;
+  d["mcir_iterations"] = r.mcir_iterations;
+  d["fields_given"] = r.fields_given;
+  d["refine_seconds"] = r.refine_seconds;
+  d["motion_seconds"] = r.motion_seconds;
+  d["mcir_seconds"] = r.mcir_seconds;
+  py::list motion;
+  for (const MotionReport &m : r.motion) {
+    py::dict e;
+    e["total_ms"] = m.total_ms;
+    e["solver_cycles"] = m.solver_cycles;
+    e["solver_residual"] = m.solver_residual;
+    e["backend"] = to_string(m.backend);
+    motion.append(e);
+  }
+  d["motion"] = motion;
+  return d;
+}
+
+// states (items) -> a dict: "image" (MCIR's), "report" (MCIR's, "motion" its MotionCorrectionReport),
+// "states" and "states_report" (the joint reconstruction), "fields" (None for state 0), "rounds",
+// "best_round", "maps" ((nx, ny[, nz], coils) or None: what both reconstructions used), "coils"
+// (the coil step's report fields) and "note".
+py::dict reconstruct_motion_chain_py(const py::list &states, const std::vector<std::int64_t> &matrix,
+                                     const std::optional<py::array> &sens, int sens_coils, const py::dict &chain_kw,
+                                     const py::dict &kw) {
+  const Grid grid = to_grid(matrix);
+  bool bart_units = false;
+  const ReconOptions options = options_for(kw, grid, sens, sens_coils, std::nullopt, bart_units);
+  const std::vector<KSpaceData> data = items_data(states, grid);
+  const MotionChainOptions chain = chain_options(chain_kw, grid);
+  MotionChainResult r;
+  {
+    py::gil_scoped_release release;
+    r = reconstruct_motion_chain(data, grid, options, chain);
+  }
+  py::dict out;
+  out["image"] = image_out(std::move(r.mcir.image), bart_units);
+  py::dict report = report_dict(r.mcir.report);
+  report["motion"] = motion_correction_dict(r.mcir.motion);
+  out["report"] = report;
+  py::list images;
+  for (Image &image : r.states.frames) images.append(image_out(std::move(image), bart_units));
+  out["states"] = images;
+  out["states_report"] = report_dict(r.states.report);
+  py::list fields;
+  for (const DisplacementField &f : r.fields)
+    fields.append(f.u.size() == 0 ? py::object(py::none()) : py::object(displacement_array(f)));
+  out["fields"] = fields;
+  py::list rounds;
+  for (const MotionChainRound &round : r.rounds) rounds.append(chain_round_dict(round));
+  out["rounds"] = rounds;
+  out["best_round"] = r.best_round;
+  if (r.maps) {
+    std::vector<cfloat> v(r.maps->values().begin(), r.maps->values().end());
+    out["maps"] = to_array(std::move(v), image_shape(grid, {r.maps->coils()}));
+  } else {
+    out["maps"] = py::none();
+  }
+  py::dict coils;
+  coils["acquired_coils"] = r.coils.acquired_coils;
+  coils["coils"] = r.coils.coils;
+  coils["coil_energy_kept"] = r.coils.coil_energy_kept;
+  coils["maps"] = r.coils.maps;
+  coils["coil_seconds"] = r.coils.coil_seconds;
+  out["coils"] = coils;
+  out["note"] = r.note;
+  return out;
 }
 
 } // namespace
@@ -379,6 +492,8 @@ void bind_reconstruct(py::module_ &m) {
         py::arg("sens_coils"), py::arg("field_map"), py::arg("options"));
   m.def("reconstruct_motion_corrected", &reconstruct_motion_corrected_py, py::arg("states"), py::arg("matrix"),
         py::arg("fields"), py::arg("jacobian_weighting"), py::arg("sens"), py::arg("sens_coils"), py::arg("options"));
+  m.def("reconstruct_motion_chain", &reconstruct_motion_chain_py, py::arg("states"), py::arg("matrix"),
+        py::arg("sens"), py::arg("sens_coils"), py::arg("chain"), py::arg("options"));
 }
 
 } // namespace mri::python
