@@ -151,9 +151,9 @@ public:
   // op (and coils) must outlive the operator. points: the trajectory's M points on the device (as
   // given to op's NUFFT plan); nufft: validated options (their tolerance and kernel make the
   // kernels' adjoint NUFFT on the doubled grid); coils: the maps (null: one coil without maps);
-  // r, lambda: the regulariser every application adds; paths: see SegmentedToeplitzPaths (Pruned
-  // (and PrunedInPlace) on a grid that is not 2D runs Whole). Throws InvalidArgument (weights, lambda), Unsupported for
-  // op.segments() > kMaxSegments.
+  // r, lambda: the regulariser every application adds; paths: see SegmentedToeplitzPaths (the
+  // pruned paths on a grid that is not 2D run Whole). Throws InvalidArgument (weights, lambda,
+  // paths.coil_batch < 0), Unsupported for op.segments() > kMaxSegments.
   SegmentedToeplitzDevice(const SegmentedFieldDevice &op, const KPoint *points, std::span<const float> weights,
                           const NufftOptions &nufft, Gridding gridding, const DeviceCoils *coils, Regularizer r,
                           double lambda, SegmentedToeplitzPaths paths = {});
