@@ -22,12 +22,12 @@ template <> struct Fftw<float> {
     auto *f = reinterpret_cast<fftwf_complex *>(b);
     return fftwf_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
   }
-  // howmany contiguous in-place transforms of length n, one after another (GridFft's lines);
-  // single-threaded (GridFft runs the lines on its OpenMP team).
-  static plan make_lines(int n, int howmany, std::complex<float> *b, int sign) {
+  // howmany contiguous in-place transforms of length n, `distance` values apart (GridFft's
+  // lines); single-threaded (GridFft runs the lines on its OpenMP team).
+  static plan make_lines(int n, int howmany, int distance, std::complex<float> *b, int sign) {
     fftwf_plan_with_nthreads(1);
     auto *f = reinterpret_cast<fftwf_complex *>(b);
-    return fftwf_plan_many_dft(1, &n, howmany, f, nullptr, 1, n, f, nullptr, 1, n, sign, FFTW_ESTIMATE);
+    return fftwf_plan_many_dft(1, &n, howmany, f, nullptr, 1, distance, f, nullptr, 1, distance, sign, FFTW_ESTIMATE);
   }
   static void execute(plan p) { fftwf_execute(p); }
   // The plan on another array of the same size and alignment (FFTW's new-array execute).
@@ -46,10 +46,10 @@ template <> struct Fftw<double> {
     auto *f = reinterpret_cast<fftw_complex *>(b);
     return fftw_plan_dft(rank, d, f, f, sign, FFTW_ESTIMATE);
   }
-  static plan make_lines(int n, int howmany, std::complex<double> *b, int sign) {
+  static plan make_lines(int n, int howmany, int distance, std::complex<double> *b, int sign) {
     with_threads(1);
     auto *f = reinterpret_cast<fftw_complex *>(b);
-    return fftw_plan_many_dft(1, &n, howmany, f, nullptr, 1, n, f, nullptr, 1, n, sign, FFTW_ESTIMATE);
+    return fftw_plan_many_dft(1, &n, howmany, f, nullptr, 1, distance, f, nullptr, 1, distance, sign, FFTW_ESTIMATE);
   }
   static void execute(plan p) { fftw_execute(p); }
   static void execute(plan p, std::complex<double> *data) {

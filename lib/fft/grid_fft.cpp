@@ -16,18 +16,33 @@ namespace {
 // Lines per buffer: 16 complex values side by side per copied element (128 B in float) keep the
 // strided gathers cache-line sized; 16 lines of 1024 doubles are 256 KB.
 constexpr std::int64_t kBlock = 16;
+
+// The distance between consecutive lines of a buffer, in values: the line length rounded up to
+// whole 64-byte cache lines, and to an odd number of them. A block's kBlock lines are written
+// element by element (the strided gathers); at a stride of a multiple of 4 KB (the doubled grid's
+// 512 floats) they all fall in one L1 set, which holds fewer ways than kBlock, and every store
+// misses: the gathers and scatters then took longer than the FFTs themselves (perf on the CS-2D
+// TV reconstruction, benchmarks/cs). An odd number of cache lines puts the kBlock lines in
+// kBlock different sets.
+template <class T> std::int64_t line_distance(std::int64_t length) {
+  constexpr auto per_line = static_cast<std::int64_t>(64 / sizeof(std::complex<T>));
+  std::int64_t cache_lines = (length + per_line - 1) / per_line;
+  if (cache_lines % 2 == 0) ++cache_lines;
+  return cache_lines * per_line;
+}
 } // namespace
 
 template <class T> struct GridFft<T>::Axis {
   std::int64_t length = 1; // points along the axis
   std::int64_t stride = 1; // between consecutive points of a line
+  std::int64_t distance = 1; // between consecutive lines in the line buffer (line_distance)
   typename Fftw<T>::plan plan = nullptr;
 };
 
 template <class T>
 GridFft<T>::GridFft(const std::array<std::int64_t, 3> &extents, int sign, int threads)
     : extents_(extents), threads_(std::max(1, threads)), axes_(new Axis[3]) {
-  const std::int64_t longest = *std::max_element(extents.begin(), extents.end());
+  const std::int64_t longest = line_distance<T>(*std::max_element(extents.begin(), extents.end()));
   lines_ = Fftw<T>::alloc(static_cast<std::size_t>(threads_ * kBlock * longest));
   if (!lines_) throw Error("GridFft: cannot allocate " + std::to_string(threads_ * kBlock * longest) + " values");
   std::fill_n(lines_, threads_ * kBlock * longest, std::complex<T>{});
@@ -40,7 +55,9 @@ GridFft<T>::GridFft(const std::array<std::int64_t, 3> &extents, int sign, int th
       axis.length = extents[a];
       axis.stride = stride;
       if (extents[a] > 1) {
-        axis.plan = Fftw<T>::make_lines(static_cast<int>(extents[a]), static_cast<int>(kBlock), lines_, sign);
+        axis.distance = line_distance<T>(extents[a]);
+        axis.plan = Fftw<T>::make_lines(static_cast<int>(extents[a]), static_cast<int>(kBlock),
+                                        static_cast<int>(axis.distance), lines_, sign);
         planned = planned && axis.plan;
       }
       stride *= extents[a];
@@ -99,7 +116,7 @@ void GridFft<T>::execute_pruned(std::complex<T> *data, const Region &image, Prun
 template <class T>
 void GridFft<T>::pass(int a, const Region &bound, std::complex<T> *data) const {
   const Axis &axis = axes_[a];
-  const std::int64_t len = axis.length, s = axis.stride;
+  const std::int64_t len = axis.length, s = axis.stride, dist = axis.distance;
   const int b0 = a == 0 ? 1 : 0, b1 = a == 2 ? 1 : 2;
   const std::int64_t stride[3] = {1, extents_[0], extents_[0] * extents_[1]};
   const auto coordinate = [&](int b, std::int64_t i) {
@@ -107,7 +124,7 @@ void GridFft<T>::pass(int a, const Region &bound, std::complex<T> *data) const {
   };
   const std::int64_t lines = bound[b0].count * bound[b1].count;
   const std::int64_t blocks = (lines + kBlock - 1) / kBlock;
-  const std::int64_t longest = *std::max_element(extents_.begin(), extents_.end());
+  const std::int64_t longest = line_distance<T>(*std::max_element(extents_.begin(), extents_.end()));
 #pragma omp parallel for num_threads(threads_) schedule(static)
   for (std::int64_t blk = 0; blk < blocks; ++blk) {
     std::complex<T> *buf = lines_ + static_cast<std::int64_t>(omp_get_thread_num()) * kBlock * longest;
@@ -118,16 +135,16 @@ void GridFft<T>::pass(int a, const Region &bound, std::complex<T> *data) const {
       start[b] = coordinate(b0, line % bound[b0].count) * stride[b0] + coordinate(b1, line / bound[b0].count) * stride[b1];
     }
     if (s == 1) { // contiguous lines: copy line by line
-      for (std::int64_t b = 0; b < count; ++b) std::copy_n(data + start[b], len, buf + b * len);
+      for (std::int64_t b = 0; b < count; ++b) std::copy_n(data + start[b], len, buf + b * dist);
       Fftw<T>::execute(axis.plan, buf);
-      for (std::int64_t b = 0; b < count; ++b) std::copy_n(buf + b * len, len, data + start[b]);
+      for (std::int64_t b = 0; b < count; ++b) std::copy_n(buf + b * dist, len, data + start[b]);
       continue;
     }
     for (std::int64_t i = 0; i < len; ++i)
-      for (std::int64_t b = 0; b < count; ++b) buf[b * len + i] = data[start[b] + i * s];
+      for (std::int64_t b = 0; b < count; ++b) buf[b * dist + i] = data[start[b] + i * s];
     Fftw<T>::execute(axis.plan, buf);
     for (std::int64_t i = 0; i < len; ++i)
-      for (std::int64_t b = 0; b < count; ++b) data[start[b] + i * s] = buf[b * len + i];
+      for (std::int64_t b = 0; b < count; ++b) data[start[b] + i * s] = buf[b * dist + i];
   }
 }
 

@@ -58,7 +58,7 @@ private:
   std::array<std::int64_t, 3> extents_;
   int threads_;
   std::unique_ptr<Axis[]> axes_; // 3, null plan where the extent is 1
-  std::complex<T> *lines_ = nullptr; // threads_ x kBlock x the longest extent
+  std::complex<T> *lines_ = nullptr; // threads_ x kBlock x the longest line distance
 };
 
 extern template class GridFft<float>;

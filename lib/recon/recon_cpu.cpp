@@ -11,6 +11,7 @@
 
 #include "backend.hpp"
 #include "sense/recon_coils.hpp"
+#include "toeplitz/sense_toeplitz_2d.hpp"
 #include "mri/fourier.hpp"
 #include "mri/linear_operator.hpp"
 #include "mri/nufft.hpp"
@@ -68,6 +69,7 @@ public:
 
   // The CG's operator (mri_backend/normal_assembly.hpp): the Toeplitz form, or F^H W F directly.
   template <class F> ReconResult with_normal(const Image &like, F &&f) {
+    if (q_ && coils_ && SenseToeplitz2d::applies_to(grid_)) return with_fused_sense_normal(f);
     if (q_) return with_data_normal(like, ref(*q_), f);
     if (nufft_op_) return with_data_normal(like, direct_normal(ref(*nufft_op_), data_.weights()), f);
     return with_data_normal(like, direct_normal(ref(*exact_), data_.weights()), f);
@@ -83,6 +85,18 @@ private:
   template <class N, class F> ReconResult with_data_normal(const Image &like, N data_normal, F &f) {
     return with_reconstruction_normal(coils_, std::move(data_normal), options_.solver.regularizer,
                                       options_.solver.lambda, grid_, like, f);
+  }
+
+  // With maps on a 2D grid: SENSE's Toeplitz normal fused over the coils (sense_toeplitz_2d.hpp:
+  // SenseNormal over QOperator to float rounding, in about half its time), the regulariser
+  // once outside it as SenseNormal adds it.
+  template <class F> ReconResult with_fused_sense_normal(F &f) {
+    const SenseToeplitz2d fused(*q_, *maps_);
+    const HostCoils &coils = *coils_;
+    return f([&fused, &coils](const Image &x, Image &out) {
+      fused.apply(x, out);
+      coils.regularize(x, out);
+    });
   }
 
   // Coil images per NufftOperator::adjoint_coils call. 4, not its 8: the plan is fresh in every
