@@ -9,7 +9,8 @@
 //               (the swirl's EPE among them); the label gives the reported residual and V-cycles;
 //   MOTION-CHAIN issue 42's "motion under 100 ms for all pairs": 3 states of 128^3 registered to
 //               one reference at the chain's options (the defaults: multigrid to 1e-3), as the
-//               chain's three estimate() calls (arg 0) and as one estimate_to_reference (arg 1); the
+//               chain's three estimate() calls (arg 0) and as one estimate_to_reference (arg 1),
+//               with the coarse levels cycled by launches (arg 0) or in one block (arg 1); the
 //               time is the wall clock of all 3 pairs; counters: the stages summed over the pairs;
 //               the label: the largest residual, V-cycles, switches and the unstaged milliseconds;
 //   sweep       one Jacobi sweep over 128^3 per memory policy: the bytes it must move (9 tensor
@@ -79,12 +80,15 @@ BENCHMARK(BM_motion_solver_gpu)
     ->Iterations(5);
 
 void BM_motion_chain_gpu(benchmark::State &state) {
-  const bool together = state.range(0) == 1;
+  const bool together = state.range(0) == 1, block = state.range(1) == 1;
   static const mri::bench::MotionChainStates c = mri::bench::motion_chain_states(128);
   mri::MotionOptions o; // the chain's: lib/mcir/motion_chain.cpp takes MotionChainOptions::motion
   o.backend = mri::Backend::Cuda;
+  // The multigrid plans are made on each level's first solve: in the warm-up.
+  mri::cuda::detail::motion::set_coarse_block_cycles(block);
   mri::MotionEstimator est(c.reference.grid(), o);
   est.estimate_to_reference(c.states, c.reference); // warm-up: the plans' allocations
+  mri::cuda::detail::motion::set_coarse_block_cycles(true);
   std::vector<mri::DisplacementField> fields(c.states.size());
   mri::MotionReport all;
   for (auto _ : state) {
@@ -108,16 +112,18 @@ void BM_motion_chain_gpu(benchmark::State &state) {
   state.counters["epe"] = epe;
   char label[192];
   std::snprintf(label, sizeof label,
-                "MOTION-CHAIN 128^3 3 pairs %s residual %.2g cycles %lld switches %lld "
+                "MOTION-CHAIN 128^3 3 pairs %s%s residual %.2g cycles %lld switches %lld "
                 "unstaged_ms %.2f",
-                together ? "estimate_to_reference" : "estimate x3", all.solver_residual,
+                together ? "estimate_to_reference" : "estimate x3",
+                block ? "" : " (coarse levels by launches)", all.solver_residual,
                 (long long)all.solver_cycles, (long long)all.solver_switches,
                 mri::bench::unstaged_ms(all));
   state.SetLabel(label);
 }
+// args: estimate x3 (0) or estimate_to_reference (1); coarse levels by launches (0) or in one
+// block (1, the default).
 BENCHMARK(BM_motion_chain_gpu)
-    ->Arg(0)
-    ->Arg(1)
+    ->ArgsProduct({{0, 1}, {0, 1}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(5);

@@ -6,8 +6,11 @@
 #include "motion_multigrid.cuh"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+
+#include "motion_bench.hpp"
 
 namespace mri::cuda::detail::motion {
 namespace {
@@ -520,6 +523,9 @@ void residual_only(const DeviceTensor &j, const DeviceField &w, DeviceField &r, 
   MRI_CUDA_CHECK(cudaGetLastError());
 }
 
+// motion_bench.hpp's set_coarse_block_cycles (read when a plan is made).
+std::atomic<bool> g_block_cycles{true};
+
 // Reduction slots.
 enum Slot : int { kB2, kR2, kRz, kPap, kRr, kRzNext };
 
@@ -589,9 +595,11 @@ DeviceMultigrid::DeviceMultigrid(const Grid &fine, const MotionMultigridOptions 
   block_from_ = levels_.size();
   while (block_from_ > 0 && levels_[block_from_ - 1].grid.voxels() <= kOneBlockVoxels)
     --block_from_;
-  if (levels_.size() - block_from_ > std::size_t(kMaxBlockLevels))
+  if (levels_.size() - block_from_ > std::size_t(kMaxBlockLevels) || !g_block_cycles.load())
     block_from_ = levels_.size();
 }
+
+void set_coarse_block_cycles(bool on) { g_block_cycles.store(on); }
 
 BlockLevels DeviceMultigrid::block_levels() {
   BlockLevels h{};
