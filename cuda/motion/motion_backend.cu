@@ -65,6 +65,20 @@ public:
   void gaussian(Vol &f, Vol &tmp, dm::Kernel k) const {
     motion::gaussian(f, tmp, static_cast<int>(k), s());
   }
+  // K_rho on a warp's tensor: a launch per axis for all its channels (gaussian_channels), with a
+  // scratch tensor per pyramid level, made on the level's first warp.
+  void gaussian_tensor(DeviceTensor &j, int channels, dm::Kernel k) {
+    DeviceTensor *tmp = nullptr;
+    for (auto &[grid, scratch] : tensor_scratch_)
+      if (grid == j[0].grid)
+        tmp = &scratch;
+    if (!tmp)
+      tmp = &tensor_scratch_.emplace_back(j[0].grid, DeviceTensor{}).second;
+    for (int c = 0; c < channels; ++c)
+      if (!(*tmp)[c].data())
+        (*tmp)[c] = DeviceVolume(j[0].grid);
+    motion::gaussian_channels(j, channels, *tmp, static_cast<int>(k), s());
+  }
   void resample(const Vol &f, Vol &out, float scale) const { motion::resample(f, out, scale, s()); }
   void gradients(const Vol &f, DeviceField &g) const { motion::gradients(f, g, central_, s()); }
   void warp(const Vol &f, const DeviceField &w, Vol &out) const { motion::warp(f, w, out, s()); }
@@ -150,6 +164,7 @@ private:
   double tolerance_;
   MotionMultigridOptions multigrid_options_;
   std::vector<std::unique_ptr<DeviceMultigrid>> multigrid_;
+  std::vector<std::pair<Grid, DeviceTensor>> tensor_scratch_; // gaussian_tensor's, per level
   DeviceReduction reduction_;
   std::int64_t reduction_voxels_ = 0;
   std::unique_ptr<CUstream_st, StreamDeleter> stream_;

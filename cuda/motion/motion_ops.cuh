@@ -43,6 +43,10 @@ struct Dims {
 // separable passes.
 void set_gaussian_taps(const std::array<std::vector<double>, 3> &taps);
 void gaussian(DeviceVolume &f, DeviceVolume &tmp, int kernel, cudaStream_t s);
+// The first `channels` of j smoothed alike, a launch per axis for all of them (tmp: scratch of
+// j's grid, its buffers swapped with j's as gaussian's).
+void gaussian_channels(DeviceTensor &j, int channels, DeviceTensor &tmp, int kernel,
+                       cudaStream_t s);
 // motion_gradients.cu
 void gradients(const DeviceVolume &f, DeviceField &g, bool central, cudaStream_t s);
 // motion_warp.cu: trilinear warping (the paper's section 4.4) and the pyramid's resampling

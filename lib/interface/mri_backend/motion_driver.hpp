@@ -17,6 +17,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <limits>
 #include <span>
 #include <utility>
@@ -52,6 +53,11 @@ public:
   };
   static constexpr bool kHasRobust = requires(Ops &o, const Ten &j, const Fld &w, Ten &out) {
     o.charbonnier_reweight(j, w, w, out, 1.0);
+  };
+  // Optional: gaussian_tensor(Ten&, channels, Kernel) smooths a tensor's first channels at once
+  // (the GPU's: a launch per axis for all of them); else gaussian per channel.
+  static constexpr bool kHasTensorGaussian = requires(Ops &o, Ten &j) {
+    o.gaussian_tensor(j, 1, Kernel::Rho);
   };
 
   DriverBackend(Ops ops, const Grid &grid, const MotionOptions &options)
@@ -152,6 +158,10 @@ private:
   }
 
   DisplacementField estimate_pair(const Frame &fixed, const Frame &moving) {
+    // The field's host memory (3 zeroed volumes: 25 MB at 128^3, page faults and zeroing) is made
+    // on another thread while this one runs the levels (on the GPU: waits for them), not after.
+    std::future<DisplacementField> field = std::async(
+        std::launch::async, [grid = levels_[0].grid] { return DisplacementField(grid); });
     for (int l = static_cast<int>(levels_.size()) - 1; l >= 0; --l) {
       Level &lv = levels_[l];
       ops_.timed(Stage::Pyramid, [&] { start_level(l); });
@@ -159,7 +169,7 @@ private:
       for (int k = 0; k < options_.warps; ++k)
         linearise_and_solve(lv, l, fixed.level[l], moving.level[l]);
     }
-    DisplacementField out(levels_[0].grid);
+    DisplacementField out = field.get();
     ops_.timed(Stage::Transfer, [&] {
       ops_.download(levels_[0].w[0], out.u);
       ops_.download(levels_[0].w[1], out.v);
@@ -189,8 +199,12 @@ private:
     // kTT (It^2) only enters the quadratic energy's constant: the solver never reads it, so it is
     // smoothed only for the Charbonnier weights, which need the whole residual.
     ops_.timed(Stage::Gaussian, [&] {
-      for (int c = 0; c < (robust() ? kChannels : kTT); ++c)
-        ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
+      const int channels = robust() ? kChannels : kTT;
+      if constexpr (kHasTensorGaussian)
+        ops_.gaussian_tensor(lv.j, channels, Kernel::Rho);
+      else
+        for (int c = 0; c < channels; ++c)
+          ops_.gaussian(lv.j[c], lv.tmp, Kernel::Rho);
     });
     if constexpr (kHasRobust)
       if (robust()) {
