@@ -38,7 +38,11 @@ struct FramesResult {
 // with more than 32 frames (cuSOLVER's batched eigensolver; backend = auto then runs on the CPU
 // and says so in backend_note). On the GPU every frame's
 // operators are on the device at once: F^H D, the Toeplitz kernel and its coil batches per frame
-// (the memory check is per frame: ReconReport::device_bytes is one frame's). options.on_iteration is not called (its argument is one image); on_phase is, per phase of
+// (the whole stack's device memory, every frame's maps, operators and images and the solver's
+// vectors, is estimated before anything is allocated and refused with Unsupported naming the bytes
+// needed and available, against the device's free memory and gpu.memory_limit:
+// mri/detail/joint_device_memory.hpp; each frame's own check follows as its operators are made,
+// ReconReport::device_bytes is one frame's). options.on_iteration is not called (its argument is one image); on_phase is, per phase of
 // the whole series.
 FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Grid &grid,
                                 const ReconOptions &options = {});

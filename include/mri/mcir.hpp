@@ -126,7 +126,11 @@ struct MotionCorrectedResult : ReconResult {
 // public operators' device paths, then the warps, each state's device Toeplitz operator between
 // the device coil maps, the state sum, R^H R and CG in the CUDA plugin (one image back);
 // method = Nufft in float64 runs on the CPU (Auto) or is refused (Cuda). report.backend,
-// report.device_note and motion.note say where each part ran.
+// report.device_note and motion.note say where each part ran. Before anything goes to the device
+// the whole solve's memory (maps, every state's Toeplitz operator and warp, CG's images, the largest
+// one-state phase; mri/detail/joint_device_memory.hpp) is estimated (report.device_bytes) and a
+// problem above the device's free memory or gpu.memory_limit refused with Unsupported naming the
+// bytes needed and available.
 // Throws InvalidArgument for no states, fields.size() != states.size() ("fields.size()"), a field
 // on another grid ("fields[s].grid()"), a NaN or Inf in a field ("fields[s].u[i]"), states of
 // different coil counts ("states[s].coils()") or dimensions, weights given for some states only,

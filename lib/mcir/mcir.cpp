@@ -16,6 +16,7 @@
 
 #include "backend.hpp"
 #include "mri/conjugate_gradient.hpp"
+#include "mri/detail/joint_device_memory.hpp"
 #include "mri/fourier.hpp"
 #include "mri/linear_operator.hpp"
 #include "mri/mcir.hpp"
@@ -291,6 +292,28 @@ double weighted_energy(const KSpaceData &d) {
   return sum;
 }
 
+// The whole device solve's memory (every state's operators and warps, the maps, CG's images) against
+// the device's free memory and gpu.memory_limit, before anything is allocated: Unsupported naming
+// the bytes needed and available (mri/detail/joint_device_memory.hpp). The coils: the maps' after
+// compression, as prepare_coils will make them (one coil without maps: none).
+void check_device_memory(const std::vector<KSpaceData> &states, const KSpaceData &all, const Grid &grid,
+                         const ReconOptions &o, const MotionCorrectionReport &mc, const ImageWarpOptions &warp,
+                         ReconReport &report) {
+  detail::JointDeviceSizes sizes;
+  sizes.grid = grid;
+  for (const KSpaceData &d : states) sizes.samples.push_back(d.samples_per_coil());
+  const bool maps = o.coils.sensitivities || all.coils() > 1;
+  sizes.coils = maps ? (o.coils.virtual_coils > 0 ? o.coils.virtual_coils : all.coils()) : 0;
+  sizes.nufft = o.method == Method::Nufft;
+  sizes.regularizer = o.solver.regularizer != Regularizer::None && o.solver.lambda > 0;
+  const detail::JointDeviceBytes need =
+      detail::mcir_device_bytes(sizes, mc.states - mc.reference_states, warp.jacobian_weighting);
+  report.device_bytes = need.total();
+  const std::size_t free = detail::require_cuda("reconstruct_motion_corrected").device_free_bytes();
+  detail::check_joint_device_bytes(need, sizes, detail::joint_available_bytes(free, o.gpu.memory_limit), free,
+                                   o.gpu.memory_limit, "reconstruct_motion_corrected");
+}
+
 // CG on the normal equations (sum_s W_s^H N_s W_s + lambda R^H R) x = b.
 template <class Normal> Image solve_cg(Normal normal, const Image &rhs, const ReconOptions &o, ReconReport &report) {
   ConjugateGradient<Normal, Image> cg(std::move(normal));
@@ -441,6 +464,7 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   }
   report.method = resolved.method;
   report.normal = Normal::Toeplitz;
+  if (backend == Backend::Cuda) check_device_memory(states, all, grid, resolved, mc, motion.warp, report);
   const detail::ReconCoils coils = detail::announced_phase(
       resolved, "coil maps", NAN, [&] { return detail::prepare_coils(all, grid, resolved, backend, report); });
   const KSpaceData &used = coils.compressed ? *coils.compressed : all;

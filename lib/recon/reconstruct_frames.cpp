@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "mri/detail/joint_device_memory.hpp"
 #include "mri/dynamic.hpp"
 #include "mri/error.hpp"
 #include "mri/frame_terms.hpp"
@@ -134,6 +135,8 @@ FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Gri
   MethodChoice method = detail::resolve_method(all_inside, grid, options, backend);
   resolved.method = method.method;
   report.method_note = std::move(method.note);
+  // Every frame's operators are on the device at once: the whole stack checked before any of it.
+  if (backend == Backend::Cuda) detail::check_frames_device_memory(frames, all.coils(), grid, resolved);
   const detail::ReconCoils coils = detail::announced_phase(resolved, "coil maps", NAN, [&] {
     return detail::prepare_coils(all_inside, grid, resolved, backend, report);
   });

@@ -165,6 +165,11 @@ public:
   virtual Image solve_motion_corrected(const std::vector<DeviceMcirState> &states, const Grid &grid,
                                        const ReconOptions &options, const CoilSensitivities *maps, ReconReport &report,
                                        MotionCorrectionReport &motion) const = 0;
+
+  // ---- issue 42 (frames and MCIR): the joint solves' memory check (mri/detail/joint_device_memory.hpp) ----
+  // The current device's free memory in bytes (cudaMemGetInfo), read before a joint solve allocates;
+  // 0 where the backend does not report it (the check then uses gpu.memory_limit alone).
+  virtual std::size_t device_free_bytes() const { return 0; }
 };
 
 // The plugin as libmri found it: the backend, or null and the reason (no driver, dlerror, a
