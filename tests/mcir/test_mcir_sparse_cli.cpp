@@ -11,7 +11,7 @@
 using mri::test::read_json;
 using mri::test::run_cli;
 
-TEST_CASE("cli: recon --motion-correct with -R runs MCIR by the proximal solver", "[mcir][cli]") {
+TEST_CASE("cli: recon --motion-correct with -R runs MCIR by the proximal solver", "[cli]") {
   mri::test::TempDir dir("cli_mcir_sparse");
   REQUIRE(run_cli(dir, "phantom --matrix 16,16,16 --traj koosh --spokes 480 --readout 16 --coils 2 --snr 30 "
                        "--motion breathing --tr 0.02 --out fb.h5") == 0);
