@@ -15,6 +15,7 @@
 #include "mri/sparse.hpp"
 #include "mri/trajectory.hpp"
 #include "mri_backend/cuda_backend.hpp" // kMaxDeviceNufftWidth
+#include "mri_backend/low_rank_device_bytes.hpp"
 #include "mri_backend/tuning.hpp"
 
 namespace mri::detail {
@@ -123,6 +124,9 @@ JointDeviceBytes frames_device_bytes(const JointDeviceSizes &s, const SolverOpti
   b.operators = frames * (toeplitz_bytes(s.grid) + (batch > 0 ? sense_batch_bytes(s.grid, batch) : 0));
   b.images = frames * n * kComplex * (s.coils > 0 ? 3 : 1); // rhs; with maps the SENSE normal's two scratch images
   b.solver = frames * n * kComplex * solver_images(solver, s.grid);
+  for (const SparseTerm &t : solver.terms) // locally low rank's plan: one for the stack
+    if (t.penalty == SparsePenalty::LocallyLowRank)
+      b.solver += low_rank_device_bytes(s.grid, resolve_axes(s.grid, t.axes), t.block, static_cast<int>(frames));
   b.transient = transient_bytes(s);
   return b;
 }

@@ -8,6 +8,7 @@
 #include "mri/detail/joint_device_memory.hpp"
 #include "mri/error.hpp"
 #include "mri/sparse.hpp"
+#include "mri_backend/low_rank_device_bytes.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -70,6 +71,12 @@ TEST_CASE("The frames' device bytes: a hand count of a 3D case, and the solver's
   SolverOptions admm;
   admm.terms = {parse_bart_term("W:7:0:0.01"), parse_bart_term("T:1024:0:0.01")};
   CHECK(frames_device_bytes(s, admm).solver == 4 * 256 * 8 * (11 + 4 * 2));
+  // Locally low rank adds its plan, one for the stack (mri_backend/low_rank_device_bytes.hpp's
+  // formula, tested in tests/sparse): FISTA (one term) 11 + 1 images and the plan.
+  SolverOptions llr;
+  llr.terms = {parse_bart_term("L:7:7:0.01")};
+  const std::size_t llr_images = frames_device_bytes(s, llr).solver - low_rank_device_bytes(s.grid, 7, 8, 4);
+  CHECK(llr_images == 4 * 256 * 8 * (11 + 1));
   JointDeviceSizes flat = s;
   flat.grid = Grid(16, 16);
   SolverOptions tv;

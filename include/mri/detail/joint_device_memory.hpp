@@ -31,7 +31,8 @@ struct JointDeviceBytes {
   std::size_t images = 0;    // per frame / state resident images: the right-hand side and the SENSE
                              // normal's scratch (frames); MCIR's rhs, its upload and the normal's
                              // five scratch images in each of its two copies (the CG holds one)
-  std::size_t solver = 0;    // the solver's vectors on the stack (frames) or the image (MCIR)
+  std::size_t solver = 0;    // the solver's vectors on the stack (frames) or the image (MCIR); frames
+                             // with locally low rank: its plan (mri_backend/low_rank_device_bytes.hpp)
   std::size_t transient = 0; // the largest one-frame phase beside the rest: its F^H D (NUFFT plan or
                              // the exact sum's samples) or its Q (on the doubled grid)
   std::size_t resident() const { return maps + operators + warps + images + solver; }
