@@ -111,7 +111,8 @@ struct MotionOptions {
 
 // The largest Gaussian kernel (the GPU motion paper's 15 taps): rho and sigma <= 7/3.
 inline constexpr int kMaxGaussianSize = 15;
-// The smallest extent a pyramid level may have along any axis.
+// The smallest extent a pyramid level may have along any axis (a 2D grid, nz = 1: along x and y;
+// its field's z-component is 0: one slice has no z-derivative and no z-neighbours).
 inline constexpr std::int64_t kMinLevelExtent = 4;
 
 struct DisplacementField {
@@ -189,7 +190,7 @@ private:
 
 // ---- metrics ----------------------------------------------------------------------------------
 // Mean |w - w_true| (voxels) over the voxels at least `border` voxels from every face (content
-// that moves in across a face cannot be estimated). Throws InvalidArgument if the grids differ or
+// that moves in across a face cannot be estimated; an axis of one voxel, a 2D field's z, has none). Throws InvalidArgument if the grids differ or
 // no voxel is left.
 double average_endpoint_error(const DisplacementField &w, const DisplacementField &truth,
                               std::int64_t border = 0);

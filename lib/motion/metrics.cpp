@@ -15,15 +15,20 @@ void check_same_grid(const DisplacementField &w, const DisplacementField &truth)
                              "differs from the field's grid");
 }
 
-// Mean of per_voxel(index) over the voxels at least `border` from every face.
+// Mean of per_voxel(index) over the voxels at least `border` from every face; an axis of one
+// voxel (a 2D field's z) has no faces to keep away from.
 template <class F> double interior_mean(const Grid &g, std::int64_t border, const F &per_voxel) {
-  if (border < 0 || 2 * border >= std::min({g.nx(), g.ny(), g.nz()}))
-    detail::invalid_argument("border", border, "must leave voxels inside the volume");
+  std::int64_t b[3];
+  for (int a = 0; a < 3; ++a) {
+    b[a] = g.extent(a) == 1 ? 0 : border;
+    if (border < 0 || 2 * b[a] >= g.extent(a))
+      detail::invalid_argument("border", border, "must leave voxels inside the volume");
+  }
   double sum = 0;
   std::int64_t count = 0;
-  for (std::int64_t z = border; z < g.nz() - border; ++z)
-    for (std::int64_t y = border; y < g.ny() - border; ++y)
-      for (std::int64_t x = border; x < g.nx() - border; ++x, ++count)
+  for (std::int64_t z = b[2]; z < g.nz() - b[2]; ++z)
+    for (std::int64_t y = b[1]; y < g.ny() - b[1]; ++y)
+      for (std::int64_t x = b[0]; x < g.nx() - b[0]; ++x, ++count)
         sum += per_voxel(g.index(x, y, z));
   return sum / static_cast<double>(count);
 }

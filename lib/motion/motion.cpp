@@ -76,8 +76,9 @@ void validate(const Grid &grid, const MotionOptions &o) {
   if (mg.pre_smoothing + mg.post_smoothing < 1)
     detail::invalid_argument("options.multigrid.post_smoothing", mg.post_smoothing,
                              "pre_smoothing + post_smoothing must be >= 1 (a V-cycle must smooth)");
+  // A 2D grid (one slice, nz = 1) is exempt along z: the pyramid keeps its single slice.
   const Grid coarsest = detail::motion::pyramid_grids(grid, o.levels).back();
-  for (int a = 0; a < 3; ++a)
+  for (int a = 0; a < (grid.nz() == 1 ? 2 : 3); ++a)
     if (coarsest.extent(a) < kMinLevelExtent)
       detail::invalid_argument("options.levels", o.levels,
                                "the coarsest level of a " + extents(grid) + " volume would be " +

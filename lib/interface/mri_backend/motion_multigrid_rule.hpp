@@ -21,10 +21,16 @@ struct MultigridResult {
   bool non_finite = false; // a residual was not finite: w is the last iterate with a finite one
 };
 
-// The multigrid's grids: `fine`, then extents halved rounding up while every extent is >= 4.
+// Whether a grid coarsens once more: every extent >= 4, or, for a 2D grid (one slice, nz = 1),
+// nx and ny >= 4 (its z stays one: ceil(1 / 2) = 1).
+inline bool coarsens(const Grid &g) {
+  return std::min(g.nx(), g.ny()) >= 4 && (g.nz() == 1 || g.nz() >= 4);
+}
+
+// The multigrid's grids: `fine`, then extents halved rounding up while the grid coarsens.
 inline std::vector<Grid> multigrid_grids(const Grid &fine) {
   std::vector<Grid> grids{fine};
-  while (std::min({grids.back().nx(), grids.back().ny(), grids.back().nz()}) >= 4) {
+  while (coarsens(grids.back())) {
     const Grid &g = grids.back();
     grids.emplace_back((g.nx() + 1) / 2, (g.ny() + 1) / 2, (g.nz() + 1) / 2);
   }
