@@ -29,6 +29,20 @@ __global__ void crop_kernel(const float2 *grid, Dev d, const float *deapod, floa
   image[v] = make_float2(g.x * w, g.y * w);
 }
 
+// crop_kernel of blockIdx.y's grid (at grids + y points) into its image (at images + y n voxels):
+// the same products, the coil-batched adjoint's chunk in one launch.
+__global__ void crop_vectors_kernel(const float2 *grids, std::size_t points, Dev d, const float *deapod,
+                                    float2 *images) {
+  const int v = blockIdx.x * blockDim.x + threadIdx.x;
+  const int voxels = d.nx * d.ny * d.nz;
+  if (v >= voxels) return;
+  unsigned j;
+  float w;
+  voxel_map(v, d, deapod, j, w);
+  const float2 g = grids[blockIdx.y * points + j];
+  images[blockIdx.y * static_cast<std::size_t>(voxels) + v] = make_float2(g.x * w, g.y * w);
+}
+
 // Grid index j of an axis (g points, n voxels) <-> the voxel of coordinate j (j < n - n/2) or
 // j - g (j >= g - n/2), as voxel_map; -1 between them (the zero padding).
 __device__ __forceinline__ int voxel_of(int j, int n, int g) {

@@ -61,6 +61,13 @@ struct NufftDevicePlan::State {
   cudaMemPool_t pool = nullptr;
   FftPlan fft;
   bool fft_held = false;
+  // adjoint_coils_device's batched inverse transforms (set_batched_fft): per grid count of a chunk,
+  // a plan of that many grids (checked out on first use, returned with the plan); state 0: not
+  // tried, 1: held, -1: not used (batching off, 3D, a single grid, or a work area above both
+  // buffers it may borrow).
+  bool batch_fft = false;
+  std::array<FftPlan, kCoilBlock + 1> batched{};
+  std::array<signed char, kCoilBlock + 1> batched_state{};
   cudaEvent_t e0 = nullptr, e1 = nullptr;
   mutable float setup_ms = -1;
   DeviceBuffer<unsigned> keys, perm, offsets;
@@ -185,6 +192,47 @@ struct NufftDevicePlan::State {
   const float *coef() const { return consts.get(); }
   const float *deapod() const { return consts.get() + kMaxCoef; }
 
+  // The plan of `count` grids for a chunk's inverse transforms, or null (one transform at a time).
+  // Its work area is borrowed, so the plan's device memory stays as counted (cuda/recon's
+  // device_memory_estimate: the grid, its work area): the plan's own work area where it is large
+  // enough, else the single grid `grid`, which the coil-batched gather path does not use (stream
+  // order separates it from adjoint_device's and forward_device's uses); larger than both: unbatched.
+  const FftPlan *batched_fft(int count) {
+    if (!batch_fft || count < 2 || count > kCoilBlock || setup.dims == 3 || dev.gy < 2) return nullptr;
+    signed char &state = batched_state[static_cast<std::size_t>(count)];
+    if (state == 0) {
+      const FftPlan p = acquire_fft(setup.dims, dev.gx, dev.gy, dev.gz, dev.nz, count);
+      const std::size_t grid_bytes = static_cast<std::size_t>(points) * sizeof(float2);
+      void *area = p.work <= fft.work ? static_cast<void *>(fft_work.get())
+                   : p.work <= grid_bytes ? static_cast<void *>(grid.get())
+                                          : nullptr;
+      if (trace_enabled())
+        std::fprintf(stderr,
+                     "[gridding plan] batched cuFFT of %d grids %dx%d: work area %zu B (the plan's %zu B, its grid %zu "
+                     "B): %s\n",
+                     count, dev.gx, dev.gy, p.work, fft.work, grid_bytes,
+                     p.work > 0 && area == nullptr ? "too large, unbatched" : "batched");
+      if (p.work > 0 && area == nullptr) {
+        return_fft(p);
+        state = -1;
+        return nullptr;
+      }
+      p.bind(area, stream);
+      batched[static_cast<std::size_t>(count)] = p;
+      state = 1;
+    }
+    return state > 0 ? &batched[static_cast<std::size_t>(count)] : nullptr;
+  }
+
+  // The inverse transforms of `count` contiguous grids: one batched execution, or one each.
+  void inverse_fft_grids(float2 *grids, int count) {
+    if (const FftPlan *b = batched_fft(count)) {
+      b->execute(grids, CUFFT_INVERSE);
+      return;
+    }
+    for (int c = 0; c < count; ++c) fft.execute(grids + static_cast<std::size_t>(c) * points, CUFFT_INVERSE);
+  }
+
   ~State() {
     // Buffers go back to the pool in this stream's order, then the stream (its work finishes).
     for (auto *b : {&keys, &perm, &offsets}) b->release();
@@ -202,6 +250,8 @@ struct NufftDevicePlan::State {
       b->release();
     fft_work.release();
     if (fft_held) return_fft(fft);
+    for (std::size_t c = 0; c < batched.size(); ++c)
+      if (batched_state[c] > 0) return_fft(batched[c]);
     if (e0) cudaEventDestroy(e0);
     if (e1) cudaEventDestroy(e1);
     if (stream) cudaStreamDestroy(stream);
@@ -474,25 +524,32 @@ void NufftDevicePlan::adjoint_coils_device(const cfloat *d_samples, int coils, c
   }
   if (s.coil_grids.size() < kCoilBlock * points) s.coil_grids.allocate(kCoilBlock * points, s.pool, s.stream);
   if (s.coil_sorted.size() < kCoilBlock * m) s.coil_sorted.allocate(kCoilBlock * m, s.pool, s.stream);
+  // Per chunk of kCoilBlock vectors (the grids the plan holds): one permute launch, the gather,
+  // the inverse transforms (batched or one each) and one crop launch, each vector's values as
+  // adjoint_device's.
   for (int c0 = 0; c0 < coils; c0 += kCoilBlock) {
     const int count = std::min(kCoilBlock, coils - c0);
-    for (int c = 0; c < count; ++c) {
-      permute_kernel<<<blocks(s.m, 256), 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_samples) + (c0 + c) * m,
-                                                             s.perm.get(), s.m, s.coil_sorted.get() + c * m);
-      check_launch("permute_kernel");
-    }
+    const dim3 chunk_blocks(blocks(s.m, 256), static_cast<unsigned>(count));
+    permute_vectors_kernel<<<chunk_blocks, 256, 0, s.stream>>>(reinterpret_cast<const float2 *>(d_samples) + c0 * m,
+                                                               s.perm.get(), s.m, s.coil_sorted.get());
+    check_launch("permute_vectors_kernel");
     s.gather(s.coil_sorted.get(), s.coil_grids.get(), count);
-    for (int c = 0; c < count; ++c) {
-      float2 *g = s.coil_grids.get() + c * points;
-      s.fft.execute(g, CUFFT_INVERSE);
-      crop_kernel<<<blocks(s.voxels, 256), 256, 0, s.stream>>>(g, s.dev, s.deapod(),
-                                                                reinterpret_cast<float2 *>(d_images) + (c0 + c) * n);
-      check_launch("crop_kernel");
-    }
+    s.inverse_fft_grids(s.coil_grids.get(), count);
+    const dim3 crop_blocks(blocks(s.voxels, 256), static_cast<unsigned>(count));
+    crop_vectors_kernel<<<crop_blocks, 256, 0, s.stream>>>(s.coil_grids.get(), points, s.dev, s.deapod(),
+                                                           reinterpret_cast<float2 *>(d_images) + c0 * n);
+    check_launch("crop_vectors_kernel");
   }
   // Back to the pool in stream order: a plan kept for the direct normal operator holds no more.
   s.coil_grids.release();
   s.coil_sorted.release();
+}
+
+void NufftDevicePlan::set_batched_fft(bool on) { s_->batch_fft = on; }
+
+int NufftDevicePlan::fft_batch(int vectors) {
+  const int count = std::clamp(vectors, 1, kCoilBlock);
+  return s_->batched_fft(count) ? count : 1;
 }
 
 void NufftDevicePlan::forward_device(const cfloat *d_image, cfloat *d_samples) {

@@ -120,8 +120,21 @@ public:
   // cells and weights once for all of them (the same sums, in the same order, as adjoint_device
   // per coil: bitwise equal); Scatter and ScatterFixed run adjoint_device per coil. Uses kCoilBlock oversampled
   // grids and kCoilBlock M sorted samples more during the call (from the plan's pool).
+  // Per pass: one permute launch, the gather, kCoilBlock inverse transforms (or one batched
+  // execution, set_batched_fft) and one crop launch.
   void adjoint_coils_device(const cfloat *d_samples, int coils, cfloat *d_images, Gridding gridding);
   static constexpr int kCoilBlock = mri::detail::tuning::Gpu::coil_block;
+  // Whether adjoint_coils_device (Gather) runs a pass's inverse transforms as one batched cuFFT
+  // execution (2D; default off). cuFFT does not promise that a batched plan's transforms round as
+  // the single plan's, so on, each vector is within float rounding of adjoint_device's, not
+  // bitwise (off keeps the bitwise promise above). No more device memory either way: the batched
+  // plan borrows the plan's work area or its single grid, and runs unbatched where its work
+  // area needs more than both (MRI_GRIDDING_TRACE=1 prints the sizes and the choice).
+  void set_batched_fft(bool on);
+  // The transforms per cuFFT execution adjoint_coils_device (Gather) runs for a pass of `vectors`
+  // (clamped to 1 .. kCoilBlock): that count where batched, else 1. Plans the batched
+  // transform if not yet done.
+  int fft_batch(int vectors);
   void forward_device(const cfloat *d_image, cfloat *d_samples);
   void synchronize();
 

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "cufft_check.cuh"
 #include "gridding_cuda.hpp"
+#include "mri/error.hpp"
 #include "staged_upload.cuh"
 
 namespace mri::cuda::detail {
@@ -129,7 +131,9 @@ void FftPlan::execute(float2 *grid, int direction) const {
   if (direction == CUFFT_INVERSE) run_slabs(); // only the image's slabs are read after it
 }
 
-FftPlan acquire_fft(int dims, int gx, int gy, int gz, int nz) {
+FftPlan acquire_fft(int dims, int gx, int gy, int gz, int nz, int batch) {
+  if (batch < 1 || (batch > 1 && dims == 3))
+    throw Unsupported("cuFFT plan of " + std::to_string(batch) + " grids in " + std::to_string(dims) + "D");
   FftPlan p;
   MRI_CUDA_CHECK(cudaGetDevice(&p.device));
   p.dims = dims;
@@ -137,6 +141,7 @@ FftPlan acquire_fft(int dims, int gx, int gy, int gz, int nz) {
   p.gy = gy;
   p.gz = gz;
   p.nz = dims == 3 ? nz : 1;
+  p.batch = batch;
   {
     std::lock_guard lock(g_cache_mutex);
     for (auto it = g_idle_ffts.begin(); it != g_idle_ffts.end(); ++it)
@@ -149,9 +154,14 @@ FftPlan acquire_fft(int dims, int gx, int gy, int gz, int nz) {
   try {
     if (dims == 3) {
       make_pruned_3d(p);
-    } else {
+    } else if (batch == 1) {
       p.handle = new_handle();
       MRI_CUFFT_CHECK(cufftMakePlan2d(p.handle, gy, gx, CUFFT_C2C, &p.work));
+    } else {
+      // The same (gy, gx) transform as cufftMakePlan2d's, of `batch` contiguous grids.
+      p.handle = new_handle();
+      int n[2] = {gy, gx};
+      MRI_CUFFT_CHECK(cufftMakePlanMany(p.handle, 2, n, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, batch, &p.work));
     }
   } catch (...) {
     destroy_fft(p);

@@ -29,24 +29,30 @@ cudaMemPool_t plan_pool();
 // its inverse transform: the z transforms of every (x, y) column, then the 2D (y, x) transforms of
 // those slabs alone; the forward's grid is zero outside them: their 2D transforms, then the z
 // columns. On the 2x grid that is 2 of the 3 passes over the whole grid instead of 3.
+//
+// batch > 1 (2D only): one plan of `batch` whole grids, contiguous (grid b at b gx gy), for the
+// coil-batched adjoint's chunk of grids: one cuFFT execution instead of `batch`.
 struct FftPlan {
   static constexpr cufftHandle kNone = -1; // cuFFT's handles are indices from 0
-  int device = 0, dims = 0, gx = 0, gy = 0, gz = 0, nz = 0;
-  cufftHandle handle = kNone;              // 2D: the whole grid
+  int device = 0, dims = 0, gx = 0, gy = 0, gz = 0, nz = 0, batch = 1;
+  cufftHandle handle = kNone;              // 2D: the whole grid (batch grids)
   cufftHandle z_columns = kNone;           // 3D: gz-point transforms of the gx gy columns (stride gx gy)
   cufftHandle slabs[2] = {kNone, kNone};   // 3D: (gy, gx) transforms of the low and the high image slabs
   std::size_t work = 0;          // the largest work area of its handles
   bool same_shape(const FftPlan &o) const {
-    return device == o.device && dims == o.dims && gx == o.gx && gy == o.gy && gz == o.gz && nz == o.nz;
+    return device == o.device && dims == o.dims && gx == o.gx && gy == o.gy && gz == o.gz && nz == o.nz &&
+           batch == o.batch;
   }
   // Binds every handle to one work area (work bytes) and a stream.
   void bind(void *work_area, cudaStream_t stream) const;
   // In place on a gx gy gz grid: CUFFT_INVERSE as the adjoint needs it, CUFFT_FORWARD as the
-  // forward does (see above; in 2D the whole transform).
+  // forward does (see above; in 2D the whole transform, of every grid of the batch).
   void execute(float2 *grid, int direction) const;
 };
 // A plan of this shape for the current device, idle or new; give it back with return_fft.
-FftPlan acquire_fft(int dims, int gx, int gy, int gz, int nz);
+// batch > 1: 2D only (Unsupported in 3D: the pruned z columns of several grids are no single
+// strided batch).
+FftPlan acquire_fft(int dims, int gx, int gy, int gz, int nz, int batch = 1);
 void return_fft(const FftPlan &p) noexcept;
 
 } // namespace mri::cuda::detail

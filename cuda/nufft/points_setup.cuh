@@ -81,5 +81,13 @@ __global__ void permute_kernel(const float2 *in, const unsigned *perm, int m, fl
   if (i < m) out[i] = in[perm[i]];
 }
 
+// permute_kernel of blockIdx.y's vector (its m values at in + y m, sorted to out + y m): the
+// coil-batched adjoint's vectors of a chunk in one launch.
+__global__ void permute_vectors_kernel(const float2 *in, const unsigned *perm, int m, float2 *out) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::size_t offset = static_cast<std::size_t>(blockIdx.y) * static_cast<std::size_t>(m);
+  if (i < m) out[offset + i] = in[offset + perm[i]];
+}
+
 } // namespace
 } // namespace mri::cuda::detail
