@@ -1,7 +1,10 @@
 // The CUDA motion backend: the shared driver (lib/interface/mri_backend/motion_driver.hpp) over
 // device-resident volumes. Frames are uploaded once per call and every buffer is allocated once per
 // plan; stage times are CUDA events on the plan's stream, read after the call's last download.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <utility>
 
 #include "mri_backend/motion_driver.hpp" // and gaussian_taps: one definition of the truncated Gaussian
 #include "motion_bench.hpp"
@@ -21,6 +24,17 @@ struct StreamDeleter {
 };
 struct EventPair {
   cudaEvent_t start = nullptr, stop = nullptr;
+};
+// An event destroyed with its owner (moves leave null behind).
+struct OwnedEvent {
+  cudaEvent_t e = nullptr;
+  OwnedEvent() = default;
+  OwnedEvent(OwnedEvent &&o) noexcept : e(std::exchange(o.e, nullptr)) {}
+  OwnedEvent &operator=(OwnedEvent &&) = delete;
+  ~OwnedEvent() {
+    if (e)
+      cudaEventDestroy(e);
+  }
 };
 
 class DeviceOps {
@@ -50,10 +64,39 @@ public:
   void upload(const RealVolume &f, Vol &out) const {
     upload_staged(out.data(), f.data(), f.size() * sizeof(float), s());
   }
-  void download(const Vol &f, RealVolume &out) const {
-    MRI_CUDA_CHECK(cudaMemcpyAsync(out.data(), f.data(), out.size() * sizeof(float),
-                                   cudaMemcpyDeviceToHost, s()));
-    MRI_CUDA_CHECK(cudaStreamSynchronize(s()));
+  // Through two pinned slots, pipelined: the DMA of chunk k + 1 runs while the host copies chunk
+  // k out (a pageable copy stages through the driver's buffers at one thread's speed, the DMA and
+  // the copy in turn). Volumes under one slot, or where pinning failed, take the pageable copy.
+  void download(const Vol &f, RealVolume &out) {
+    const std::size_t bytes = out.size() * sizeof(float);
+    if (bytes < kDownloadSlotBytes || !download_slots()) {
+      MRI_CUDA_CHECK(
+          cudaMemcpyAsync(out.data(), f.data(), bytes, cudaMemcpyDeviceToHost, s()));
+      MRI_CUDA_CHECK(cudaStreamSynchronize(s()));
+      return;
+    }
+    const char *src = reinterpret_cast<const char *>(f.data());
+    char *dst = reinterpret_cast<char *>(out.data());
+    const std::size_t chunks = (bytes + kDownloadSlotBytes - 1) / kDownloadSlotBytes;
+    const auto length = [&](std::size_t k) {
+      return std::min(kDownloadSlotBytes, bytes - k * kDownloadSlotBytes);
+    };
+    const auto start = [&](std::size_t k) { // chunk k's DMA into slot k % 2
+      char *slot = download_pinned_.get() + (k % 2) * kDownloadSlotBytes;
+      MRI_CUDA_CHECK(cudaMemcpyAsync(slot, src + k * kDownloadSlotBytes, length(k),
+                                     cudaMemcpyDeviceToHost, s()));
+      MRI_CUDA_CHECK(cudaEventRecord(download_done_[k % 2].e, s()));
+    };
+    start(0);
+    if (chunks > 1)
+      start(1);
+    for (std::size_t k = 0; k < chunks; ++k) {
+      MRI_CUDA_CHECK(cudaEventSynchronize(download_done_[k % 2].e));
+      std::memcpy(dst + k * kDownloadSlotBytes,
+                  download_pinned_.get() + (k % 2) * kDownloadSlotBytes, length(k));
+      if (k + 2 < chunks)
+        start(k + 2); // the slot just emptied
+    }
   }
   void copy(const Vol &src, Vol &dst) const {
     MRI_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), src.grid.voxels() * sizeof(float),
@@ -149,6 +192,30 @@ public:
   Backend backend() const { return Backend::Cuda; }
 
 private:
+  static constexpr std::size_t kDownloadSlotBytes = std::size_t(1) << 21; // 2 MB
+  struct PinnedFree {
+    void operator()(char *p) const noexcept { cudaFreeHost(p); }
+  };
+  // download's two slots and their events, made on the first large download (false: pinning
+  // failed, pageable copies from then on).
+  bool download_slots() {
+    if (download_pinned_)
+      return true;
+    if (download_unavailable_)
+      return false;
+    char *p = nullptr;
+    if (cudaHostAlloc(reinterpret_cast<void **>(&p), 2 * kDownloadSlotBytes, cudaHostAllocDefault) !=
+        cudaSuccess) {
+      cudaGetLastError(); // not sticky
+      download_unavailable_ = true;
+      return false;
+    }
+    download_pinned_.reset(p);
+    for (OwnedEvent &e : download_done_)
+      MRI_CUDA_CHECK(cudaEventCreateWithFlags(&e.e, cudaEventDisableTiming));
+    return true;
+  }
+
   cudaStream_t s() const { return stream_.get(); }
   // The reductions' scratch, sized for the largest level seen (the finest: made on its first
   // solve, the coarser levels' fit in it).
@@ -165,6 +232,9 @@ private:
   MotionMultigridOptions multigrid_options_;
   std::vector<std::unique_ptr<DeviceMultigrid>> multigrid_;
   std::vector<std::pair<Grid, DeviceTensor>> tensor_scratch_; // gaussian_tensor's, per level
+  std::unique_ptr<char, PinnedFree> download_pinned_;
+  std::array<OwnedEvent, 2> download_done_;
+  bool download_unavailable_ = false;
   DeviceReduction reduction_;
   std::int64_t reduction_voxels_ = 0;
   std::unique_ptr<CUstream_st, StreamDeleter> stream_;

@@ -105,3 +105,22 @@ TEST_CASE("cuda motion: a device-resident sequence equals its pairs", "[gpu][mot
     CHECK(average_endpoint_error(fields[k], DisplacementField(grid)) > 0.01); // motion was found
   }
 }
+
+TEST_CASE("cuda motion: fields of 2 MB and more come down through the pinned slots intact",
+          "[gpu][motion]") {
+  // 100x96x61 voxels: 2.34 MB a component, two chunks of motion_backend.cu's download (2 MB
+  // slots, the second partial): the field equals the CPU's within the point solvers' bounds
+  // (a misplaced or stale chunk would differ by the field itself, ~1 voxel). SOR with a few
+  // iterations keeps the CPU's share of the test short.
+  const Grid grid(100, 96, 61);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  RealVolume fixed = textured_volume(grid, seed);
+  const DisplacementField truth = synthetic_field(grid, SyntheticMotion::Swirl, 1.5);
+  RealVolume moving = apply_motion(fixed, truth);
+  add_noise(moving, 0.01, seed + 1);
+  MotionOptions o;
+  o.solver = MotionSolver::RedBlackSor;
+  o.iterations = 5;
+  gpu_test::motion::check_gpu_matches_cpu(fixed, moving, truth, o);
+}
