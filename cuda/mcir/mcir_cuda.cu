@@ -20,6 +20,7 @@
 #include "mcir/mcir_cuda.hpp"
 #include "mri/conjugate_gradient.hpp"
 #include "recon/device_image.hpp"
+#include "recon/device_products.hpp"
 #include "sense/sense_cuda.hpp"
 #include "sense/sense_toeplitz.hpp"
 #include "toeplitz/toeplitz_cuda.hpp"
@@ -47,6 +48,24 @@ QOperator state_toeplitz(const mri::detail::DeviceMcirState &s, const Grid &grid
                                   ? options.gpu.policy
                                   : resolve_policy(options.gpu.policy, options.precision);
   return QOperator(s.data->trajectory(), s.data->weights(), grid, policy, ToeplitzFft::Auto, stream);
+}
+
+// State s's Toeplitz operator: with on_device, made with b_s (into `rhs`) on the device as
+// mri::reconstruct's device path makes them (their seconds in the report's F^H D and Q phases);
+// else from the host's Q or the exact sum (its seconds in the Q phase).
+QOperator state_products(const mri::detail::DeviceMcirState &s, const Grid &grid, const ReconOptions &options,
+                         const CoilSensitivities *maps, ReconReport &report, std::optional<DeviceImage> &rhs,
+                         StreamHandle stream) {
+  if (s.on_device) {
+    DeviceProducts products = device_products_cuda(*s.data, grid, options, maps, report);
+    rhs.emplace(std::move(products.rhs));
+    return std::move(products.toeplitz);
+  }
+  const auto t = Clock::now();
+  QOperator q = state_toeplitz(s, grid, options, stream);
+  synchronize(stream);
+  report.q_seconds += seconds_since(t);
+  return q;
 }
 
 // sum_s W_s^H N_s W_s x + lambda R^H R x: ConjugateGradient's operator.
@@ -119,18 +138,19 @@ Image solve_motion_corrected_cuda(const std::vector<mri::detail::DeviceMcirState
   synchronize(stream);
   report.transfer_seconds += seconds_since(t);
 
-  // Per state: the warp (its adjoint's lists), the Toeplitz operator, the batched SENSE normal.
-  t = Clock::now();
+  // Per state: the warp (its adjoint's lists), the Toeplitz operator (with b_s where the state asks
+  // for both on the device), the batched SENSE normal.
   std::vector<std::unique_ptr<DeviceState>> device_states;
+  std::vector<std::optional<DeviceImage>> device_rhs(states.size());
   const int batch = coils ? sense_coil_batch(grid, coils->count()) : 0;
-  for (const mri::detail::DeviceMcirState &s : states) {
+  for (std::size_t s = 0; s < states.size(); ++s) {
     auto state = std::make_unique<DeviceState>(
-        DeviceState{DeviceImageWarp(*s.warp), state_toeplitz(s, grid, options, stream), std::nullopt});
+        DeviceState{DeviceImageWarp(*states[s].warp), state_products(states[s], grid, options, maps, report,
+                                                                     device_rhs[s], stream),
+                    std::nullopt});
     if (batch > 0) state->batched.emplace(*coils, state->toeplitz, batch);
     device_states.push_back(std::move(state));
   }
-  synchronize(stream);
-  report.q_seconds += seconds_since(t);
   const QOperator &first = device_states.front()->toeplitz;
   report.q_method = first.q_path();
   report.toeplitz_fft = batch > 0 ? "unfused, " + std::to_string(batch) + " coils per batched transform"
@@ -140,7 +160,7 @@ Image solve_motion_corrected_cuda(const std::vector<mri::detail::DeviceMcirState
   t = Clock::now();
   DeviceImage rhs(grid, stream), warped(grid, stream);
   for (std::size_t s = 0; s < states.size(); ++s) {
-    const DeviceImage b(states[s].rhs, stream);
+    const DeviceImage b = device_rhs[s] ? std::move(*device_rhs[s]) : DeviceImage(states[s].rhs, stream);
     device_states[s]->warp.adjoint(b, s == 0 ? rhs : warped);
     if (s > 0) VectorOps<DeviceImage>::axpy(1.0, warped, rhs);
     synchronize(stream); // b is freed at the end of the iteration

@@ -24,6 +24,7 @@
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
 #include "recon_cuda.hpp"
+#include "recon/device_products.hpp"
 #include "sense/sense_cuda.hpp"
 #include "sense/sense_toeplitz.hpp"
 #include "sparse/llr_cuda.hpp" // FrameTermOps' locally low rank on device frames
@@ -160,6 +161,8 @@ public:
     report_.device_seconds.front().q_seconds += toeplitz_->setup().q_seconds + (report_.q_seconds - timed_q);
     note_unsplit("Q", nufft_ ? "the NUFFT" : report_.q_method);
   }
+  // The Toeplitz operator compute_q made, handed over (device_products_cuda).
+  QOperator take_toeplitz() { return std::move(*toeplitz_); }
   void load_spectrum(std::span<const float> spectrum) {
     nufft_plan_.reset();
     toeplitz_.emplace(grid_, spectrum, ToeplitzFft::Auto, stream_);
@@ -410,6 +413,16 @@ ReconResult reconstruct_cuda(const KSpaceData &data, const Grid &grid, const Rec
                              const CoilSensitivities *maps, ReconReport report, Clock::time_point t_start) {
   GpuSteps steps(data, grid, options, maps, report);
   return mri::detail::drive_reconstruction(steps, data, grid, options, report, t_start);
+}
+
+DeviceProducts device_products_cuda(const KSpaceData &data, const Grid &grid, const ReconOptions &options,
+                                    const CoilSensitivities *maps, ReconReport &report) {
+  GpuSteps steps(data, grid, options, maps, report);
+  steps.prepare(false);
+  DeviceImage rhs = steps.rhs();
+  steps.compute_q();
+  steps.synchronize();
+  return {std::move(rhs), steps.take_toeplitz()};
 }
 
 FramesResult reconstruct_frames_cuda(const std::vector<KSpaceData> &frames, const Grid &grid,

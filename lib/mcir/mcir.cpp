@@ -356,41 +356,25 @@ Image solve_sparse(Normal normal, const Image &rhs, double energy, const Grid &g
   return unscaled(x);
 }
 
-// The solve on the CUDA backend (CudaBackend::solve_motion_corrected): b_s and, with the NUFFT, Q_s
-// computed here by the public operators on the device (their host results go up once); the warps,
-// the Toeplitz normals, the state sum and CG on the device.
+// The solve on the CUDA backend (CudaBackend::solve_motion_corrected): every state's b_s and Q_s
+// made on the device as mri::reconstruct's device path makes them (no host round trip), the warps,
+// the Toeplitz normals, the state sum and CG there too.
 Image solve_on_device(const std::vector<KSpaceData> &parts, const std::vector<ImageWarp> &warps, const Grid &grid,
-                      const ReconOptions &resolved, const CoilSensitivities *maps, bool nufft,
-                      const NufftOptions &nufft_options, const OperatorOptions &op, ReconReport &report,
+                      const ReconOptions &resolved, const CoilSensitivities *maps, ReconReport &report,
                       MotionCorrectionReport &mc) {
   const detail::CudaBackend &cuda = detail::require_cuda("reconstruct_motion_corrected");
   std::vector<detail::DeviceMcirState> states(parts.size());
-  auto t = Clock::now();
-  detail::announced_phase(resolved, "F^H D", NAN, [&] {
-    for (std::size_t s = 0; s < parts.size(); ++s) {
-      states[s].data = &parts[s];
-      states[s].warp = &warps[s];
-      states[s].rhs = state_rhs(parts[s], grid, maps, nufft, nufft_options, op);
-    }
-    return 0;
-  });
-  report.fhd_seconds = mc.rhs_seconds = seconds_since(t);
-  if (nufft) {
-    t = Clock::now();
-    detail::announced_phase(resolved, "Q", NAN, [&] {
-      for (std::size_t s = 0; s < parts.size(); ++s)
-        states[s].q = nufft_q(parts[s].trajectory(), parts[s].weights(), grid, nufft_options);
-      return 0;
-    });
-    report.q_seconds = seconds_since(t);
+  for (std::size_t s = 0; s < parts.size(); ++s) {
+    states[s].data = &parts[s];
+    states[s].warp = &warps[s];
+    states[s].on_device = true;
   }
-  Image image = detail::announced_phase(resolved, "CG", NAN, [&] {
+  Image image = detail::announced_phase(resolved, "F^H D, Q and CG", NAN, [&] {
     return cuda.solve_motion_corrected(states, grid, resolved, maps, report, mc);
   });
-  report.fhd_seconds = mc.rhs_seconds; // the device's warps of b added to the host's F^H D
-  mc.note = std::string("cuda: coil maps, F^H D") + (nufft ? " and Q" : "") + " per state by the public operators (" +
-            to_string(resolved.method) + "); cuda: " + (nufft ? "" : "Q, ") +
-            "warps, Toeplitz normals and CG (CudaBackend::solve_motion_corrected)";
+  report.fhd_seconds += mc.rhs_seconds; // the device's warps of b added to its F^H D
+  mc.note = std::string("cuda: F^H D and Q per state (") + to_string(resolved.method) +
+            "), warps, Toeplitz normals and CG (CudaBackend::solve_motion_corrected)";
   return image;
 }
 
@@ -482,7 +466,7 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   }
 
   if (backend == Backend::Cuda) {
-    result.image = solve_on_device(parts, warps, grid, resolved, maps, nufft, nufft_options, op, report, mc);
+    result.image = solve_on_device(parts, warps, grid, resolved, maps, report, mc);
     report.total_seconds = seconds_since(t_start);
     return result;
   }

@@ -33,7 +33,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 10;
+inline constexpr int kCudaPluginAbi = 11;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -105,6 +105,8 @@ struct DeviceMcirState {
   Image rhs;                        // b_s = sum_c conj(S_c) F_s^H (w .* D_{s,c}) (without maps: F_s^H (w .* D_s))
   std::optional<Image> q;           // Q on grid.doubled() (method = nufft: nufft_q); empty: Q by the
                                     // device's exact sum from data's trajectory and weights
+  bool on_device = false;           // b_s and Q_s made on the device from data, as mri::reconstruct's
+                                    // device path makes them (rhs and q unused)
 };
 
 class CudaBackend {
