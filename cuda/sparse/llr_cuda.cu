@@ -27,6 +27,7 @@
 #include "device_buffer.cuh"
 #include "mri/error.hpp"
 #include "mri/sparse.hpp"
+#include "mri_backend/low_rank_device_bytes.hpp"
 #include "sparse/llr_cuda.hpp"
 
 namespace mri::cuda {
@@ -36,9 +37,6 @@ constexpr int kMaxFrames = static_cast<int>(kDeviceLowRankMaxFrames);
 constexpr int kThreads = 256;
 constexpr int kEntriesPerThread = kMaxFrames * kMaxFrames / kThreads; // of an F x F matrix
 constexpr int kTileRows = 32;                                         // block voxels staged at once
-// The Gram matrices of one chunk of blocks: bounds the chunk's memory (and the eigensolver's
-// workspace) whatever the image size.
-constexpr std::size_t kChunkBytes = std::size_t{64} << 20;
 
 // The frames' data, passed by value (F <= 32 pointers).
 struct Frames {
@@ -279,8 +277,7 @@ public:
       blocks *= tiling_.count[a];
     }
     blocks_ = blocks;
-    const std::size_t per_block = sizeof(cuDoubleComplex) * frames * frames;
-    chunk_ = static_cast<int>(std::clamp<long long>(static_cast<long long>(kChunkBytes / per_block), 1, blocks_));
+    chunk_ = static_cast<int>(mri::detail::low_rank_chunk_blocks(blocks_, frames_)); // the memory estimate's
     gram_.grow(static_cast<std::size_t>(chunk_) * frames * frames);
     values_.grow(static_cast<std::size_t>(chunk_) * frames);
     info_.grow(static_cast<std::size_t>(chunk_));
@@ -324,6 +321,11 @@ public:
     MRI_CUDA_CHECK(cudaStreamSynchronize(stream));
     release(frames, stream);
     return host;
+  }
+
+  std::size_t device_bytes() const {
+    return (gram_.size() + work_.size()) * sizeof(cuDoubleComplex) + (values_.size() + norms_.size()) * sizeof(double) +
+           (info_.size() + zero_.size()) * sizeof(int);
   }
 
 private:
@@ -458,6 +460,8 @@ void LowRankOps<cuda::DeviceImage>::shrink(std::vector<cuda::DeviceImage> &frame
                                            const std::array<std::int64_t, 3> &shift, double t) {
   plan_->shrink(frames, shift, t);
 }
+
+std::size_t LowRankOps<cuda::DeviceImage>::device_bytes() const { return plan_->device_bytes(); }
 
 double LowRankOps<cuda::DeviceImage>::norm(const std::vector<cuda::DeviceImage> &frames,
                                            const std::array<std::int64_t, 3> &shift) {

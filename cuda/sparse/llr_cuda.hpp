@@ -43,6 +43,9 @@ public:
   // a block whose singular values are all <= t becomes exactly zero.
   void shrink(std::vector<cuda::DeviceImage> &frames, const std::array<std::int64_t, 3> &shift, double t);
   double norm(const std::vector<cuda::DeviceImage> &frames, const std::array<std::int64_t, 3> &shift);
+  // The device bytes the plan holds (its Gram chunk, eigenvalues, flags, norms and cuSOLVER's
+  // workspace): what mri_backend/low_rank_device_bytes.hpp's estimate must bound.
+  std::size_t device_bytes() const;
 
 private:
   std::unique_ptr<cuda::LowRankPlan> plan_;

@@ -29,6 +29,7 @@
 #include "mri/frame_terms.hpp"
 #include "mri/phantom.hpp"
 #include "mri/sparse.hpp"
+#include "mri_backend/low_rank_device_bytes.hpp"
 #include "recon/device_image.hpp"
 #include "sparse/llr_cuda.hpp"
 #include "sparse/sparse_ops_cuda.hpp"
@@ -122,6 +123,26 @@ TEST_CASE("gpu llr: the shrink and the nuclear norms match the host's block SVD"
   SECTION("one frame (a block's vector soft-thresholded)") { check_against_host(Grid(10, 9), 0, 4, 1); }
   SECTION("32 frames, blocks of 25 voxels and borders of 5: rank deficient") {
     check_against_host(Grid(16, 15), 0, 5, 32);
+  }
+}
+
+TEST_CASE("gpu llr: the memory estimate bounds the plan's device bytes", "[gpu][sparse][llr][small]") {
+  // low_rank_device_bytes counts cuSOLVER's batched Jacobi workspace as one more chunk of Gram
+  // matrices, a bound only the device can confirm (the workspace size is cuSOLVER's): the plan's
+  // real bytes must not exceed the estimate, and the estimate must stay within 2x of them (it is
+  // what the reconstruction's memory check asks for).
+  struct Case {
+    Grid grid;
+    unsigned axes;
+    int block, frames;
+  };
+  for (const Case &c : {Case{Grid(16, 15), 0b011u, 5, 32}, Case{Grid(13, 11), 0b011u, 4, 2},
+                        Case{Grid(64, 64, 32), 0b111u, 8, 8}, Case{Grid(256, 256, 64), 0b111u, 8, 32}}) {
+    INFO(c.grid.extent(0) << "x" << c.grid.extent(1) << "x" << c.grid.extent(2) << ", " << c.frames << " frames");
+    const LowRankOps<DeviceImage> ops(c.grid, c.axes, c.block, static_cast<std::size_t>(c.frames));
+    const std::size_t estimate = detail::low_rank_device_bytes(c.grid, c.axes, c.block, c.frames);
+    CHECK(ops.device_bytes() <= estimate);
+    CHECK(estimate <= 2 * ops.device_bytes());
   }
 }
 
