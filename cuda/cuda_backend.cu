@@ -10,6 +10,7 @@
 #include "mri/error.hpp"
 #include "mri_backend/cuda_backend.hpp"
 #include "mri_backend/motion_backend.hpp"
+#include "recon/device_image.hpp"
 #include "recon/recon_cuda.hpp"
 
 namespace mri {
@@ -117,6 +118,7 @@ public:
                                MotionCorrectionReport &motion) const override {
     return solve_motion_corrected_cuda(states, grid, options, maps, report, motion);
   }
+  std::size_t device_free_bytes() const override { return device_memory().free; }
 };
 
 } // namespace

@@ -3,8 +3,9 @@
 // with W_s the device warp (DeviceImageWarp, the deterministic gather adjoint), N_s state s's SENSE
 // normal on its own device Toeplitz operator (the coil-batched SenseToeplitz where
 // sense_coil_batch applies, else the maps around the one-coil operator, as GpuSteps::with_normal
-// chooses), R^H R once outside the state sum, and the one ConjugateGradient on DeviceImage. Every
-// kernel runs on the calling thread's reconstruction stream; CG's reductions synchronise.
+// chooses), R^H R once outside the state sum, and the one ConjugateGradient on DeviceImage, or with
+// sparse terms the one ProximalSolver with the device's sparse operators. Every kernel runs on the
+// calling thread's reconstruction stream; the solvers' reductions synchronise.
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -19,10 +20,13 @@
 #include "mcir/image_warp_cuda.hpp"
 #include "mcir/mcir_cuda.hpp"
 #include "mri/conjugate_gradient.hpp"
+#include "mri/proximal_solvers.hpp"
+#include "mri_backend/recon_driver.hpp"
 #include "recon/device_image.hpp"
 #include "recon/device_products.hpp"
 #include "sense/sense_cuda.hpp"
 #include "sense/sense_toeplitz.hpp"
+#include "sparse/sparse_ops_cuda.hpp"
 #include "toeplitz/toeplitz_cuda.hpp"
 
 namespace mri::cuda::detail {
@@ -122,6 +126,53 @@ std::unique_ptr<DeviceCoils> device_regularizer(const CoilSensitivities *maps, c
                                        stream);
 }
 
+// CG on the normal equations; the image back to the host (its seconds in the solver phase).
+Image solve_cg(const DeviceMcirNormal &normal, const DeviceImage &rhs, const ReconOptions &options,
+               ReconReport &report) {
+  ConjugateGradient<DeviceMcirNormal, DeviceImage> cg(normal);
+  cg.set_max_iterations(options.solver.iterations).set_tolerance(options.solver.tolerance);
+  if (options.on_iteration)
+    cg.set_callback(
+        [&](int k, const DeviceImage &x, double residual) { options.on_iteration(k, x.to_host(), residual); });
+  const DeviceImage x = cg.solve(rhs);
+  report.iterations = cg.iterations();
+  report.status = cg.info();
+  report.residuals = cg.residual_history();
+  report.solver = "cg";
+  return x.to_host();
+}
+
+// With sparse terms: the host's solve_sparse (lib/mcir/mcir.cpp) on the device's vectors: the data
+// scaled by solver.scaling (bart_data_scale of b = sum_s W_s^H b_s), the objective's constant
+// 0.5 s^2 ||W^(1/2) y||^2 over every state's samples, the one proximal solver with the device's
+// sparse operators, the image scaled back.
+Image solve_sparse(const DeviceMcirNormal &normal, const DeviceImage &rhs,
+                   const std::vector<mri::detail::DeviceMcirState> &states, const Grid &grid,
+                   const ReconOptions &options, ReconReport &report) {
+  using Ops = VectorOps<DeviceImage>;
+  const double scale =
+      options.solver.scaling == DataScaling::Bart ? bart_data_scale(rhs.to_host().values()) : 1.0;
+  report.data_scale = scale;
+  DeviceImage b = Ops::like(rhs), zero = Ops::like(rhs);
+  Ops::copy(rhs, b);
+  Ops::zero(zero);
+  Ops::xpay(zero, scale, b); // b = scale rhs, as 0 + scale rhs (the solver's rule)
+  double energy = 0;
+  for (const mri::detail::DeviceMcirState &s : states) energy += mri::detail::weighted_data_energy(*s.data);
+  ProximalSolver<DeviceMcirNormal, DeviceImage> solver(normal, grid, options.solver.terms, options.solver.proximal);
+  solver.set_max_iterations(options.solver.iterations).set_tolerance(options.solver.tolerance);
+  const auto unscaled = [&](const DeviceImage &x) {
+    Image image = x.to_host();
+    for (cfloat &v : image.values()) v /= static_cast<float>(scale);
+    return image;
+  };
+  if (options.on_iteration)
+    solver.set_callback([&](int k, const DeviceImage &x, double change) { options.on_iteration(k, unscaled(x), change); });
+  const DeviceImage x = solver.solve(b, scale * scale * energy);
+  mri::detail::record_proximal(report, solver);
+  return unscaled(x);
+}
+
 } // namespace
 
 Image solve_motion_corrected_cuda(const std::vector<mri::detail::DeviceMcirState> &states, const Grid &grid,
@@ -169,25 +220,12 @@ Image solve_motion_corrected_cuda(const std::vector<mri::detail::DeviceMcirState
 
   t = Clock::now();
   const DeviceMcirNormal normal(device_states, coils ? &*coils : nullptr, regularizer.get(), grid, stream);
-  ConjugateGradient<DeviceMcirNormal, DeviceImage> cg(normal);
-  cg.set_max_iterations(options.solver.iterations).set_tolerance(options.solver.tolerance);
-  if (options.on_iteration)
-    cg.set_callback(
-        [&](int k, const DeviceImage &x, double residual) { options.on_iteration(k, x.to_host(), residual); });
-  DeviceImage x = cg.solve(rhs);
-  synchronize(stream);
+  const bool sparse = !options.solver.terms.empty();
+  Image image = sparse ? solve_sparse(normal, rhs, states, grid, options, report) : solve_cg(normal, rhs, options, report);
   report.cg_seconds += seconds_since(t);
   motion.cg_warp_seconds = 0;
-  report.iterations = cg.iterations();
-  report.status = cg.info();
-  report.residuals = cg.residual_history();
-  report.solver = "cg";
-  report.device_note = "mcir: warps (gather adjoint), " + std::to_string(states.size()) +
-                       " Toeplitz normals" + (batch > 0 ? " (coil-batched)" : "") + " and CG on the device";
-
-  t = Clock::now();
-  Image image = x.to_host();
-  report.transfer_seconds += seconds_since(t);
+  report.device_note = "mcir: warps (gather adjoint), " + std::to_string(states.size()) + " Toeplitz normals" +
+                       (batch > 0 ? " (coil-batched)" : "") + " and " + report.solver + " on the device";
   return image;
 }
 

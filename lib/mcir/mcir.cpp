@@ -402,26 +402,20 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   MotionCorrectionReport &mc = result.motion;
   mc.states = static_cast<int>(states.size());
   // The backend: Cuda where asked and usable (the NUFFT in float64 is CPU only): the maps'
-  // calibration images and each state's F^H D (and the NUFFT's Q) by the public operators on the
-  // device, the rest by CudaBackend::solve_motion_corrected; Cpu: all on the host, the public
-  // operators' CPU paths (MotionCorrectionReport::note).
-  // Sparse terms: the proximal solver on the CPU's normal operator (the device solve is CG only).
+  // calibration images on the device, every state's F^H D and Q and the solve (CG, or the proximal
+  // solver with sparse terms) by CudaBackend::solve_motion_corrected; Cpu: all on the host, the
+  // public operators' CPU paths (MotionCorrectionReport::note).
   const bool float64_nufft = options.method == Method::Nufft && options.precision == Precision::Float64;
   const bool sparse = !options.solver.terms.empty();
   if (float64_nufft && options.backend == Backend::Cuda)
     throw Unsupported("reconstruct_motion_corrected: method = nufft with precision = float64 runs on the CPU only");
-  if (sparse && options.backend == Backend::Cuda)
-    throw Unsupported("reconstruct_motion_corrected: sparse terms (options.solver.terms) run on the CPU in this "
-                      "build (the device MCIR solves by CG); use backend = cpu or auto");
-  const Backend backend = float64_nufft || sparse
-                              ? Backend::Cpu
-                              : detail::resolve_backend(options.backend, "reconstruct_motion_corrected");
+  const Backend backend =
+      float64_nufft ? Backend::Cpu : detail::resolve_backend(options.backend, "reconstruct_motion_corrected");
   report.backend = backend;
   if (options.backend == Backend::Auto)
     report.backend_note = backend == Backend::Cuda ? "auto: cuda (the whole solve on the device)"
-                          : sparse && cuda_available()
-                              ? "auto: cpu (sparse terms in MCIR run on the CPU in this build)"
-                              : "auto: cpu (" + cuda_unavailable_reason() + ")";
+                          : float64_nufft          ? "auto: cpu (method = nufft in float64 runs on the CPU only)"
+                                                   : "auto: cpu (" + cuda_unavailable_reason() + ")";
 
   // The warps: fields checked above; the Jacobian weights made here.
   auto t = Clock::now();

@@ -82,8 +82,8 @@ void field_change(const std::vector<DisplacementField> &old_fields, const std::v
 }
 
 // MCIR's options from the states': the spatial terms kept (MCIR solves one image: temporal terms
-// and locally low rank, which act across the states, are dropped), and with terms left a Cuda
-// request moved to the CPU (the device MCIR solves by CG). Returns what was changed, for the note.
+// and locally low rank, which act across the states, are dropped). Returns what was dropped, for
+// the note.
 std::string mcir_terms(ReconOptions &mcir) {
   std::vector<SparseTerm> kept;
   std::string dropped;
@@ -96,10 +96,6 @@ std::string mcir_terms(ReconOptions &mcir) {
   }
   std::string note;
   if (!dropped.empty()) note = "MCIR without the states' terms across states (" + dropped + ")";
-  if (!kept.empty() && mcir.backend == Backend::Cuda) {
-    mcir.backend = Backend::Cpu;
-    note += std::string(note.empty() ? "" : "; ") + "MCIR with sparse terms on the CPU (the device MCIR solves by CG)";
-  }
   mcir.solver.terms = std::move(kept);
   return note;
 }

@@ -136,11 +136,11 @@ TEST_CASE("MCIR on the device equals the CPU's (3D, NUFFT, one coil without maps
   CHECK(test::relative_error(gpu.image, cpu.image) < 1e-3);
 }
 
-TEST_CASE("MCIR with sparse terms: backend = auto on a device runs the proximal solver on the CPU, cuda refuses",
-          "[gpu][mcir]") {
-  // The device MCIR solves by CG (CudaBackend::solve_motion_corrected); with solver.terms auto
-  // takes the CPU's proximal path and says why, and equals backend = cpu bit for bit (the same host
-  // code, deterministic reductions); an explicit cuda request is refused rather than dropping the terms.
+TEST_CASE("MCIR with sparse terms on the device equals the CPU's proximal solve", "[gpu][mcir]") {
+  // The same ProximalSolver on both sides (mri/proximal_solvers.hpp), the device's with its sparse
+  // operators on the device MCIR normal: the iterates differ by the normals' float rounding (the
+  // CG comparisons above: 1e-3) through a few soft-thresholds, which are 1-Lipschitz, so the same
+  // bound holds; a wrong scale, term or step moves the image by O(1).
   const Grid g(24, 20);
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
@@ -148,15 +148,20 @@ TEST_CASE("MCIR with sparse terms: backend = auto on a device runs the proximal 
   ReconOptions o;
   o.method = Method::Nufft;
   o.solver.iterations = 6;
-  o.solver.terms = {parse_bart_term("W:3:0:0.01")};
-  o.backend = Backend::Cpu;
-  const MotionCorrectedResult cpu = reconstruct_motion_corrected(p.states, g, p.fields, o);
-  o.backend = Backend::Auto;
-  const MotionCorrectedResult automatic = reconstruct_motion_corrected(p.states, g, p.fields, o);
-  CHECK(automatic.report.backend == Backend::Cpu);
-  CHECK(automatic.report.backend_note.find("sparse terms") != std::string::npos);
-  CHECK(automatic.report.solver == "fista");
-  CHECK(test::relative_error(automatic.image, cpu.image) < 1e-6); // the same host code
-  o.backend = Backend::Cuda;
-  CHECK_THROWS_AS(reconstruct_motion_corrected(p.states, g, p.fields, o), Unsupported);
+  for (const char *term : {"W:3:0:0.01", "T:3:0:0.01"}) {
+    INFO(term);
+    o.solver.terms = {parse_bart_term(term)};
+    o.backend = Backend::Cpu;
+    const MotionCorrectedResult cpu = reconstruct_motion_corrected(p.states, g, p.fields, o);
+    o.backend = Backend::Auto;
+    const MotionCorrectedResult gpu = reconstruct_motion_corrected(p.states, g, p.fields, o);
+    CHECK(gpu.report.backend == Backend::Cuda);
+    CHECK(gpu.report.solver == cpu.report.solver);
+    CHECK(gpu.report.iterations == cpu.report.iterations);
+    REQUIRE(!cpu.report.objective.empty());
+    REQUIRE(gpu.report.objective.size() == cpu.report.objective.size());
+    CHECK(std::abs(gpu.report.data_scale - cpu.report.data_scale) <= 1e-5 * cpu.report.data_scale);
+    CHECK(std::abs(gpu.report.objective.back() - cpu.report.objective.back()) <= 1e-3 * cpu.report.objective.back());
+    CHECK(test::relative_error(gpu.image, cpu.image) < 1e-3);
+  }
 }
