@@ -173,9 +173,12 @@ public:
   // frame registered to one reference, the moving frame of each pair (motion-compensated
   // reconstruction's direction: reference(x + w_k(x)) ~= frames[k](x)). The reference is prepared
   // (on the GPU uploaded, its pyramid built) once; report() covers all pairs (stage times and
-  // cycles summed, the largest residual). Throws as estimate(), and for no frames.
+  // cycles summed, the largest residual), pair_reports()[k] pair k alone (the first with the
+  // reference's preparation). Throws as estimate(), and for no frames.
   std::vector<DisplacementField> estimate_to_reference(std::span<const RealVolume> frames,
                                                        const RealVolume &reference);
+  // estimate_to_reference's report per pair (empty before its first call).
+  const std::vector<MotionReport> &pair_reports() const { return pair_reports_; }
 
   const MotionOptions &options() const { return options_; }
   const Grid &grid() const { return grid_; }
@@ -185,6 +188,7 @@ private:
   Grid grid_;
   MotionOptions options_;
   MotionReport report_;
+  std::vector<MotionReport> pair_reports_;
   std::unique_ptr<MotionBackend> backend_;
 };
 

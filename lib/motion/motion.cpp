@@ -156,7 +156,7 @@ MotionEstimator::estimate_to_reference(std::span<const RealVolume> frames,
   validate_frame("reference", reference, grid_);
   for (std::size_t k = 0; k < frames.size(); ++k)
     validate_frame(("frames[" + std::to_string(k) + "]").c_str(), frames[k], grid_);
-  return backend_->estimate_to_reference(frames, reference, report_);
+  return backend_->estimate_to_reference(frames, reference, report_, pair_reports_);
 }
 
 } // namespace mri

@@ -422,6 +422,10 @@ TEST_CASE("motion: estimate_to_reference equals estimate per frame, bitwise", "[
   }
   CHECK(all.solver_cycles == cycles);
   CHECK(all.solver_residual == largest);
+  REQUIRE(est.pair_reports().size() == frames.size());
+  CHECK(est.pair_reports()[0].solver_cycles + est.pair_reports()[1].solver_cycles == cycles);
+  CHECK(std::max(est.pair_reports()[0].solver_residual, est.pair_reports()[1].solver_residual) ==
+        largest);
   CHECK_THROWS_WITH(est.estimate_to_reference({}, reference), Catch::Contains("frames.size() = 0"));
   CHECK_THROWS_WITH(est.estimate_to_reference(frames, textured_volume(Grid(20, 18, 15), 1)),
                     Catch::Contains("reference.grid() = 20x18x15"));

@@ -21,10 +21,13 @@ public:
   virtual std::vector<DisplacementField> estimate_sequence(std::span<const RealVolume> frames,
                                                            MotionReport &report) = 0;
   // fields[k] = estimate(frames[k], reference); the reference (the moving frame of every pair)
-  // prepared (uploaded, its pyramid built) once.
+  // prepared (uploaded, its pyramid built) once. pairs[k]: pair k's report (the first with the
+  // reference's preparation); report: their sum (times, counts; the largest residual; total_ms
+  // the call's wall clock).
   virtual std::vector<DisplacementField> estimate_to_reference(std::span<const RealVolume> frames,
                                                                const RealVolume &reference,
-                                                               MotionReport &report) = 0;
+                                                               MotionReport &report,
+                                                               std::vector<MotionReport> &pairs) = 0;
 };
 
 namespace detail::motion {

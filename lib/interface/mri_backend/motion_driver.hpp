@@ -104,14 +104,26 @@ public:
   // starts from zero motion with the same plans, so its field equals estimate(frame, reference)'s.
   std::vector<DisplacementField> estimate_to_reference(std::span<const RealVolume> frames,
                                                        const RealVolume &reference,
-                                                       MotionReport &report) override {
+                                                       MotionReport &report,
+                                                       std::vector<MotionReport> &pairs) override {
     const auto start = std::chrono::steady_clock::now();
-    reset_counters();
     std::vector<DisplacementField> out;
+    pairs.assign(frames.size(), MotionReport{});
+    report = MotionReport{};
+    reset_counters();
     const Frame &moving = prepare(reference, frames_[1]);
-    for (const RealVolume &frame : frames)
-      out.push_back(estimate_pair(prepare(frame, frames_[0]), moving));
-    finish(report, start);
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+      const auto pair_start = k == 0 ? start : std::chrono::steady_clock::now();
+      if (k > 0)
+        reset_counters();
+      out.push_back(estimate_pair(prepare(frames[k], frames_[0]), moving));
+      finish(pairs[k], pair_start);
+      add_report(report, pairs[k]);
+    }
+    report.total_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    report.solver = options_.solver;
+    report.backend = ops_.backend();
     return out;
   }
 
@@ -267,6 +279,17 @@ private:
   }
 
   void note_residual(double r) { residual_ = r > residual_ ? r : residual_; }
+
+  // sum += r: stage times and counts added, the largest residual kept.
+  static void add_report(MotionReport &sum, const MotionReport &r) {
+    sum.transfer_ms += r.transfer_ms, sum.pyramid_ms += r.pyramid_ms;
+    sum.gradients_ms += r.gradients_ms, sum.warp_ms += r.warp_ms, sum.tensor_ms += r.tensor_ms;
+    sum.gaussian_ms += r.gaussian_ms, sum.solver_ms += r.solver_ms;
+    sum.solver_sweeps += r.solver_sweeps, sum.solver_cycles += r.solver_cycles;
+    sum.solver_switches += r.solver_switches, sum.solver_nonfinite += r.solver_nonfinite;
+    sum.solver_residual = r.solver_residual > sum.solver_residual ? r.solver_residual
+                                                                  : sum.solver_residual;
+  }
 
   void reset_counters() {
     ops_.reset_timers();
