@@ -3,8 +3,15 @@
 
 #include <exception>
 
+namespace mri {
+struct MotionReport;
+} // namespace mri
+
 namespace mri::python {
 namespace py = pybind11;
+// mri::MotionReport as a dict: MotionEstimator.report and the motion chain's per-state reports
+// (module.cpp).
+py::dict motion_report_dict(const MotionReport &r);
 // The SDK's exception classes (mri.Error and subclasses) and their translator.
 void bind_errors(py::module_ &m);
 // The Python exception object for a C++ exception (an item's error in reconstruct_batch).

@@ -168,7 +168,9 @@ struct Motion {
   std::mutex mutex;
 };
 
-py::dict motion_report(const MotionReport &r) {
+} // namespace
+
+py::dict motion_report_dict(const MotionReport &r) {
   py::dict d;
   d["transfer_ms"] = r.transfer_ms;
   d["pyramid_ms"] = r.pyramid_ms;
@@ -186,6 +188,8 @@ py::dict motion_report(const MotionReport &r) {
   d["backend"] = to_string(r.backend);
   return d;
 }
+
+namespace {
 
 std::shared_ptr<Motion> make_motion(const std::vector<std::int64_t> &matrix, double alpha, double gamma, double rho,
                                     double sigma, int iterations, int warps, int levels, double omega,
@@ -252,7 +256,8 @@ void bind_motion(py::module_ &m) {
              for (const DisplacementField &f : fields) out.append(from_field(f));
              return out;
            })
-      .def_property_readonly("report", [](const Motion &self) { return motion_report(self.estimator->report()); })
+      .def_property_readonly("report",
+                             [](const Motion &self) { return motion_report_dict(self.estimator->report()); })
       .def_property_readonly("matrix", [](const Motion &self) { return self.estimator->grid().extents(); });
   m.def("motion_synthetic", [](const std::vector<std::int64_t> &matrix, const std::string &motion, double amplitude,
                                std::uint64_t seed) {

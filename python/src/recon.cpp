@@ -417,14 +417,7 @@ py::dict chain_round_dict(const MotionChainRound &r) {
   d["motion_seconds"] = r.motion_seconds;
   d["mcir_seconds"] = r.mcir_seconds;
   py::list motion;
-  for (const MotionReport &m : r.motion) {
-    py::dict e;
-    e["total_ms"] = m.total_ms;
-    e["solver_cycles"] = m.solver_cycles;
-    e["solver_residual"] = m.solver_residual;
-    e["backend"] = to_string(m.backend);
-    motion.append(e);
-  }
+  for (const MotionReport &m : r.motion) motion.append(motion_report_dict(m));
   d["motion"] = motion;
   return d;
 }

@@ -1,15 +1,27 @@
 #pragma once
-// Shared by the MCIR tests: random smooth fields, and the float64 trilinear warp and its transpose
-// written out independently of lib/mcir (clamp-to-edge, the convention of mri::warp).
+// Shared by the MCIR tests: random smooth fields, the float64 trilinear warp and its transpose
+// written out independently of lib/mcir (clamp-to-edge, the convention of mri::warp), and the
+// problems the MCIR tests solve (random states, the breathing phantom, all states as one
+// acquisition).
 #include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
+#include "mri/coil_simulation.hpp"
 #include "mri/image.hpp"
+#include "mri/kspace.hpp"
+#include "mri/linear_operator.hpp"
+#include "mri/mcir.hpp"
 #include "mri/motion.hpp"
+#include "mri/phantom.hpp"
+#include "mri/sense.hpp"
+#include "mri/trajectory.hpp"
+#include "test_support.hpp"
 
 namespace mri::test::mcir {
 
@@ -113,6 +125,79 @@ inline double max_relative(const Image &a, const std::vector<cdouble> &b) {
     peak = std::max(peak, std::abs(b[i]));
   }
   return diff / peak;
+}
+
+// 3 states of 260 random samples each (uniform random trajectories), 3 coils of random samples, on g.
+inline std::vector<KSpaceData> random_states(const Grid &g, std::uint64_t seed) {
+  const int coils = 3;
+  std::vector<KSpaceData> states;
+  for (int s = 0; s < 3; ++s) {
+    const Trajectory t = random_trajectory(g, 260, seed + s);
+    states.emplace_back(t, random_complex(t.size() * coils, seed + 10 + s), std::vector<float>{}, coils);
+  }
+  return states;
+}
+
+// The states' data concatenated as one acquisition (coil-major), what reconstruct takes.
+inline KSpaceData concatenated(const std::vector<KSpaceData> &states) {
+  std::vector<KPoint> points;
+  std::vector<cfloat> samples;
+  const int coils = states[0].coils();
+  for (const KSpaceData &d : states)
+    points.insert(points.end(), d.trajectory().points().begin(), d.trajectory().points().end());
+  for (int c = 0; c < coils; ++c)
+    for (const KSpaceData &d : states) {
+      const std::size_t m = d.samples_per_coil();
+      samples.insert(samples.end(), d.samples().begin() + c * m, d.samples().begin() + (c + 1) * m);
+    }
+  return KSpaceData(Trajectory(states[0].trajectory().dims(), std::move(points)), std::move(samples), {}, coils);
+}
+
+// Spokes s, s + S, s + 2S ... of a 2D radial trajectory of `readout` samples a spoke: state s of S
+// interleaved states.
+inline Trajectory state_spokes(const Trajectory &all, int states, int s, int readout) {
+  std::vector<KPoint> points;
+  const std::size_t spokes = all.size() / static_cast<std::size_t>(readout);
+  for (std::size_t i = static_cast<std::size_t>(s); i < spokes; i += static_cast<std::size_t>(states))
+    for (int r = 0; r < readout; ++r)
+      points.push_back(all[i * static_cast<std::size_t>(readout) + r]);
+  return Trajectory(2, std::move(points));
+}
+
+// A breathing 2D Shepp-Logan on 48^2 in 4 states. State 0 is the reference (zero field); state
+// s > 0 is moved by a dilation along y about the centre (0.05 s voxels per voxel) plus a smooth
+// random field of peak 0.6 s voxels, up to ~3 voxels in all. Each state is sampled by its own 16
+// golden-angle spokes (every 4th, 96 samples each) through the exact SENSE operator of 4
+// simulated coils, plus noise at SNR 50. The truth is the reference state's image.
+struct BreathingPhantom {
+  Grid grid{48, 48};
+  Image truth;
+  std::shared_ptr<const CoilSensitivities> maps;
+  std::vector<KSpaceData> states;
+  std::vector<DisplacementField> fields; // the true fields
+};
+
+inline BreathingPhantom breathing_phantom(std::uint64_t seed) {
+  const int states_n = 4, readout = 96, spokes_per_state = 16, coils = 4;
+  BreathingPhantom p;
+  const Grid &g = p.grid;
+  p.truth = Phantom::shepp_logan_2d().rasterize(g, 2);
+  p.maps = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, coils).maps(g));
+  const Trajectory all = traj::radial(g, states_n * spokes_per_state, readout, traj::SpokeOrder::GoldenAngle);
+  for (int s = 0; s < states_n; ++s) {
+    DisplacementField f = s == 0 ? DisplacementField(g) : smooth_field(g, 0.6 * s, seed + s);
+    if (s > 0)
+      for (std::int64_t y = 0; y < g.ny(); ++y)
+        for (std::int64_t x = 0; x < g.nx(); ++x)
+          f.v.at(x, y) += static_cast<float>(0.05 * s * (double(y) - 0.5 * double(g.ny())));
+    const Image state_image = mri::forward(ImageWarp(f), p.truth);
+    const Trajectory t = state_spokes(all, states_n, s, readout);
+    std::vector<cfloat> y = mri::forward(SenseOperator(t, g, p.maps), state_image);
+    add_noise(y, 50.0, seed + 100 + s);
+    p.states.emplace_back(t, std::move(y), std::vector<float>{}, coils);
+    p.fields.push_back(std::move(f));
+  }
+  return p;
 }
 
 } // namespace mri::test::mcir

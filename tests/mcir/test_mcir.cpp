@@ -16,37 +16,13 @@
 #include "mri/reconstruct.hpp"
 #include "mri/sense.hpp"
 #include "mri/trajectory.hpp"
+#include "recon_test_options.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
 using namespace mri::test::mcir;
 
 namespace {
-
-// Spokes s, s + S, s + 2S ... of a golden-angle radial trajectory: state s of S interleaved states.
-Trajectory state_spokes(const Trajectory &all, int states, int s, int readout) {
-  std::vector<KPoint> points;
-  const std::size_t spokes = all.size() / static_cast<std::size_t>(readout);
-  for (std::size_t i = static_cast<std::size_t>(s); i < spokes; i += static_cast<std::size_t>(states))
-    for (int r = 0; r < readout; ++r)
-      points.push_back(all[i * static_cast<std::size_t>(readout) + r]);
-  return Trajectory(2, std::move(points));
-}
-
-// The states' data concatenated as one acquisition (coil-major), what reconstruct takes.
-KSpaceData concatenated(const std::vector<KSpaceData> &states) {
-  std::vector<KPoint> points;
-  std::vector<cfloat> samples;
-  const int coils = states[0].coils();
-  for (const KSpaceData &d : states)
-    points.insert(points.end(), d.trajectory().points().begin(), d.trajectory().points().end());
-  for (int c = 0; c < coils; ++c)
-    for (const KSpaceData &d : states) {
-      const std::size_t m = d.samples_per_coil();
-      samples.insert(samples.end(), d.samples().begin() + c * m, d.samples().begin() + (c + 1) * m);
-    }
-  return KSpaceData(Trajectory(states[0].trajectory().dims(), std::move(points)), std::move(samples), {}, coils);
-}
 
 // ||s a - b|| / ||b|| at the best complex scale s (the reconstructions' scale is the data's).
 double best_scale_error(const Image &a, const Image &b) {
@@ -82,19 +58,8 @@ TEST_CASE("MCIR with zero fields is the plain SENSE reconstruction of all the da
     const Grid &g = c.grid;
     const std::uint64_t seed = fresh_seed();
     INFO("grid " << g.nx() << "x" << g.ny() << "x" << g.nz() << ", seed " << seed);
-    const int coils = 3;
-    std::vector<KSpaceData> states;
-    for (int s = 0; s < 3; ++s) {
-      const Trajectory t = test::random_trajectory(g, 260, seed + s);
-      states.emplace_back(t, test::random_complex(t.size() * coils, seed + 10 + s), std::vector<float>{}, coils);
-    }
-    ReconOptions o;
-    o.backend = Backend::Cpu;
-    o.method = c.method;
-    o.solver.iterations = 15;
-    o.solver.tolerance = 0;
-    o.solver.lambda = 1e-3;
-    o.solver.regularizer = Regularizer::Tikhonov;
+    const std::vector<KSpaceData> states = random_states(g, seed);
+    ReconOptions o = test::tikhonov_fixed_iterations(15, c.method);
     o.coils.estimation.calibration = c.calibration; // maps estimated once from all the data, by both
     o.coils.virtual_coils = c.virtual_coils;
     const ReconResult plain = reconstruct(concatenated(states), g, o);
@@ -115,43 +80,21 @@ TEST_CASE("MCIR with the true fields beats the motion-averaged reconstruction", 
   // its own golden-angle spokes through the exact SENSE operator (4 coils) plus noise; the truth is
   // the reference state. Reconstructing all spokes without a motion model blurs the edges; MCIR
   // with the true fields puts every spoke where its state had the object.
-  const Grid g(48, 48);
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  const int states_n = 4, readout = 96, spokes_per_state = 16, coils = 4;
-  const Image truth = Phantom::shepp_logan_2d().rasterize(g, 2);
-  const auto maps = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, coils).maps(g));
-  const Trajectory all = traj::radial(g, states_n * spokes_per_state, readout, traj::SpokeOrder::GoldenAngle);
-  std::vector<KSpaceData> states;
-  std::vector<DisplacementField> fields;
-  for (int s = 0; s < states_n; ++s) {
-    // State 0 is the reference; the others breathe: a dilation along y about the centre with a
-    // smooth random perturbation, growing with s.
-    DisplacementField f = s == 0 ? DisplacementField(g) : smooth_field(g, 0.6 * s, seed + s);
-    if (s > 0)
-      for (std::int64_t y = 0; y < g.ny(); ++y)
-        for (std::int64_t x = 0; x < g.nx(); ++x)
-          f.v.at(x, y) += static_cast<float>(0.05 * s * (double(y) - 24));
-    const Image state_image = mri::forward(ImageWarp(f), truth);
-    const Trajectory t = state_spokes(all, states_n, s, readout);
-    const SenseOperator e(t, g, maps);
-    std::vector<cfloat> y = mri::forward(e, state_image);
-    add_noise(y, 50.0, seed + 100 + s);
-    states.emplace_back(t, std::move(y), std::vector<float>{}, coils);
-    fields.push_back(std::move(f));
-  }
+  const BreathingPhantom p = breathing_phantom(seed);
   ReconOptions o;
   o.backend = Backend::Cpu;
   o.method = Method::Nufft;
   o.solver.iterations = 20;
   o.solver.lambda = 1e-2;
   o.solver.regularizer = Regularizer::Tikhonov;
-  o.coils.sensitivities = maps;
-  const ReconResult averaged = reconstruct(concatenated(states), g, o);
-  const ReconResult reference_only = reconstruct(states[0], g, o);
-  const MotionCorrectedResult mc = reconstruct_motion_corrected(states, g, fields, o);
-  const double e_avg = best_scale_error(averaged.image, truth), e_ref = best_scale_error(reference_only.image, truth),
-               e_mc = best_scale_error(mc.image, truth);
+  o.coils.sensitivities = p.maps;
+  const ReconResult averaged = reconstruct(concatenated(p.states), p.grid, o);
+  const ReconResult reference_only = reconstruct(p.states[0], p.grid, o);
+  const MotionCorrectedResult mc = reconstruct_motion_corrected(p.states, p.grid, p.fields, o);
+  const double e_avg = best_scale_error(averaged.image, p.truth),
+               e_ref = best_scale_error(reference_only.image, p.truth), e_mc = best_scale_error(mc.image, p.truth);
   INFO("relative error: averaged " << e_avg << ", reference state alone " << e_ref << ", mcir " << e_mc);
   CHECK(mc.motion.reference_states == 1);
   CHECK(mc.report.residuals.size() == static_cast<std::size_t>(mc.report.iterations) + 1);

@@ -20,51 +20,11 @@
 #include "mri/sense.hpp"
 #include "mri/sparse.hpp"
 #include "mri/trajectory.hpp"
+#include "recon_test_options.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
 using namespace mri::test::mcir;
-
-namespace {
-
-// The states' data concatenated as one acquisition (coil-major), what reconstruct takes.
-KSpaceData all_states(const std::vector<KSpaceData> &states) {
-  std::vector<KPoint> points;
-  std::vector<cfloat> samples;
-  const int coils = states[0].coils();
-  for (const KSpaceData &d : states)
-    points.insert(points.end(), d.trajectory().points().begin(), d.trajectory().points().end());
-  for (int c = 0; c < coils; ++c)
-    for (const KSpaceData &d : states) {
-      const std::size_t m = d.samples_per_coil();
-      samples.insert(samples.end(), d.samples().begin() + c * m, d.samples().begin() + (c + 1) * m);
-    }
-  return KSpaceData(Trajectory(states[0].trajectory().dims(), std::move(points)), std::move(samples), {}, coils);
-}
-
-// 3 states of random trajectories and random samples, 3 coils, on g.
-std::vector<KSpaceData> random_states(const Grid &g, std::uint64_t seed) {
-  std::vector<KSpaceData> states;
-  for (int s = 0; s < 3; ++s) {
-    const Trajectory t = test::random_trajectory(g, 260, seed + s);
-    states.emplace_back(t, test::random_complex(t.size() * 3, seed + 10 + s), std::vector<float>{}, 3);
-  }
-  return states;
-}
-
-ReconOptions cpu_options(int iterations) {
-  ReconOptions o;
-  o.backend = Backend::Cpu;
-  o.method = Method::Nufft;
-  o.solver.iterations = iterations;
-  o.solver.tolerance = 0;
-  o.solver.lambda = 1e-3;
-  o.solver.regularizer = Regularizer::Tikhonov;
-  o.coils.estimation.calibration = 12;
-  return o;
-}
-
-} // namespace
 
 TEST_CASE("MCIR with sparse terms and zero fields is reconstruct's sparse problem on all the data", "[mcir][sparse]") {
   // sum_s Q_s = Q and sum_s b_s = b (linear in the samples), so the two proximal problems are one:
@@ -79,9 +39,10 @@ TEST_CASE("MCIR with sparse terms and zero fields is reconstruct's sparse proble
   const std::vector<DisplacementField> fields = {DisplacementField{}, DisplacementField(g), DisplacementField(g)};
   for (const std::vector<std::string> &specs :
        {std::vector<std::string>{"W:3:0:0.01"}, std::vector<std::string>{"W:3:0:0.005", "T:3:0:0.005"}}) {
-    ReconOptions o = cpu_options(10);
+    ReconOptions o = test::tikhonov_fixed_iterations(10);
+    o.coils.estimation.calibration = 12;
     for (const std::string &spec : specs) o.solver.terms.push_back(parse_bart_term(spec));
-    const ReconResult plain = reconstruct(all_states(states), g, o);
+    const ReconResult plain = reconstruct(concatenated(states), g, o);
     const MotionCorrectedResult mc = reconstruct_motion_corrected(states, g, fields, o);
     INFO(specs.size() << " terms: solver " << mc.report.solver);
     CHECK(mc.report.solver == plain.report.solver);
@@ -107,7 +68,8 @@ TEST_CASE("MCIR with a sparse term at lambda 0 converges to CG's MCIR", "[mcir][
   const std::vector<KSpaceData> states = random_states(g, seed);
   const std::vector<DisplacementField> fields = {DisplacementField{}, smooth_field(g, 2.0, seed + 20),
                                                  smooth_field(g, 2.0, seed + 21)};
-  ReconOptions cg = cpu_options(100);
+  ReconOptions cg = test::tikhonov_fixed_iterations(100);
+  cg.coils.estimation.calibration = 12;
   cg.solver.lambda = 0.05;
   ReconOptions fista = cg;
   fista.solver.iterations = 200;
@@ -120,46 +82,22 @@ TEST_CASE("MCIR with a sparse term at lambda 0 converges to CG's MCIR", "[mcir][
 }
 
 TEST_CASE("MCIR with a sparse term on a moving phantom lowers its objective and keeps CG's PSNR", "[mcir][sparse]") {
-  // The breathing 2D Shepp-Logan of test_mcir.cpp (4 states, 16 golden-angle spokes each, 4 coils,
-  // true fields, SNR 50): MCIR by CG (30 iterations) against MCIR with isotropic TV at lambda 0.01
-  // (FISTA, 100 iterations). Measured: CG 32 dB (its best over iteration counts 33.4 dB, at 60),
-  // TV 39.7 dB; the objective falls by three orders of magnitude, monotonically.
-  const Grid g(48, 48);
+  // The breathing 2D Shepp-Logan of test_mcir.cpp (breathing_phantom: 4 states, 16 golden-angle
+  // spokes each, 4 coils, true fields, SNR 50): MCIR by CG (30 iterations) against MCIR with
+  // isotropic TV at lambda 0.01 (FISTA, 100 iterations). Measured: CG 32 dB (its best over
+  // iteration counts 33.4 dB, at 60), TV 39.7 dB; the objective falls by three orders of
+  // magnitude, monotonically.
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
-  const int states_n = 4, readout = 96, spokes_per_state = 16, coils = 4;
-  const Image truth = Phantom::shepp_logan_2d().rasterize(g, 2);
-  const auto maps = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, coils).maps(g));
-  const Trajectory all = traj::radial(g, states_n * spokes_per_state, readout, traj::SpokeOrder::GoldenAngle);
-  std::vector<KSpaceData> states;
-  std::vector<DisplacementField> fields;
-  for (int s = 0; s < states_n; ++s) {
-    DisplacementField f = s == 0 ? DisplacementField(g) : smooth_field(g, 0.6 * s, seed + s);
-    if (s > 0)
-      for (std::int64_t y = 0; y < g.ny(); ++y)
-        for (std::int64_t x = 0; x < g.nx(); ++x) f.v.at(x, y) += static_cast<float>(0.05 * s * (double(y) - 24));
-    const Image state_image = mri::forward(ImageWarp(f), truth);
-    std::vector<KPoint> points;
-    for (std::size_t i = static_cast<std::size_t>(s); i < all.size() / readout; i += states_n)
-      for (int r = 0; r < readout; ++r) points.push_back(all[i * readout + r]);
-    const Trajectory t(2, std::move(points));
-    std::vector<cfloat> y = mri::forward(SenseOperator(t, g, maps), state_image);
-    add_noise(y, 50.0, seed + 100 + s);
-    states.emplace_back(t, std::move(y), std::vector<float>{}, coils);
-    fields.push_back(std::move(f));
-  }
-  ReconOptions o;
-  o.backend = Backend::Cpu;
-  o.method = Method::Nufft;
-  o.solver.iterations = 30;
-  o.solver.tolerance = 0;
-  o.coils.sensitivities = maps;
+  const BreathingPhantom p = breathing_phantom(seed);
+  ReconOptions o = test::fixed_iterations(30);
+  o.coils.sensitivities = p.maps;
   ReconOptions tv = o;
   tv.solver.iterations = 100; // FISTA needs more iterations than CG; each costs one normal, as CG's
   tv.solver.terms = {parse_bart_term("T:3:0:0.01")};
-  const MotionCorrectedResult cg = reconstruct_motion_corrected(states, g, fields, o);
-  const MotionCorrectedResult sparse = reconstruct_motion_corrected(states, g, fields, tv);
-  const double psnr_cg = psnr(cg.image, truth), psnr_tv = psnr(sparse.image, truth);
+  const MotionCorrectedResult cg = reconstruct_motion_corrected(p.states, p.grid, p.fields, o);
+  const MotionCorrectedResult sparse = reconstruct_motion_corrected(p.states, p.grid, p.fields, tv);
+  const double psnr_cg = psnr(cg.image, p.truth), psnr_tv = psnr(sparse.image, p.truth);
   INFO("PSNR: cg " << psnr_cg << " dB, tv " << psnr_tv << " dB; objective " << sparse.report.objective.front()
                    << " -> " << sparse.report.objective.back());
   CHECK(sparse.report.solver == "fista");

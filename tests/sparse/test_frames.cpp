@@ -14,6 +14,7 @@
 #include "mri/metrics.hpp"
 #include "mri/phantom.hpp"
 #include "mri/proximal_solvers.hpp"
+#include "recon_test_options.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -34,15 +35,6 @@ SparseTerm temporal_tv(double lambda) {
   t.axes = kFrameAxis;
   t.lambda = lambda;
   return t;
-}
-
-ReconOptions cpu_options(int iterations) {
-  ReconOptions o;
-  o.backend = Backend::Cpu;
-  o.method = Method::Nufft;
-  o.solver.iterations = iterations;
-  o.solver.tolerance = 0;
-  return o;
 }
 
 // `frames` frames of a 48^2 Shepp-Logan, each from its own `spokes` golden-angle spokes of one
@@ -85,7 +77,7 @@ double mean_psnr(const std::vector<Image> &frames, const Image &truth) {
 
 TEST_CASE("frames: one frame is reconstruct's image bitwise (CG and FISTA)", "[sparse][frames]") {
   const StaticSeries s(1, 20);
-  ReconOptions o = cpu_options(8);
+  ReconOptions o = test::fixed_iterations(8);
   SECTION("cg") {}
   SECTION("fista, wavelet") {
     SparseTerm w;
@@ -205,9 +197,9 @@ TEST_CASE("frames: TV along the frames shares a static object's spokes between f
   // 4 frames of 12 spokes each (48^2: ~6x below Nyquist per frame); the object does not move, so
   // TV along the frames lets each frame borrow the others' spokes.
   const StaticSeries s(4, 12);
-  ReconOptions l2 = cpu_options(8);
+  ReconOptions l2 = test::fixed_iterations(8);
   const FramesResult alone = reconstruct_frames(s.frames, s.grid, l2);
-  ReconOptions joint = cpu_options(40);
+  ReconOptions joint = test::fixed_iterations(40);
   joint.solver.terms = {temporal_tv(0.05)};
   const FramesResult together = reconstruct_frames(s.frames, s.grid, joint);
   const double psnr_alone = mean_psnr(alone.frames, s.truth), psnr_joint = mean_psnr(together.frames, s.truth);
@@ -235,7 +227,7 @@ TEST_CASE("frames: join_frames keeps every sample and coil in order", "[sparse][
 
 TEST_CASE("frames: bad frames and terms are refused naming them", "[sparse][frames][bad-input]") {
   const StaticSeries s(2, 4);
-  const ReconOptions o = cpu_options(2);
+  const ReconOptions o = test::fixed_iterations(2);
   CHECK_THROWS_WITH(reconstruct_frames({}, s.grid, o), test::contains("frames.size() = 0"));
   std::vector<KSpaceData> mixed = s.frames;
   mixed[1] = KSpaceData(s.frames[1].trajectory(),

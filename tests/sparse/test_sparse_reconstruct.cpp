@@ -9,6 +9,7 @@
 #include "mri/metrics.hpp"
 #include "mri/phantom.hpp"
 #include "mri/reconstruct.hpp"
+#include "recon_test_options.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -28,15 +29,6 @@ struct Undersampled {
   KSpaceData data() const { return KSpaceData(trajectory, samples); }
 };
 
-ReconOptions cpu_options(int iterations) {
-  ReconOptions o;
-  o.backend = Backend::Cpu;
-  o.method = Method::Nufft;
-  o.solver.iterations = iterations;
-  o.solver.tolerance = 0;
-  return o;
-}
-
 SparseTerm term(SparsePenalty p, double lambda) {
   SparseTerm t;
   t.penalty = p;
@@ -55,15 +47,15 @@ double scaled_psnr(const Image &x, const Image &truth) {
 
 TEST_CASE("sparse reconstruct: TV and wavelet beat l2 on undersampled radial data", "[sparse]") {
   const Undersampled p;
-  ReconOptions l2 = cpu_options(30);
+  ReconOptions l2 = test::fixed_iterations(30);
   l2.solver.lambda = 0; // the best l2 on this data stops early instead (iterations as regulariser)
   l2.solver.iterations = 8;
   const double psnr_l2 = scaled_psnr(reconstruct(p.data(), p.grid, l2).image, p.truth);
 
-  ReconOptions tv = cpu_options(60);
+  ReconOptions tv = test::fixed_iterations(60);
   tv.solver.terms = {term(SparsePenalty::TotalVariation, 0.256)}; // BART's 4e-3 (times sqrt(4096))
   const ReconResult r_tv = reconstruct(p.data(), p.grid, tv);
-  ReconOptions w = cpu_options(60);
+  ReconOptions w = test::fixed_iterations(60);
   w.solver.terms = {term(SparsePenalty::L1Wavelet, 0.192)}; // BART's 3e-3
   const ReconResult r_w = reconstruct(p.data(), p.grid, w);
   const double psnr_tv = scaled_psnr(r_tv.image, p.truth), psnr_w = scaled_psnr(r_w.image, p.truth);
@@ -83,7 +75,7 @@ TEST_CASE("sparse reconstruct: TV and wavelet beat l2 on undersampled radial dat
 TEST_CASE("sparse reconstruct: with BART's scaling the image follows the data's units", "[sparse]") {
   // lambda is relative to the scaled data: data x 1000 gives the image x 1000, the iterations alike.
   const Undersampled a(1.0), b(1000.0);
-  ReconOptions o = cpu_options(20);
+  ReconOptions o = test::fixed_iterations(20);
   o.solver.terms = {term(SparsePenalty::TotalVariation, 0.1)};
   // ADMM's x-updates to their 10 CG iterations: a CG stopped at a tolerance decides by a float
   // comparison, which rounding at another scale may flip (1e-2 apart then, both valid images).
@@ -99,7 +91,7 @@ TEST_CASE("sparse reconstruct: with BART's scaling the image follows the data's 
 TEST_CASE("sparse reconstruct: bad terms are refused naming the term", "[sparse][bad-input]") {
   const Undersampled p;
   const auto refused = [&](SparseTerm t, const std::string &needle, ProximalAlgorithm a = ProximalAlgorithm::Auto) {
-    ReconOptions o = cpu_options(5);
+    ReconOptions o = test::fixed_iterations(5);
     o.solver.terms = {t};
     o.solver.proximal.algorithm = a;
     try {
@@ -118,18 +110,18 @@ TEST_CASE("sparse reconstruct: bad terms are refused naming the term", "[sparse]
   SparseTerm joint = term(SparsePenalty::L1Wavelet, 0.1);
   joint.joint = 8;
   refused(joint, "joint");
-  ReconOptions two = cpu_options(5);
+  ReconOptions two = test::fixed_iterations(5);
   two.solver.terms = {term(SparsePenalty::TotalVariation, 0.1), term(SparsePenalty::L1Wavelet, 0.1)};
   two.solver.proximal.algorithm = ProximalAlgorithm::Fista;
   CHECK_THROWS_WITH(reconstruct(p.data(), p.grid, two), test::contains("fista"));
-  ReconOptions rho = cpu_options(5);
+  ReconOptions rho = test::fixed_iterations(5);
   rho.solver.terms = {term(SparsePenalty::TotalVariation, 0.1)};
   rho.solver.proximal.admm_rho = 0;
   CHECK_THROWS_AS(reconstruct(p.data(), p.grid, rho), InvalidArgument);
   // A wavelet needs an axis of at least kWaveletMinSplitExtent samples.
   const Grid small(8, 8);
   const Trajectory t = traj::radial(small, 8, 16);
-  ReconOptions w = cpu_options(5);
+  ReconOptions w = test::fixed_iterations(5);
   w.solver.terms = {term(SparsePenalty::L1Wavelet, 0.1)};
   CHECK_THROWS_AS(reconstruct(KSpaceData(t, test::random_complex(t.size(), 3)), small, w), InvalidArgument);
 }

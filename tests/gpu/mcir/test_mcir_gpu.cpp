@@ -20,6 +20,7 @@
 #include "mri/coil_simulation.hpp"
 #include "mri/mcir.hpp"
 #include "mri/sparse.hpp"
+#include "recon_test_options.hpp"
 #include "test_support.hpp"
 
 using namespace mri;
@@ -64,16 +65,6 @@ Problem random_problem(const Grid &g, int states, std::size_t samples, int coils
   return p;
 }
 
-ReconOptions cg_options(Method method) {
-  ReconOptions o;
-  o.method = method;
-  o.solver.iterations = 10;
-  o.solver.tolerance = 0;
-  o.solver.lambda = 1e-3;
-  o.solver.regularizer = Regularizer::Tikhonov;
-  return o;
-}
-
 } // namespace
 
 TEST_CASE("MCIR on the device equals the CPU's (2D, exact sums, 3 coils)", "[gpu][mcir]") {
@@ -82,7 +73,7 @@ TEST_CASE("MCIR on the device equals the CPU's (2D, exact sums, 3 coils)", "[gpu
   INFO("seed " << seed);
   const int coils = 3;
   const Problem p = random_problem(g, 3, 500, coils, seed, false);
-  ReconOptions o = cg_options(Method::Exact);
+  ReconOptions o = test::tikhonov_fixed_iterations(10, Method::Exact);
   o.coils.sensitivities = std::make_shared<const CoilSensitivities>(SimulatedCoils(2, coils).maps(g));
   o.backend = Backend::Cpu;
   const MotionCorrectedResult cpu = reconstruct_motion_corrected(p.states, g, p.fields, o);
@@ -102,7 +93,7 @@ TEST_CASE("MCIR on the device equals the CPU's (3D, exact sums, 4 coils, Jacobia
   INFO("seed " << seed);
   const int coils = 4;
   const Problem p = random_problem(g, 3, 1500, coils, seed, true);
-  ReconOptions o = cg_options(Method::Exact);
+  ReconOptions o = test::tikhonov_fixed_iterations(10, Method::Exact);
   o.coils.sensitivities = std::make_shared<const CoilSensitivities>(SimulatedCoils(3, coils).maps(g));
   const MotionCorrectionOptions motion{{true}};
   o.backend = Backend::Cpu;
@@ -124,7 +115,7 @@ TEST_CASE("MCIR on the device equals the CPU's (3D, NUFFT, one coil without maps
   const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   const Problem p = random_problem(g, 4, 2000, 1, seed, false);
-  ReconOptions o = cg_options(Method::Nufft);
+  ReconOptions o = test::tikhonov_fixed_iterations(10, Method::Nufft);
   o.nufft.tolerance = 1e-5;
   o.backend = Backend::Cpu;
   const MotionCorrectedResult cpu = reconstruct_motion_corrected(p.states, g, p.fields, o);
