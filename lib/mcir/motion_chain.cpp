@@ -50,12 +50,15 @@ KSpaceData joined_inside(const std::vector<KSpaceData> &states, const Grid &grid
 // field u with x_s(v) = x_ref(v + u(v)) that MCIR takes); state 0's field absent.
 std::vector<DisplacementField> register_to(const std::vector<Image> &states, const Image &reference,
                                            MotionEstimator &estimator, std::vector<MotionReport> &reports) {
-  const RealVolume moving = normalised_magnitude(reference);
   std::vector<DisplacementField> fields(states.size());
-  for (std::size_t s = 1; s < states.size(); ++s) {
-    fields[s] = estimator.estimate(normalised_magnitude(states[s]), moving);
-    reports.push_back(estimator.report());
-  }
+  if (states.size() < 2) return fields;
+  std::vector<RealVolume> fixed;
+  fixed.reserve(states.size() - 1);
+  for (std::size_t s = 1; s < states.size(); ++s) fixed.push_back(normalised_magnitude(states[s]));
+  // The reference prepared (on the GPU uploaded, its pyramid built) once for every state.
+  std::vector<DisplacementField> estimated = estimator.estimate_to_reference(fixed, normalised_magnitude(reference));
+  for (std::size_t s = 1; s < states.size(); ++s) fields[s] = std::move(estimated[s - 1]);
+  reports.insert(reports.end(), estimator.pair_reports().begin(), estimator.pair_reports().end());
   return fields;
 }
 

@@ -7,8 +7,10 @@
 //   eigenvalues     chunk x F doubles; info and zero flags: chunk x 2 ints
 //   norms           blocks + 1 doubles (one per block and their sum)
 //   eigensolver     cuSOLVER's batched Jacobi workspace (cusolverDnZheevjBatched_bufferSize, only
-//                   known on the device): counted as one more chunk of Gram matrices, an assumed
-//                   bound that the device runs must confirm against the plan's lwork
+//                   known on the device): chunk x (32^2 + (F + 1)^2) + 1028 complex doubles, what
+//                   CUDA 13.0's cuSOLVER asked on an H100 for F = 2, 8 and 32 (chunks of 12 to
+//                   4096), counted with 64 KiB more; tests/gpu/sparse/test_llr_gpu.cpp checks the
+//                   bound against the plan's real bytes, so another cuSOLVER that asks more fails there
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -43,7 +45,8 @@ inline std::size_t low_rank_device_bytes(const Grid &grid, unsigned axes, int bl
   const auto chunk = static_cast<std::size_t>(low_rank_chunk_blocks(blocks, frames));
   const auto f = static_cast<std::size_t>(frames);
   const std::size_t gram = chunk * f * f * 16;
-  return 2 * gram + chunk * f * 8 + chunk * 2 * sizeof(int) + (static_cast<std::size_t>(blocks) + 1) * 8;
+  const std::size_t workspace = (chunk * (32 * 32 + (f + 1) * (f + 1)) + 1028) * 16 + (std::size_t{64} << 10);
+  return gram + workspace + chunk * f * 8 + chunk * 2 * sizeof(int) + (static_cast<std::size_t>(blocks) + 1) * 8;
 }
 
 } // namespace mri::detail
