@@ -259,7 +259,7 @@ def recon2d_cpu_bart():
     return block([meta], markdown(["run", "ours, one CG iteration", "`bart pics`, one CG iteration", "ours faster by"], table))
 
 
-CS2D_FILE = "cs2d_2026-12-06.csv"
+CS2D_FILE = "cs2d_2026-12-06_fused.csv"
 
 
 def cs3d_mc():
