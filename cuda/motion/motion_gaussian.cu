@@ -10,12 +10,9 @@ constexpr int kKernels = 3;
 __constant__ float c_taps[kKernels][kMaxGaussianSize];
 int h_radius[kKernels] = {0, 0, 0};
 
-__global__ void convolve_axis(const float *__restrict__ in, float *__restrict__ out, Dims d,
-                              int kernel, int radius, int axis) {
-  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y,
-            z = blockIdx.z;
-  if (x >= d.nx || y >= d.ny)
-    return;
+// The clamped-border sum along `axis` at voxel (x, y, z) of `in` into `out` (both d's volumes).
+__device__ void convolve_voxel(const float *__restrict__ in, float *__restrict__ out, Dims d, int kernel,
+                               int radius, int axis, int x, int y, int z) {
   const int pos[3] = {x, y, z}, n[3] = {d.nx, d.ny, d.nz};
   const long long stride = axis == 0 ? 1 : axis == 1 ? d.nx : (long long)d.nx * d.ny;
   const long long v = x + (long long)d.nx * (y + (long long)d.ny * z);
@@ -26,6 +23,14 @@ __global__ void convolve_axis(const float *__restrict__ in, float *__restrict__ 
     acc += c_taps[kernel][k + radius] * in[v + (j - i) * stride];
   }
   out[v] = acc;
+}
+
+__global__ void convolve_axis(const float *__restrict__ in, float *__restrict__ out, Dims d,
+                              int kernel, int radius, int axis) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+  if (x >= d.nx || y >= d.ny)
+    return;
+  convolve_voxel(in, out, d, kernel, radius, axis, x, y, blockIdx.z);
 }
 
 // convolve_axis for `channels` volumes at once (blockIdx.z = channel * nz + z): the same sums,
@@ -39,17 +44,7 @@ __global__ void convolve_axis_channels(ChannelPtrs p, Dims d, int kernel, int ra
             z = int(blockIdx.z) % d.nz, c = int(blockIdx.z) / d.nz;
   if (x >= d.nx || y >= d.ny)
     return;
-  const int pos[3] = {x, y, z}, n[3] = {d.nx, d.ny, d.nz};
-  const long long stride = axis == 0 ? 1 : axis == 1 ? d.nx : (long long)d.nx * d.ny;
-  const long long v = x + (long long)d.nx * (y + (long long)d.ny * z);
-  const int i = pos[axis];
-  const float *in = p.in[c];
-  float acc = 0;
-  for (int k = -radius; k <= radius; ++k) {
-    const int j = min(max(i + k, 0), n[axis] - 1);
-    acc += c_taps[kernel][k + radius] * in[v + (j - i) * stride];
-  }
-  p.out[c][v] = acc;
+  convolve_voxel(p.in[c], p.out[c], d, kernel, radius, axis, x, y, z);
 }
 
 } // namespace
