@@ -7,10 +7,10 @@
 //   eigenvalues     chunk x F doubles; info and zero flags: chunk x 2 ints
 //   norms           blocks + 1 doubles (one per block and their sum)
 //   eigensolver     cuSOLVER's batched Jacobi workspace (cusolverDnZheevjBatched_bufferSize, only
-//                   known on the device): chunk x (32^2 + (F + 1)^2) + 1028 complex doubles, what
-//                   CUDA 13.0's cuSOLVER asked on an H100 for F = 2, 8 and 32 (chunks of 12 to
-//                   4096), counted with 64 KiB more; tests/gpu/sparse/test_llr_gpu.cpp checks the
-//                   bound against the plan's real bytes, so another cuSOLVER that asks more fails there
+//                   known on the device): chunk x (32^2 + (F + 1)^2) + 1028 complex doubles, as
+//                   cuSOLVER reports it for F = 2, 8 and 32 (chunks of 12 to 4096), counted with
+//                   64 KiB more; tests/gpu/sparse/test_llr_gpu.cpp checks the bound against the
+//                   plan's real bytes, so a cuSOLVER that asks more fails there
 #include <algorithm>
 #include <array>
 #include <cstddef>
