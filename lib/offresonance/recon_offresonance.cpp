@@ -17,6 +17,7 @@
 #include "mri_backend/normal_assembly.hpp"
 #include "mri_backend/recon_driver.hpp"
 #include "mri_backend/sense.hpp"
+#include "segmented_sense_2d.hpp"
 #include "sense/recon_coils.hpp"
 
 namespace mri::detail {
@@ -72,22 +73,37 @@ public:
   void make_direct() {}
   // The segmented Toeplitz kernels, unless they would pass kToeplitzBudget: then the CG applies
   // the segmented NUFFTs (the same model, measured as fast at 128^2: docs/offresonance.md).
+  // With maps on a 2D grid, the normal fused over coils and segments (segmented_sense_2d.hpp).
   void compute_q() {
-    const std::size_t bytes = SegmentedToeplitz::kernel_bytes(grid_, segmented_->segmentation().segments);
+    const int segments = segmented_->segmentation().segments;
+    const bool fused = coils_ && SegmentedSenseToeplitz2d::applies_to(grid_);
+    const std::size_t bytes =
+        fused ? SegmentedSenseToeplitz2d::bytes(grid_, segments) : SegmentedToeplitz::kernel_bytes(grid_, segments);
     if (bytes > kToeplitzBudget) {
       report_.normal = Normal::Direct;
       report_.offresonance_note += std::string(report_.offresonance_note.empty() ? "" : "; ") + "normal: direct (the " +
-                                   std::to_string(segmented_->segmentation().segments) + "-segment Toeplitz kernels would take " +
+                                   std::to_string(segments) + "-segment Toeplitz kernels would take " +
                                    std::to_string(bytes >> 20) + " MiB)";
       return;
     }
-    toeplitz_.emplace(*segmented_, data_.weights());
+    if (fused)
+      fused_.emplace(*segmented_, data_.weights(), *maps_);
+    else
+      toeplitz_.emplace(*segmented_, data_.weights());
   }
   // The driver asks for these only with a Q cache, which reconstruct turns off with a field map.
   void load_spectrum(std::span<const float>) { throw Error("reconstruct: no cached Toeplitz spectrum with a field map"); }
   std::vector<float> spectrum() const { return {}; }
 
   template <class F> ReconResult with_normal(const Image &like, F &&f) {
+    if (fused_) {
+      const HostCoils &coils = *coils_;
+      const SegmentedSenseToeplitz2d &fused = *fused_;
+      return f([&fused, &coils](const Image &x, Image &out) {
+        fused.apply(x, out);
+        coils.regularize(x, out);
+      });
+    }
     if (toeplitz_) return with_data_normal(like, ref(*toeplitz_), f);
     if (segmented_) return with_data_normal(like, direct_normal(*segmented_, data_.weights()), f);
     return with_data_normal(like, direct_normal(*exact_, data_.weights()), f);
@@ -119,6 +135,7 @@ private:
   std::optional<FieldFourierOperator> exact_;
   std::optional<SegmentedFieldOperator> segmented_;
   std::optional<SegmentedToeplitz> toeplitz_;
+  std::optional<SegmentedSenseToeplitz2d> fused_;
 };
 
 } // namespace

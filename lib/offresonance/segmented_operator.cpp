@@ -1,5 +1,6 @@
 // The time-segmented field-corrected operator and its Toeplitz normal (offresonance.hpp).
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <omp.h>
 #include <string>
@@ -11,6 +12,7 @@
 #include "mri/offresonance.hpp"
 #include "mri_backend/q_trajectory.hpp"
 #include "operator_checks.hpp"
+#include "segmented_kernels.hpp"
 
 namespace mri {
 namespace {
@@ -121,7 +123,6 @@ struct SegmentedToeplitz::Plan {
     if (!p) throw Error("SegmentedToeplitz: cannot allocate " + std::to_string(padded.voxels() * 8) + " bytes");
     return p;
   }
-  int pair(int l, int lp) const { return l * segments - l * (l - 1) / 2 + (lp - l); } // l <= lp
   cfloat &spectrum(std::size_t frequency, std::size_t pair_index) {
     return spectra[(frequency / kBlock) * pairs * kBlock + pair_index * kBlock + frequency % kBlock];
   }
@@ -138,32 +139,31 @@ struct SegmentedToeplitz::Plan {
   }
 };
 
-SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span<const float> weights) : grid_(op.grid()) {
+namespace detail {
+
+void segment_kernel_spectra(const SegmentedFieldOperator &op, std::span<const float> weights, const GridFft<float> &forward,
+                            cfloat *scratch, const std::function<void(std::size_t, const cfloat *)> &take) {
   const Trajectory &t = op.nufft().trajectory();
-  detail::check_weights(weights, t.size());
   const TimeSegmentation &s = op.segmentation();
   const int L = s.segments;
-  plan_ = std::make_unique<Plan>(grid_.doubled(), L);
-  plan_->seg = std::make_shared<const TimeSegmentation>(s);
+  const Grid grid = op.grid(), p = grid.doubled();
   const std::size_t M = t.size(), P = static_cast<std::size_t>(L * (L + 1) / 2);
   std::vector<cfloat> c(P * M);
   for (int l = 0; l < L; ++l)
     for (int lp = l; lp < L; ++lp) {
       const cfloat *bl = s.sample_coefficients.data() + static_cast<std::size_t>(l) * M;
       const cfloat *blp = s.sample_coefficients.data() + static_cast<std::size_t>(lp) * M;
-      cfloat *out = c.data() + static_cast<std::size_t>(plan_->pair(l, lp)) * M;
+      cfloat *out = c.data() + segment_pair(L, l, lp) * M;
       for (std::size_t m = 0; m < M; ++m) out[m] = std::conj(bl[m]) * blp[m] * (weights.empty() ? 1.0f : weights[m]);
     }
   // All pairs' Q(d) by one batched adjoint NUFFT on the doubled grid (nufft_q's construction).
-  const Grid &p = plan_->padded;
-  const NufftOperator q_nufft(detail::q_trajectory(t, grid_), p, op.nufft().options());
+  const NufftOperator q_nufft(detail::q_trajectory(t, grid), p, op.nufft().options());
   const auto n = static_cast<std::size_t>(p.voxels());
   // Kernels a chunk of pairs at a time (the batched NUFFT's block), so that the peak holds the
   // spectra and one chunk of Q, not every pair's Q as well.
   constexpr std::size_t kChunk = 8;
   std::vector<cfloat> q(std::min(P, kChunk) * n);
   const float scale = 1.0f / static_cast<float>(n);
-  cfloat *k = plan_->buffers[0]; // free until the first application
   for (std::size_t i = 0; i < P; ++i) {
     if (i % kChunk == 0)
       q_nufft.adjoint_coils(c.data() + i * M, static_cast<int>(std::min(kChunk, P - i)), q.data());
@@ -171,11 +171,24 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
     for (std::int64_t z = 0; z < p.nz(); ++z)
       for (std::int64_t y = 0; y < p.ny(); ++y)
         for (std::int64_t x = 0; x < p.nx(); ++x)
-          k[p.index((x + p.nx() / 2) % p.nx(), (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz())] =
+          scratch[p.index((x + p.nx() / 2) % p.nx(), (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz())] =
               src[p.index(x, y, z)] * scale;
-    plan_->forward.execute(k);
-    for (std::size_t f = 0; f < n; ++f) plan_->spectrum(f, i) = k[f];
+    forward.execute(scratch);
+    take(i, scratch);
   }
+}
+
+} // namespace detail
+
+SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span<const float> weights) : grid_(op.grid()) {
+  detail::check_weights(weights, op.nufft().trajectory().size());
+  plan_ = std::make_unique<Plan>(grid_.doubled(), op.segmentation().segments);
+  plan_->seg = std::make_shared<const TimeSegmentation>(op.segmentation());
+  const std::size_t n = static_cast<std::size_t>(plan_->padded.voxels());
+  // buffers[0] is free until the first application.
+  detail::segment_kernel_spectra(op, weights, plan_->forward, plan_->buffers[0], [&](std::size_t i, const cfloat *k) {
+    for (std::size_t f = 0; f < n; ++f) plan_->spectrum(f, i) = k[f];
+  });
 }
 
 std::size_t SegmentedToeplitz::kernel_bytes(const Grid &grid, int segments) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "fft/fftw_adapter.hpp"
+#include "line_buffers.hpp"
 #include "mri/error.hpp"
 
 namespace mri::detail {
@@ -25,20 +26,9 @@ constexpr std::int64_t kBlock = 16;
 // thread count.
 constexpr int kCoilGroup = 4;
 
-// A buffer's distance between lines, in values: whole 64-byte cache lines, an odd number of them,
-// so that a block's lines, written element by element, fall in different L1 sets (a multiple of
-// 4 KB, the doubled grid's 512 floats, puts them all in one set: grid_fft.cpp).
-std::int64_t line_distance(std::int64_t length) {
-  constexpr std::int64_t per_line = 64 / sizeof(cfloat);
-  std::int64_t cache_lines = (length + per_line - 1) / per_line;
-  if (cache_lines % 2 == 0) ++cache_lines;
-  return cache_lines * per_line;
-}
-
-std::int64_t round_up(std::int64_t n, std::int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
-
-// One complex float as 8 bytes (one move; a cfloat assignment compiles to two).
-inline void move_value(const cfloat *from, cfloat *to) { std::memcpy(to, from, sizeof(cfloat)); }
+using line_buffers::line_distance;
+using line_buffers::move_value;
+using line_buffers::round_up;
 
 // apply()'s coil rows and line buffers: one per calling thread, grown to the largest operator it
 // served (the frames' operators, applied one after another, share it; batch items run on their

@@ -1,0 +1,111 @@
+// The segmented spectral product per ISA (segment_product.hpp).
+#include "segment_product.hpp"
+
+#include <algorithm>
+
+#include "platform/cpu_isa.hpp"
+
+namespace mri::detail {
+namespace {
+
+#define MRI_ALWAYS_INLINE __attribute__((always_inline)) inline
+
+// One chunk of n <= kSegmentChunk frequencies at offset y0. The scratch arrays never overlap each
+// other or the kernel (ivdep: GCC does not vectorise the four-output loop through ten pointers
+// otherwise, as it would have to check every pair at run time).
+MRI_ALWAYS_INLINE void product_chunk(int L, std::int64_t y0, std::int64_t n, const float *kernel,
+                                     std::complex<float> *const *lines, float *scratch) {
+  constexpr std::int64_t C = kSegmentChunk;
+  float *__restrict xr = scratch;
+  float *__restrict xi = xr + L * C;
+  float *__restrict zr = xi + L * C;
+  float *__restrict zi = zr + L * C;
+  for (int l = 0; l < L; ++l) {
+    const float *v = reinterpret_cast<const float *>(lines[l] + y0);
+    for (std::int64_t j = 0; j < n; ++j) {
+      xr[l * C + j] = v[2 * j];
+      xi[l * C + j] = v[2 * j + 1];
+      zr[l * C + j] = 0;
+      zi[l * C + j] = 0;
+    }
+  }
+  const float *k = kernel;
+  for (int l = 0; l < L; ++l) {
+    float *__restrict zrl = zr + l * C;
+    float *__restrict zil = zi + l * C;
+    const float *__restrict xrl = xr + l * C;
+    const float *__restrict xil = xi + l * C;
+    {
+      const float *__restrict kr = k;
+      const float *__restrict ki = k + C;
+#pragma GCC ivdep
+      for (std::int64_t j = 0; j < n; ++j) {
+        zrl[j] += kr[j] * xrl[j] - ki[j] * xil[j];
+        zil[j] += kr[j] * xil[j] + ki[j] * xrl[j];
+      }
+      k += 2 * C;
+    }
+    for (int lp = l + 1; lp < L; ++lp, k += 2 * C) {
+      const float *__restrict kr = k;
+      const float *__restrict ki = k + C;
+      float *__restrict zrp = zr + lp * C;
+      float *__restrict zip = zi + lp * C;
+      const float *__restrict xrp = xr + lp * C;
+      const float *__restrict xip = xi + lp * C;
+#pragma GCC ivdep
+      for (std::int64_t j = 0; j < n; ++j) {
+        zrl[j] += kr[j] * xrp[j] - ki[j] * xip[j]; // z_l  += K_ll' x_l'
+        zil[j] += kr[j] * xip[j] + ki[j] * xrp[j];
+        zrp[j] += kr[j] * xrl[j] + ki[j] * xil[j]; // z_l' += conj(K_ll') x_l
+        zip[j] += kr[j] * xil[j] - ki[j] * xrl[j];
+      }
+    }
+  }
+  for (int l = 0; l < L; ++l) {
+    float *v = reinterpret_cast<float *>(lines[l] + y0);
+    for (std::int64_t j = 0; j < n; ++j) {
+      v[2 * j] = zr[l * C + j];
+      v[2 * j + 1] = zi[l * C + j];
+    }
+  }
+}
+
+MRI_ALWAYS_INLINE void product(int L, std::int64_t length, const float *kernel, std::complex<float> *const *lines,
+                               float *scratch) {
+  const std::int64_t chunk_floats = segment_kernel_chunk(L);
+  for (std::int64_t y0 = 0; y0 < length; y0 += kSegmentChunk, kernel += chunk_floats)
+    product_chunk(L, y0, std::min(kSegmentChunk, length - y0), kernel, lines, scratch);
+}
+
+void product_generic(int L, std::int64_t length, const float *kernel, std::complex<float> *const *lines, float *scratch) {
+  product(L, length, kernel, lines, scratch);
+}
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#define MRI_SEGMENT_PRODUCT_X86 1
+__attribute__((target("avx2,fma"))) void product_avx2(int L, std::int64_t length, const float *kernel,
+                                                      std::complex<float> *const *lines, float *scratch) {
+  product(L, length, kernel, lines, scratch);
+}
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void product_avx512(int L, std::int64_t length, const float *kernel,
+                                                                         std::complex<float> *const *lines, float *scratch) {
+  product(L, length, kernel, lines, scratch);
+}
+#else
+#define MRI_SEGMENT_PRODUCT_X86 0
+#endif
+
+} // namespace
+
+SegmentProduct select_segment_product() {
+#if MRI_SEGMENT_PRODUCT_X86
+  switch (select_cpu_isa("MRI_SEGMENT_PRODUCT", /*avx512_needs_vl=*/true)) {
+  case CpuIsa::Avx512: return product_avx512;
+  case CpuIsa::Avx2: return product_avx2;
+  case CpuIsa::Generic: break;
+  }
+#endif
+  return product_generic;
+}
+
+} // namespace mri::detail

@@ -1,0 +1,238 @@
+// The fused 2D time-segmented SENSE Toeplitz normal (segmented_sense_2d.hpp).
+#include "segmented_sense_2d.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <omp.h>
+#include <string>
+#include <utility>
+
+#include "fft/fftw_adapter.hpp"
+#include "fft/grid_fft.hpp"
+#include "mri/error.hpp"
+#include "operator_checks.hpp"
+#include "segmented_kernels.hpp"
+#include "toeplitz/line_buffers.hpp"
+
+namespace mri::detail {
+
+namespace {
+
+using Fft = Fftw<float>;
+
+// Rows per FFTW call in passes 1 and 3: 16 complex floats side by side (128 B), as SenseToeplitz2d.
+constexpr std::int64_t kRows = 16;
+// Columns per task in pass 2: L x kColumns lines are transformed together, and the block's
+// kernels (L(L+1)/2 x kColumns x 2ny values: 590 KB at L = 8, 128^2) stay in L2 while every coil
+// of the group uses them.
+constexpr std::int64_t kColumns = 8;
+// Coils per pass: their L segments' rows are held at once (270 KB per coil and segment at 128^2).
+// The coil sum runs in index order across passes, so the result does not depend on it.
+constexpr int kCoilGroup = 4;
+
+using line_buffers::line_distance;
+using line_buffers::move_value;
+using line_buffers::round_up;
+
+cfloat *allocate_zeroed(std::size_t n) {
+  cfloat *p = Fft::alloc(n);
+  if (!p) throw Error("SegmentedSenseToeplitz2d: cannot allocate " + std::to_string(n * sizeof(cfloat)) + " bytes");
+  std::fill_n(p, n, cfloat{});
+  return p;
+}
+
+} // namespace
+
+// FFTW plans (kRows rows of the doubled width, L x kColumns columns of the doubled height, each
+// direction) and the buffers: the coil group's rows, and per thread the column lines, the
+// product's scratch and a row of the segment sum.
+struct SegmentedSenseToeplitz2d::Plans {
+  std::int64_t row_distance, column_distance, segment_values, thread_values;
+  Fft::plan rows_forward = nullptr, rows_inverse = nullptr, columns_forward = nullptr, columns_inverse = nullptr;
+  cfloat *rows = nullptr, *threads = nullptr;
+
+  Plans(std::int64_t nx, std::int64_t ny, int segments, int team)
+      : row_distance(line_distance(2 * nx)), column_distance(line_distance(2 * ny)),
+        segment_values(round_up(ny, kRows) * row_distance),
+        thread_values(segments * kColumns * column_distance + (segment_product_scratch(segments) + 1) / 2 + nx) {
+    const std::int64_t px = 2 * nx, py = 2 * ny;
+    const int column_lines = static_cast<int>(segments * kColumns);
+    const std::int64_t n = std::max(kRows * row_distance, column_lines * column_distance);
+    cfloat *scratch = Fft::alloc(static_cast<std::size_t>(n)); // FFTW_ESTIMATE does not touch it
+    if (!scratch) throw Error("SegmentedSenseToeplitz2d: cannot allocate " + std::to_string(n * sizeof(cfloat)) + " bytes");
+    {
+      std::lock_guard lock(fftw_planner_mutex());
+      rows_forward = Fft::make_lines(int(px), int(kRows), int(row_distance), scratch, FFTW_FORWARD);
+      rows_inverse = Fft::make_lines(int(px), int(kRows), int(row_distance), scratch, FFTW_BACKWARD);
+      columns_forward = Fft::make_lines(int(py), column_lines, int(column_distance), scratch, FFTW_FORWARD);
+      columns_inverse = Fft::make_lines(int(py), column_lines, int(column_distance), scratch, FFTW_BACKWARD);
+    }
+    Fft::free(scratch);
+    if (!rows_forward || !rows_inverse || !columns_forward || !columns_inverse) {
+      release();
+      throw Error("SegmentedSenseToeplitz2d: FFTW could not plan the line transforms");
+    }
+    try {
+      rows = allocate_zeroed(static_cast<std::size_t>(kCoilGroup * segments * segment_values));
+      threads = allocate_zeroed(static_cast<std::size_t>(team * thread_values));
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~Plans() { release(); }
+  Plans(const Plans &) = delete;
+  Plans &operator=(const Plans &) = delete;
+  void release() {
+    Fft::free(std::exchange(rows, nullptr));
+    Fft::free(std::exchange(threads, nullptr));
+    std::lock_guard lock(fftw_planner_mutex());
+    for (Fft::plan *p : {&rows_forward, &rows_inverse, &columns_forward, &columns_inverse})
+      if (*p) Fft::destroy(std::exchange(*p, nullptr));
+  }
+};
+
+SegmentedSenseToeplitz2d::SegmentedSenseToeplitz2d(const SegmentedFieldOperator &op, std::span<const float> weights,
+                                                   const CoilSensitivities &maps)
+    : grid_(op.grid()), segments_(op.segmentation().segments), px_(op.grid().doubled().nx()),
+      py_(op.grid().doubled().ny()), maps_(&maps), segmentation_(std::make_shared<const TimeSegmentation>(op.segmentation())),
+      product_(select_segment_product()), threads_(omp_get_max_threads()) {
+  if (!applies_to(grid_)) detail::invalid_argument("grid.nz()", grid_.nz(), "must be 1, with nx, ny > 1");
+  if (maps.grid() != grid_) detail::invalid_argument("maps.grid().voxels()", maps.grid().voxels(), "must be op.grid()'s");
+  detail::check_weights(weights, op.nufft().trajectory().size());
+  const Grid p = grid_.doubled();
+  const std::int64_t column_floats = segment_kernel_line(segments_, py_);
+  kernel_columns_.resize(static_cast<std::size_t>(px_ * column_floats));
+  {
+    const GridFft<float> forward(p.extents(), FFTW_FORWARD, threads_);
+    cfloat *scratch = allocate_zeroed(static_cast<std::size_t>(p.voxels()));
+    try {
+      segment_kernel_spectra(op, weights, forward, scratch, [&](std::size_t i, const cfloat *k) {
+        const auto pair = static_cast<std::int64_t>(i);
+        for (std::int64_t x = 0; x < px_; ++x)
+          for (std::int64_t y = 0; y < py_; ++y) {
+            float *re = kernel_columns_.data() + x * column_floats + y / kSegmentChunk * segment_kernel_chunk(segments_) +
+                        pair * 2 * kSegmentChunk + y % kSegmentChunk;
+            re[0] = k[y * px_ + x].real();
+            re[kSegmentChunk] = k[y * px_ + x].imag();
+          }
+      });
+    } catch (...) {
+      Fft::free(scratch);
+      throw;
+    }
+    Fft::free(scratch);
+  }
+  plans_ = std::make_unique<Plans>(grid_.nx(), grid_.ny(), segments_, threads_);
+}
+
+SegmentedSenseToeplitz2d::~SegmentedSenseToeplitz2d() = default;
+SegmentedSenseToeplitz2d::SegmentedSenseToeplitz2d(SegmentedSenseToeplitz2d &&) noexcept = default;
+SegmentedSenseToeplitz2d &SegmentedSenseToeplitz2d::operator=(SegmentedSenseToeplitz2d &&) noexcept = default;
+
+std::size_t SegmentedSenseToeplitz2d::bytes(const Grid &grid, int segments) {
+  const auto L = static_cast<std::size_t>(segments);
+  const auto pairs = L * (L + 1) / 2;
+  const auto padded = static_cast<std::size_t>(grid.doubled().voxels());
+  const auto rows = static_cast<std::size_t>(kCoilGroup) * L *
+                    static_cast<std::size_t>(round_up(grid.ny(), kRows) * line_distance(2 * grid.nx()));
+  return (pairs * padded + rows + (1 + std::min<std::size_t>(pairs, 8)) * padded) * sizeof(cfloat);
+}
+
+void SegmentedSenseToeplitz2d::apply(const Image &x, Image &out) const {
+  detail::check_image_grid(x, grid_);
+  detail::check_image_grid(out, grid_);
+  const int coils = maps_->coils();
+  for (int c0 = 0; c0 < coils; c0 += kCoilGroup) group(c0, std::min(kCoilGroup, coils - c0), x.data(), out.data());
+}
+
+// Coils first .. first + count - 1 into out (assigned at coil 0, else accumulated).
+void SegmentedSenseToeplitz2d::group(int first, int count, const cfloat *x, cfloat *out) const {
+  const int L = segments_;
+  const std::int64_t nx = grid_.nx(), ny = grid_.ny(), px = px_, py = py_, N = nx * ny;
+  const Plans &plans = *plans_;
+  const std::int64_t rd = plans.row_distance, cd = plans.column_distance, sv = plans.segment_values;
+  const std::int64_t row_blocks = (ny + kRows - 1) / kRows, column_blocks = (px + kColumns - 1) / kColumns;
+  const std::int64_t column_floats = segment_kernel_line(L, py);
+  const cfloat *phases = segmentation_->voxel_phases.data();
+  const auto map = [&](int c) { return maps_->map(first + c).data(); };
+  const auto rows_of = [&](int c, int l) { return plans.rows + (static_cast<std::int64_t>(c) * L + l) * sv; };
+#pragma omp parallel num_threads(threads_)
+  {
+    cfloat *const thread = plans.threads + omp_get_thread_num() * plans.thread_values;
+    cfloat *const lines = thread;
+    float *const scratch = reinterpret_cast<float *>(lines + L * kColumns * cd);
+    cfloat *const sum = thread + plans.thread_values - nx;
+    std::vector<cfloat *> segment_lines(static_cast<std::size_t>(L));
+    // 1. S_c .* E_l .* x into rows 0 .. ny - 1 of the doubled width, zero beyond; along x.
+#pragma omp for schedule(static)
+    for (std::int64_t task = 0; task < count * L * row_blocks; ++task) {
+      const int c = static_cast<int>(task / (L * row_blocks));
+      const int l = static_cast<int>(task / row_blocks % L);
+      const std::int64_t y0 = task % row_blocks * kRows;
+      cfloat *block = rows_of(c, l) + y0 * rd;
+      const cfloat *s = map(c), *e = phases + l * N;
+      for (std::int64_t r = 0; r < kRows; ++r) {
+        cfloat *row = block + r * rd;
+        const std::int64_t y = y0 + r, filled = y < ny ? nx : 0;
+        for (std::int64_t i = 0; i < filled; ++i) row[i] = s[y * nx + i] * x[y * nx + i] * e[y * nx + i];
+        std::fill(row + filled, row + px, cfloat{});
+      }
+      Fft::execute(plans.rows_forward, block);
+    }
+    // 2. Columns: per coil, the L segments' columns gathered (the lower half zero), along y, the
+    //    spectral product, back, the image's rows kept.
+#pragma omp for schedule(static)
+    for (std::int64_t b0 = 0; b0 < column_blocks; ++b0) {
+      const std::int64_t x0 = b0 * kColumns, width = std::min(kColumns, px - x0);
+      for (int c = 0; c < count; ++c) {
+        for (int l = 0; l < L; ++l) {
+          const cfloat *from = rows_of(c, l) + x0;
+          cfloat *to = lines + l * kColumns * cd;
+          for (std::int64_t y = 0; y < ny; ++y)
+            for (std::int64_t b = 0; b < width; ++b) move_value(from + y * rd + b, to + b * cd + y);
+          for (std::int64_t b = 0; b < width; ++b) std::fill(to + b * cd + ny, to + b * cd + py, cfloat{});
+        }
+        Fft::execute(plans.columns_forward, lines);
+        for (std::int64_t b = 0; b < width; ++b) {
+          for (int l = 0; l < L; ++l) segment_lines[static_cast<std::size_t>(l)] = lines + (l * kColumns + b) * cd;
+          product_(L, py, kernel_columns_.data() + (x0 + b) * column_floats, segment_lines.data(), scratch);
+        }
+        Fft::execute(plans.columns_inverse, lines);
+        for (int l = 0; l < L; ++l) {
+          cfloat *to = rows_of(c, l) + x0;
+          const cfloat *from = lines + l * kColumns * cd;
+          for (std::int64_t y = 0; y < ny; ++y)
+            for (std::int64_t b = 0; b < width; ++b) move_value(from + b * cd + y, to + y * rd + b);
+        }
+      }
+    }
+    // 3. Rows back along x; out = sum_c conj(S_c) .* sum_l conj(E_l) .* (the first nx values),
+    //    coils and segments in order.
+#pragma omp for schedule(static)
+    for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
+      for (int c = 0; c < count; ++c)
+        for (int l = 0; l < L; ++l) Fft::execute(plans.rows_inverse, rows_of(c, l) + rb * kRows * rd);
+      const std::int64_t y_end = std::min(ny, (rb + 1) * kRows);
+      for (std::int64_t y = rb * kRows; y < y_end; ++y) {
+        cfloat *o = out + y * nx;
+        for (int c = 0; c < count; ++c) {
+          for (int l = 0; l < L; ++l) {
+            const cfloat *e = phases + l * N + y * nx, *w = rows_of(c, l) + y * rd;
+            if (l == 0)
+              for (std::int64_t i = 0; i < nx; ++i) sum[i] = std::conj(e[i]) * w[i];
+            else
+              for (std::int64_t i = 0; i < nx; ++i) sum[i] += std::conj(e[i]) * w[i];
+          }
+          const cfloat *s = map(c) + y * nx;
+          if (first + c == 0)
+            for (std::int64_t i = 0; i < nx; ++i) o[i] = std::conj(s[i]) * sum[i];
+          else
+            for (std::int64_t i = 0; i < nx; ++i) o[i] = o[i] + std::conj(s[i]) * sum[i];
+        }
+      }
+    }
+  }
+}
+
+} // namespace mri::detail
