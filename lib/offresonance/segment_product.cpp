@@ -70,26 +70,27 @@ MRI_ALWAYS_INLINE void product_chunk(int L, std::int64_t y0, std::int64_t n, con
   }
 }
 
-MRI_ALWAYS_INLINE void product(int L, std::int64_t length, const float *kernel, std::complex<float> *const *lines,
+MRI_ALWAYS_INLINE void product(int L, int coils, std::int64_t length, const float *kernel, std::complex<float> *const *lines,
                                float *scratch) {
   const std::int64_t chunk_floats = segment_kernel_chunk(L);
   for (std::int64_t y0 = 0; y0 < length; y0 += kSegmentChunk, kernel += chunk_floats)
-    product_chunk(L, y0, std::min(kSegmentChunk, length - y0), kernel, lines, scratch);
+    for (int c = 0; c < coils; ++c)
+      product_chunk(L, y0, std::min(kSegmentChunk, length - y0), kernel, lines + c * L, scratch);
 }
 
-void product_generic(int L, std::int64_t length, const float *kernel, std::complex<float> *const *lines, float *scratch) {
-  product(L, length, kernel, lines, scratch);
+void product_generic(int L, int coils, std::int64_t length, const float *kernel, std::complex<float> *const *lines, float *scratch) {
+  product(L, coils, length, kernel, lines, scratch);
 }
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
 #define MRI_SEGMENT_PRODUCT_X86 1
-__attribute__((target("avx2,fma"))) void product_avx2(int L, std::int64_t length, const float *kernel,
+__attribute__((target("avx2,fma"))) void product_avx2(int L, int coils, std::int64_t length, const float *kernel,
                                                       std::complex<float> *const *lines, float *scratch) {
-  product(L, length, kernel, lines, scratch);
+  product(L, coils, length, kernel, lines, scratch);
 }
-__attribute__((target("avx512f,avx512vl,avx2,fma"))) void product_avx512(int L, std::int64_t length, const float *kernel,
+__attribute__((target("avx512f,avx512vl,avx2,fma"))) void product_avx512(int L, int coils, std::int64_t length, const float *kernel,
                                                                          std::complex<float> *const *lines, float *scratch) {
-  product(L, length, kernel, lines, scratch);
+  product(L, coils, length, kernel, lines, scratch);
 }
 #else
 #define MRI_SEGMENT_PRODUCT_X86 0

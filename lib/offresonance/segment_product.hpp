@@ -30,9 +30,10 @@ inline std::int64_t segment_kernel_line(int segments, std::int64_t length) {
   return (length + kSegmentChunk - 1) / kSegmentChunk * segment_kernel_chunk(segments);
 }
 
-// lines[l]: `length` complex values of segment l, replaced by z_l. kernel: the line's kernels,
-// chunk after chunk (segment_kernel_chunk). scratch: segment_product_scratch(L) floats.
-using SegmentProduct = void (*)(int segments, std::int64_t length, const float *kernel, std::complex<float> *const *lines,
+// lines[c L + l]: `length` complex values of coil c's segment l, replaced by its z_l, for `coils`
+// coils: each chunk of kernels is applied to every coil while it is in L1. kernel: the line's
+// kernels, chunk after chunk (segment_kernel_chunk). scratch: segment_product_scratch(L) floats.
+using SegmentProduct = void (*)(int segments, int coils, std::int64_t length, const float *kernel, std::complex<float> *const *lines,
                                 float *scratch);
 
 // The best entry point for this CPU.

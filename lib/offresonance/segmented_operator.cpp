@@ -167,12 +167,17 @@ void segment_kernel_spectra(const SegmentedFieldOperator &op, std::span<const fl
   for (std::size_t i = 0; i < P; ++i) {
     if (i % kChunk == 0)
       q_nufft.adjoint_coils(c.data() + i * M, static_cast<int>(std::min(kChunk, P - i)), q.data());
+    // Centred: (x, y, z) to ((x + nx/2) mod nx, ...), row by row in two contiguous halves.
     const cfloat *src = q.data() + (i % kChunk) * n;
-    for (std::int64_t z = 0; z < p.nz(); ++z)
-      for (std::int64_t y = 0; y < p.ny(); ++y)
-        for (std::int64_t x = 0; x < p.nx(); ++x)
-          scratch[p.index((x + p.nx() / 2) % p.nx(), (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz())] =
-              src[p.index(x, y, z)] * scale;
+    const std::int64_t nx = p.nx(), shift = nx / 2, rows = p.ny() * p.nz();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t y = r % p.ny(), z = r / p.ny();
+      const cfloat *from = src + p.index(0, y, z);
+      cfloat *to = scratch + p.index(0, (y + p.ny() / 2) % p.ny(), (z + p.nz() / 2) % p.nz());
+      for (std::int64_t x = 0; x < nx - shift; ++x) to[x + shift] = from[x] * scale;
+      for (std::int64_t x = nx - shift; x < nx; ++x) to[x - (nx - shift)] = from[x] * scale;
+    }
     forward.execute(scratch);
     take(i, scratch);
   }

@@ -34,9 +34,18 @@ using line_buffers::line_distance;
 using line_buffers::move_value;
 using line_buffers::round_up;
 
-cfloat *allocate_zeroed(std::size_t n) {
+// Floats between two columns' kernels: their segment_kernel_line plus one cache line, so that the
+// columns do not all fall in one L1 set (a line is a multiple of 4 KB: 18 x 4 KB at L = 8, 128^2).
+std::int64_t column_stride(int segments, std::int64_t py) { return segment_kernel_line(segments, py) + 16; }
+
+cfloat *allocate(std::size_t n) {
   cfloat *p = Fft::alloc(n);
   if (!p) throw Error("SegmentedSenseToeplitz2d: cannot allocate " + std::to_string(n * sizeof(cfloat)) + " bytes");
+  return p;
+}
+
+cfloat *allocate_zeroed(std::size_t n) {
+  cfloat *p = allocate(n);
   std::fill_n(p, n, cfloat{});
   return p;
 }
@@ -54,7 +63,7 @@ struct SegmentedSenseToeplitz2d::Plans {
   Plans(std::int64_t nx, std::int64_t ny, int segments, int team)
       : row_distance(line_distance(2 * nx)), column_distance(line_distance(2 * ny)),
         segment_values(round_up(ny, kRows) * row_distance),
-        thread_values(segments * kColumns * column_distance + (segment_product_scratch(segments) + 1) / 2 + nx) {
+        thread_values(kCoilGroup * segments * kColumns * column_distance + (segment_product_scratch(segments) + 1) / 2 + nx) {
     const std::int64_t px = 2 * nx, py = 2 * ny;
     const int column_lines = static_cast<int>(segments * kColumns);
     const std::int64_t n = std::max(kRows * row_distance, column_lines * column_distance);
@@ -73,7 +82,9 @@ struct SegmentedSenseToeplitz2d::Plans {
       throw Error("SegmentedSenseToeplitz2d: FFTW could not plan the line transforms");
     }
     try {
-      rows = allocate_zeroed(static_cast<std::size_t>(kCoilGroup * segments * segment_values));
+      // Every row's px values are written by pass 1 before they are read; a partial block's
+      // unused column lines are transformed too: zeroed.
+      rows = allocate(static_cast<std::size_t>(kCoilGroup * segments * segment_values));
       threads = allocate_zeroed(static_cast<std::size_t>(team * thread_values));
     } catch (...) {
       release();
@@ -101,20 +112,28 @@ SegmentedSenseToeplitz2d::SegmentedSenseToeplitz2d(const SegmentedFieldOperator 
   if (maps.grid() != grid_) detail::invalid_argument("maps.grid().voxels()", maps.grid().voxels(), "must be op.grid()'s");
   detail::check_weights(weights, op.nufft().trajectory().size());
   const Grid p = grid_.doubled();
-  const std::int64_t column_floats = segment_kernel_line(segments_, py_);
-  kernel_columns_.resize(static_cast<std::size_t>(px_ * column_floats));
+  const std::int64_t column_floats = column_stride(segments_, py_);
+  // Written before it is read (no zero fill: 19 MB at L = 8, 128^2); a partial last chunk's
+  // padding is never read.
+  kernel_columns_ = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(px_ * column_floats));
   {
     const GridFft<float> forward(p.extents(), FFTW_FORWARD, threads_);
     cfloat *scratch = allocate_zeroed(static_cast<std::size_t>(p.voxels()));
     try {
       segment_kernel_spectra(op, weights, forward, scratch, [&](std::size_t i, const cfloat *k) {
+        // Tiles of kColumns columns: their chunks written row after row, each spectrum row's
+        // tile read once.
         const auto pair = static_cast<std::int64_t>(i);
-        for (std::int64_t x = 0; x < px_; ++x)
-          for (std::int64_t y = 0; y < py_; ++y) {
-            float *re = kernel_columns_.data() + x * column_floats + y / kSegmentChunk * segment_kernel_chunk(segments_) +
-                        pair * 2 * kSegmentChunk + y % kSegmentChunk;
-            re[0] = k[y * px_ + x].real();
-            re[kSegmentChunk] = k[y * px_ + x].imag();
+        const std::int64_t tiles = (px_ + kColumns - 1) / kColumns;
+#pragma omp parallel for schedule(static) num_threads(threads_)
+        for (std::int64_t tile = 0; tile < tiles; ++tile)
+          for (std::int64_t y = 0, x0 = tile * kColumns; y < py_; ++y) {
+            float *re = kernel_columns_.get() + y / kSegmentChunk * segment_kernel_chunk(segments_) + pair * 2 * kSegmentChunk +
+                        y % kSegmentChunk;
+            for (std::int64_t x = x0; x < std::min(px_, x0 + kColumns); ++x) {
+              re[x * column_floats] = k[y * px_ + x].real();
+              re[x * column_floats + kSegmentChunk] = k[y * px_ + x].imag();
+            }
           }
       });
     } catch (...) {
@@ -153,7 +172,7 @@ void SegmentedSenseToeplitz2d::group(int first, int count, const cfloat *x, cflo
   const Plans &plans = *plans_;
   const std::int64_t rd = plans.row_distance, cd = plans.column_distance, sv = plans.segment_values;
   const std::int64_t row_blocks = (ny + kRows - 1) / kRows, column_blocks = (px + kColumns - 1) / kColumns;
-  const std::int64_t column_floats = segment_kernel_line(L, py);
+  const std::int64_t column_floats = column_stride(L, py);
   const cfloat *phases = segmentation_->voxel_phases.data();
   const auto map = [&](int c) { return maps_->map(first + c).data(); };
   const auto rows_of = [&](int c, int l) { return plans.rows + (static_cast<std::int64_t>(c) * L + l) * sv; };
@@ -161,9 +180,9 @@ void SegmentedSenseToeplitz2d::group(int first, int count, const cfloat *x, cflo
   {
     cfloat *const thread = plans.threads + omp_get_thread_num() * plans.thread_values;
     cfloat *const lines = thread;
-    float *const scratch = reinterpret_cast<float *>(lines + L * kColumns * cd);
+    float *const scratch = reinterpret_cast<float *>(lines + kCoilGroup * L * kColumns * cd);
     cfloat *const sum = thread + plans.thread_values - nx;
-    std::vector<cfloat *> segment_lines(static_cast<std::size_t>(L));
+    std::vector<cfloat *> segment_lines(static_cast<std::size_t>(count * L));
     // 1. S_c .* E_l .* x into rows 0 .. ny - 1 of the doubled width, zero beyond; along x.
 #pragma omp for schedule(static)
     for (std::int64_t task = 0; task < count * L * row_blocks; ++task) {
@@ -185,23 +204,28 @@ void SegmentedSenseToeplitz2d::group(int first, int count, const cfloat *x, cflo
 #pragma omp for schedule(static)
     for (std::int64_t b0 = 0; b0 < column_blocks; ++b0) {
       const std::int64_t x0 = b0 * kColumns, width = std::min(kColumns, px - x0);
+      const auto coil_lines = [&](int c) { return lines + c * L * kColumns * cd; };
       for (int c = 0; c < count; ++c) {
         for (int l = 0; l < L; ++l) {
           const cfloat *from = rows_of(c, l) + x0;
-          cfloat *to = lines + l * kColumns * cd;
+          cfloat *to = coil_lines(c) + l * kColumns * cd;
           for (std::int64_t y = 0; y < ny; ++y)
             for (std::int64_t b = 0; b < width; ++b) move_value(from + y * rd + b, to + b * cd + y);
           for (std::int64_t b = 0; b < width; ++b) std::fill(to + b * cd + ny, to + b * cd + py, cfloat{});
         }
-        Fft::execute(plans.columns_forward, lines);
-        for (std::int64_t b = 0; b < width; ++b) {
-          for (int l = 0; l < L; ++l) segment_lines[static_cast<std::size_t>(l)] = lines + (l * kColumns + b) * cd;
-          product_(L, py, kernel_columns_.data() + (x0 + b) * column_floats, segment_lines.data(), scratch);
-        }
-        Fft::execute(plans.columns_inverse, lines);
+        Fft::execute(plans.columns_forward, coil_lines(c));
+      }
+      for (std::int64_t b = 0; b < width; ++b) {
+        for (int c = 0; c < count; ++c)
+          for (int l = 0; l < L; ++l)
+            segment_lines[static_cast<std::size_t>(c * L + l)] = coil_lines(c) + (l * kColumns + b) * cd;
+        product_(L, count, py, kernel_columns_.get() + (x0 + b) * column_floats, segment_lines.data(), scratch);
+      }
+      for (int c = 0; c < count; ++c) {
+        Fft::execute(plans.columns_inverse, coil_lines(c));
         for (int l = 0; l < L; ++l) {
           cfloat *to = rows_of(c, l) + x0;
-          const cfloat *from = lines + l * kColumns * cd;
+          const cfloat *from = coil_lines(c) + l * kColumns * cd;
           for (std::int64_t y = 0; y < ny; ++y)
             for (std::int64_t b = 0; b < width; ++b) move_value(from + b * cd + y, to + y * rd + b);
         }

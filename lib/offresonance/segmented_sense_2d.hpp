@@ -54,7 +54,7 @@ private:
   std::int64_t px_, py_; // the doubled grid
   const CoilSensitivities *maps_;
   std::shared_ptr<const TimeSegmentation> segmentation_;
-  std::vector<float> kernel_columns_; // column x's kernels at x * segment_kernel_line(L, py) (segment_product.hpp)
+  std::unique_ptr<float[]> kernel_columns_; // column x's kernels at x * segment_kernel_line(L, py) (segment_product.hpp)
   SegmentProduct product_;
   int threads_;
   std::unique_ptr<Plans> plans_;
