@@ -9,9 +9,17 @@ namespace mri::detail {
 namespace {
 
 #define MRI_ALWAYS_INLINE __attribute__((always_inline)) inline
+// The loop's arrays do not overlap (see product_chunk).
+#if defined(__clang__)
+#define MRI_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define MRI_IVDEP _Pragma("GCC ivdep")
+#else
+#define MRI_IVDEP
+#endif
 
 // One chunk of n <= kSegmentChunk frequencies at offset y0. The scratch arrays never overlap each
-// other or the kernel (ivdep: GCC does not vectorise the four-output loop through ten pointers
+// other or the kernel (MRI_IVDEP: GCC does not vectorise the four-output loop through ten pointers
 // otherwise, as it would have to check every pair at run time).
 MRI_ALWAYS_INLINE void product_chunk(int L, std::int64_t y0, std::int64_t n, const float *kernel,
                                      std::complex<float> *const *lines, float *scratch) {
@@ -38,7 +46,7 @@ MRI_ALWAYS_INLINE void product_chunk(int L, std::int64_t y0, std::int64_t n, con
     {
       const float *__restrict kr = k;
       const float *__restrict ki = k + C;
-#pragma GCC ivdep
+MRI_IVDEP
       for (std::int64_t j = 0; j < n; ++j) {
         zrl[j] += kr[j] * xrl[j] - ki[j] * xil[j];
         zil[j] += kr[j] * xil[j] + ki[j] * xrl[j];
@@ -52,7 +60,7 @@ MRI_ALWAYS_INLINE void product_chunk(int L, std::int64_t y0, std::int64_t n, con
       float *__restrict zip = zi + lp * C;
       const float *__restrict xrp = xr + lp * C;
       const float *__restrict xip = xi + lp * C;
-#pragma GCC ivdep
+MRI_IVDEP
       for (std::int64_t j = 0; j < n; ++j) {
         zrl[j] += kr[j] * xrp[j] - ki[j] * xip[j]; // z_l  += K_ll' x_l'
         zil[j] += kr[j] * xip[j] + ki[j] * xrp[j];
