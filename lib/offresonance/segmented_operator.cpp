@@ -12,6 +12,7 @@
 #include "mri/offresonance.hpp"
 #include "mri_backend/q_trajectory.hpp"
 #include "operator_checks.hpp"
+#include "segment_product.hpp"
 #include "segmented_kernels.hpp"
 
 namespace mri {
@@ -82,18 +83,21 @@ void SegmentedFieldOperator::adjoint(std::span<const cfloat> samples, Image &ima
 
 // The Toeplitz normal. Kernel spectra of the pairs l <= l' (FFT of K_ll' centred as QOperator's
 // load_kernel does, over the padded voxels); K_l'l's spectrum is the conjugate of K_ll''s
-// (K_l'l(d) = conj(K_ll'(-d))). Stored in blocks of kBlock frequencies, pair by pair within a block:
-// the product of a block (its L inputs, L(L+1)/2 kernels, L outputs) stays in cache and its inner
-// loops run over contiguous frequencies (vectorised).
+// (K_l'l(d) = conj(K_ll'(-d))). Stored as segment_product.hpp's chunks over the padded grid's
+// frequencies in index order (each chunk: every pair's real, then imaginary parts): the product
+// runs by blocks of kBlock frequencies (its L inputs, L(L+1)/2 kernels, L outputs in cache) with
+// the per-ISA multiply-adds of the fused 2D form.
 struct SegmentedToeplitz::Plan {
   using Fft = detail::Fftw<float>;
   using GridFft = detail::GridFft<float>;
   static constexpr std::size_t kBlock = 256;
+  static_assert(kBlock % detail::kSegmentChunk == 0, "a block is whole chunks of kernels");
   Grid padded;
   int segments = 1;
   std::size_t pairs = 1, blocks = 1;
+  detail::SegmentProduct product = detail::select_segment_product();
   std::shared_ptr<const TimeSegmentation> seg;
-  cfloat *spectra = nullptr;     // [block][pair (l, l'), l <= l'][frequency in the block]
+  cfloat *spectra = nullptr;     // segment_kernel_line(L, frequencies) floats (segment_product.hpp)
   std::vector<cfloat *> buffers; // one padded image per segment
   GridFft forward, inverse;      // a team per transform (fewer segments than threads)
   // One single-threaded plan pair per segment, the segments' transforms run in parallel (as many
@@ -105,7 +109,7 @@ struct SegmentedToeplitz::Plan {
         blocks((static_cast<std::size_t>(p.voxels()) + kBlock - 1) / kBlock),
         forward(p.extents(), FFTW_FORWARD, omp_get_max_threads()), inverse(p.extents(), FFTW_BACKWARD, omp_get_max_threads()) {
     const auto n = static_cast<std::size_t>(p.voxels());
-    spectra = checked(Fft::alloc(blocks * pairs * kBlock));
+    spectra = checked(Fft::alloc(static_cast<std::size_t>(detail::segment_kernel_line(L, p.voxels()) + 1) / 2));
     for (int i = 0; i < L; ++i) buffers.push_back(checked(Fft::alloc(n)));
     if (L >= omp_get_max_threads() && omp_get_max_threads() > 1)
       for (int i = 0; i < L; ++i) {
@@ -123,8 +127,18 @@ struct SegmentedToeplitz::Plan {
     if (!p) throw Error("SegmentedToeplitz: cannot allocate " + std::to_string(padded.voxels() * 8) + " bytes");
     return p;
   }
-  cfloat &spectrum(std::size_t frequency, std::size_t pair_index) {
-    return spectra[(frequency / kBlock) * pairs * kBlock + pair_index * kBlock + frequency % kBlock];
+  float *kernels() const { return reinterpret_cast<float *>(spectra); }
+  // Pair i's spectrum k (the padded grid's frequencies) into the chunks.
+  void store(std::size_t i, const cfloat *k) {
+    const std::int64_t n = padded.voxels(), chunk = detail::kSegmentChunk, floats = detail::segment_kernel_chunk(segments);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t c = 0; c < (n + chunk - 1) / chunk; ++c) {
+      float *re = kernels() + c * floats + static_cast<std::int64_t>(i) * 2 * chunk;
+      for (std::int64_t j = 0; j < std::min(chunk, n - c * chunk); ++j) {
+        re[j] = k[c * chunk + j].real();
+        re[chunk + j] = k[c * chunk + j].imag();
+      }
+    }
   }
   // f(l, transform) for every segment: in parallel with the single-threaded plans, else in turn
   // with the team's.
@@ -189,11 +203,9 @@ SegmentedToeplitz::SegmentedToeplitz(const SegmentedFieldOperator &op, std::span
   detail::check_weights(weights, op.nufft().trajectory().size());
   plan_ = std::make_unique<Plan>(grid_.doubled(), op.segmentation().segments);
   plan_->seg = std::make_shared<const TimeSegmentation>(op.segmentation());
-  const std::size_t n = static_cast<std::size_t>(plan_->padded.voxels());
   // buffers[0] is free until the first application.
-  detail::segment_kernel_spectra(op, weights, plan_->forward, plan_->buffers[0], [&](std::size_t i, const cfloat *k) {
-    for (std::size_t f = 0; f < n; ++f) plan_->spectrum(f, i) = k[f];
-  });
+  detail::segment_kernel_spectra(op, weights, plan_->forward, plan_->buffers[0],
+                                 [&](std::size_t i, const cfloat *k) { plan_->store(i, k); });
 }
 
 std::size_t SegmentedToeplitz::kernel_bytes(const Grid &grid, int segments) {
@@ -230,34 +242,22 @@ void SegmentedToeplitz::forward(const Image &in, Image &out) const {
       }
     fft.execute_pruned(buf, region, Fft::Pruning::ZeroOutside);
   });
-  // Z_l = sum_l' K_ll' X_l', block by block, in place (a block's outputs are written after all its
-  // inputs were read).
+  // Z_l = sum_l' K_ll' X_l', block by block, in place (the product reads a chunk's inputs before
+  // it writes the chunk's outputs).
   constexpr std::size_t B = Plan::kBlock;
   const auto blocks = static_cast<std::int64_t>(plan.blocks);
+  const std::int64_t chunk_floats = detail::segment_kernel_chunk(L);
 #pragma omp parallel
   {
-    std::vector<cfloat> z(static_cast<std::size_t>(L) * B);
+    std::vector<float> scratch(static_cast<std::size_t>(detail::segment_product_scratch(L)));
+    std::vector<cfloat *> lines(static_cast<std::size_t>(L));
 #pragma omp for schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::size_t i0 = static_cast<std::size_t>(b) * B, count = std::min(B, n - i0);
-      std::fill(z.begin(), z.end(), cfloat{});
-      const cfloat *k = plan.spectra + static_cast<std::size_t>(b) * plan.pairs * B;
-      for (int l = 0; l < L; ++l) {
-        const cfloat *xl = plan.buffers[static_cast<std::size_t>(l)] + i0;
-        cfloat *zl = z.data() + static_cast<std::size_t>(l) * B;
-        for (std::size_t j = 0; j < count; ++j) zl[j] += k[j] * xl[j];
-        k += B;
-        for (int lp = l + 1; lp < L; ++lp, k += B) {
-          const cfloat *xlp = plan.buffers[static_cast<std::size_t>(lp)] + i0;
-          cfloat *zlp = z.data() + static_cast<std::size_t>(lp) * B;
-          for (std::size_t j = 0; j < count; ++j) {
-            zl[j] += k[j] * xlp[j];
-            zlp[j] += std::conj(k[j]) * xl[j];
-          }
-        }
-      }
-      for (int l = 0; l < L; ++l)
-        std::copy_n(z.data() + static_cast<std::size_t>(l) * B, count, plan.buffers[static_cast<std::size_t>(l)] + i0);
+      for (int l = 0; l < L; ++l) lines[static_cast<std::size_t>(l)] = plan.buffers[static_cast<std::size_t>(l)] + i0;
+      plan.product(L, 1, static_cast<std::int64_t>(count),
+                   plan.kernels() + static_cast<std::int64_t>(i0) / detail::kSegmentChunk * chunk_floats, lines.data(),
+                   scratch.data());
     }
   }
   plan.each_segment(true, [&](int l, const Fft &fft) {
