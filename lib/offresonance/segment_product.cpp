@@ -2,8 +2,10 @@
 #include "segment_product.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "platform/cpu_isa.hpp"
+#include "segmented_kernels.hpp"
 
 namespace mri::detail {
 namespace {
@@ -86,6 +88,93 @@ MRI_ALWAYS_INLINE void product(int L, int coils, std::int64_t length, const floa
       product_chunk(L, y0, std::min(kSegmentChunk, length - y0), kernel, lines + c * L, scratch);
 }
 
+// 16 floats (one AVX-512 register where the entry point is compiled for it).
+using Lanes = float __attribute__((vector_size(64)));
+constexpr std::int64_t kLanes = 16;
+MRI_ALWAYS_INLINE Lanes load_lanes(const float *p) {
+  Lanes v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+MRI_ALWAYS_INLINE void store_lanes(float *p, Lanes v) { std::memcpy(p, &v, sizeof v); }
+
+// A whole chunk for a fixed L, register-blocked: 16 frequencies of all L inputs held in 2L
+// registers, each output summed over l' in two more (per 16 frequencies: 4 L^2 multiply-adds,
+// 2 L^2 kernel loads, 2 L stores, against product_chunk's L(L+1)/2 x 4 stores). K_l'l for l' < l
+// is read as conj(K_ll'). 2L + 4 registers: AVX-512's 32 hold them up to L = 8.
+template <int L>
+MRI_ALWAYS_INLINE void product_chunk_blocked(std::int64_t y0, const float *kernel, std::complex<float> *const *lines, float *scratch) {
+  constexpr std::int64_t C = kSegmentChunk;
+  float *__restrict xr = scratch;
+  float *__restrict xi = xr + L * C;
+  float *__restrict zr = xi + L * C;
+  float *__restrict zi = zr + L * C;
+  for (int l = 0; l < L; ++l) {
+    const float *v = reinterpret_cast<const float *>(lines[l] + y0);
+    for (std::int64_t j = 0; j < C; ++j) {
+      xr[l * C + j] = v[2 * j];
+      xi[l * C + j] = v[2 * j + 1];
+    }
+  }
+  for (std::int64_t j = 0; j < C; j += kLanes) {
+    Lanes ar[L], ai[L];
+#pragma GCC unroll 8
+    for (int l = 0; l < L; ++l) {
+      ar[l] = load_lanes(xr + l * C + j);
+      ai[l] = load_lanes(xi + l * C + j);
+    }
+#pragma GCC unroll 8
+    for (int l = 0; l < L; ++l) {
+      Lanes sr = {}, si = {};
+#pragma GCC unroll 8
+      for (int lp = 0; lp < L; ++lp) {
+        const float *k = kernel + static_cast<std::int64_t>(lp >= l ? segment_pair(L, l, lp) : segment_pair(L, lp, l)) * 2 * C + j;
+        const Lanes kr = load_lanes(k), ki = load_lanes(k + C);
+        if (lp >= l) {
+          sr += kr * ar[lp] - ki * ai[lp];
+          si += kr * ai[lp] + ki * ar[lp];
+        } else {
+          sr += kr * ar[lp] + ki * ai[lp];
+          si += kr * ai[lp] - ki * ar[lp];
+        }
+      }
+      store_lanes(zr + l * C + j, sr);
+      store_lanes(zi + l * C + j, si);
+    }
+  }
+  for (int l = 0; l < L; ++l) {
+    float *v = reinterpret_cast<float *>(lines[l] + y0);
+    for (std::int64_t j = 0; j < C; ++j) {
+      v[2 * j] = zr[l * C + j];
+      v[2 * j + 1] = zi[l * C + j];
+    }
+  }
+}
+
+// product() with the register-blocked chunks where L is 2 .. 8 and the chunk whole.
+MRI_ALWAYS_INLINE void product_blocked(int L, int coils, std::int64_t length, const float *kernel,
+                                       std::complex<float> *const *lines, float *scratch) {
+  const std::int64_t chunk_floats = segment_kernel_chunk(L);
+  for (std::int64_t y0 = 0; y0 < length; y0 += kSegmentChunk, kernel += chunk_floats)
+    for (int c = 0; c < coils; ++c) {
+      std::complex<float> *const *coil = lines + c * L;
+      if (length - y0 < kSegmentChunk) {
+        product_chunk(L, y0, length - y0, kernel, coil, scratch);
+        continue;
+      }
+      switch (L) {
+      case 2: product_chunk_blocked<2>(y0, kernel, coil, scratch); break;
+      case 3: product_chunk_blocked<3>(y0, kernel, coil, scratch); break;
+      case 4: product_chunk_blocked<4>(y0, kernel, coil, scratch); break;
+      case 5: product_chunk_blocked<5>(y0, kernel, coil, scratch); break;
+      case 6: product_chunk_blocked<6>(y0, kernel, coil, scratch); break;
+      case 7: product_chunk_blocked<7>(y0, kernel, coil, scratch); break;
+      case 8: product_chunk_blocked<8>(y0, kernel, coil, scratch); break;
+      default: product_chunk(L, y0, kSegmentChunk, kernel, coil, scratch);
+      }
+    }
+}
+
 void product_generic(int L, int coils, std::int64_t length, const float *kernel, std::complex<float> *const *lines, float *scratch) {
   product(L, coils, length, kernel, lines, scratch);
 }
@@ -98,7 +187,7 @@ __attribute__((target("avx2,fma"))) void product_avx2(int L, int coils, std::int
 }
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) void product_avx512(int L, int coils, std::int64_t length, const float *kernel,
                                                                          std::complex<float> *const *lines, float *scratch) {
-  product(L, coils, length, kernel, lines, scratch);
+  product_blocked(L, coils, length, kernel, lines, scratch);
 }
 #else
 #define MRI_SEGMENT_PRODUCT_X86 0

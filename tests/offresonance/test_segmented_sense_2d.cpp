@@ -59,9 +59,10 @@ std::vector<cdouble> segmented_sense_normal(const Trajectory &t, const TimeSegme
 
 TEST_CASE("segmented sense toeplitz 2d: the fused pass equals the float64 segmented model and the unfused normal",
           "[offresonance]") {
-  // 21 x 19: a partial block of rows (16) and of columns (8) on the doubled grid, and columns of
-  // 38 frequencies, shorter than one chunk of the product (64). 5 coils: a group of 4 and one.
-  const Grid grid(21, 19);
+  // 10 x 37: partial blocks of rows (16) and of columns (8) on the doubled grid, and columns of
+  // 74 frequencies: a whole chunk of the product (64; AVX-512 register-blocks those for L <= 8)
+  // and a partial one. 5 coils: a group of 4 and one.
+  const Grid grid(10, 37);
   const int coils = 5;
   const Trajectory t = test::random_trajectory(grid, 700, 61);
   const auto times = readout_times(7, 100, 0.012);
@@ -73,6 +74,7 @@ TEST_CASE("segmented sense toeplitz 2d: the fused pass equals the float64 segmen
   const CoilSensitivities maps(grid, coils, test::random_complex(static_cast<std::size_t>(coils * grid.voxels()), 65));
   const Image x = test::random_image(grid, 66);
   REQUIRE(op.segmentation().segments >= 3);
+  REQUIRE(op.segmentation().segments <= 8);
 
   // The unfused form: SenseNormal's loop over SegmentedToeplitz.
   const SegmentedToeplitz single(op, w);
