@@ -20,6 +20,27 @@ namespace {
 #define MRI_IVDEP
 #endif
 
+// The chunk of n frequencies at y0 of each of the L lines into split arrays (C apart), and back.
+MRI_ALWAYS_INLINE void split(int L, std::int64_t y0, std::int64_t n, std::complex<float> *const *lines, float *re, float *im) {
+  for (int l = 0; l < L; ++l) {
+    const float *v = reinterpret_cast<const float *>(lines[l] + y0);
+    for (std::int64_t j = 0; j < n; ++j) {
+      re[l * kSegmentChunk + j] = v[2 * j];
+      im[l * kSegmentChunk + j] = v[2 * j + 1];
+    }
+  }
+}
+MRI_ALWAYS_INLINE void join(int L, std::int64_t y0, std::int64_t n, const float *re, const float *im,
+                            std::complex<float> *const *lines) {
+  for (int l = 0; l < L; ++l) {
+    float *v = reinterpret_cast<float *>(lines[l] + y0);
+    for (std::int64_t j = 0; j < n; ++j) {
+      v[2 * j] = re[l * kSegmentChunk + j];
+      v[2 * j + 1] = im[l * kSegmentChunk + j];
+    }
+  }
+}
+
 // One chunk of n <= kSegmentChunk frequencies at offset y0. The scratch arrays never overlap each
 // other or the kernel (MRI_IVDEP: GCC does not vectorise the four-output loop through ten pointers
 // otherwise, as it would have to check every pair at run time).
@@ -30,15 +51,8 @@ MRI_ALWAYS_INLINE void product_chunk(int L, std::int64_t y0, std::int64_t n, con
   float *__restrict xi = xr + L * C;
   float *__restrict zr = xi + L * C;
   float *__restrict zi = zr + L * C;
-  for (int l = 0; l < L; ++l) {
-    const float *v = reinterpret_cast<const float *>(lines[l] + y0);
-    for (std::int64_t j = 0; j < n; ++j) {
-      xr[l * C + j] = v[2 * j];
-      xi[l * C + j] = v[2 * j + 1];
-      zr[l * C + j] = 0;
-      zi[l * C + j] = 0;
-    }
-  }
+  split(L, y0, n, lines, xr, xi);
+  std::fill_n(zr, 2 * L * C, 0.0f); // zr and zi
   const float *k = kernel;
   for (int l = 0; l < L; ++l) {
     float *__restrict zrl = zr + l * C;
@@ -71,13 +85,7 @@ MRI_IVDEP
       }
     }
   }
-  for (int l = 0; l < L; ++l) {
-    float *v = reinterpret_cast<float *>(lines[l] + y0);
-    for (std::int64_t j = 0; j < n; ++j) {
-      v[2 * j] = zr[l * C + j];
-      v[2 * j + 1] = zi[l * C + j];
-    }
-  }
+  join(L, y0, n, zr, zi, lines);
 }
 
 MRI_ALWAYS_INLINE void product(int L, int coils, std::int64_t length, const float *kernel, std::complex<float> *const *lines,
@@ -109,13 +117,7 @@ MRI_ALWAYS_INLINE void product_chunk_blocked(std::int64_t y0, const float *kerne
   float *__restrict xi = xr + L * C;
   float *__restrict zr = xi + L * C;
   float *__restrict zi = zr + L * C;
-  for (int l = 0; l < L; ++l) {
-    const float *v = reinterpret_cast<const float *>(lines[l] + y0);
-    for (std::int64_t j = 0; j < C; ++j) {
-      xr[l * C + j] = v[2 * j];
-      xi[l * C + j] = v[2 * j + 1];
-    }
-  }
+  split(L, y0, C, lines, xr, xi);
   for (std::int64_t j = 0; j < C; j += kLanes) {
     Lanes ar[L], ai[L];
 #pragma GCC unroll 8
@@ -142,13 +144,7 @@ MRI_ALWAYS_INLINE void product_chunk_blocked(std::int64_t y0, const float *kerne
       store_lanes(zi + l * C + j, si);
     }
   }
-  for (int l = 0; l < L; ++l) {
-    float *v = reinterpret_cast<float *>(lines[l] + y0);
-    for (std::int64_t j = 0; j < C; ++j) {
-      v[2 * j] = zr[l * C + j];
-      v[2 * j + 1] = zi[l * C + j];
-    }
-  }
+  join(L, y0, C, zr, zi, lines);
 }
 
 // product() with the register-blocked chunks where L is 2 .. 8 and the chunk whole.
