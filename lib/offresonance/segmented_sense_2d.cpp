@@ -46,12 +46,13 @@ cfloat *allocate(std::size_t n) {
 
 // howmany transforms of length n, `distance` values apart, from one buffer into another (FFTW's
 // in-place transforms of these lines copy through a buffer of their own: the out-of-place ones
-// take about 0.8 of their time), single-threaded (the lines run on the OpenMP team).
-Fft::plan plan_lines(int n, int howmany, int distance, cfloat *in, cfloat *out, int sign) {
+// take about 0.8 of their time), single-threaded (the lines run on the OpenMP team). keep_input:
+// the input is left as it was (FFTW_PRESERVE_INPUT), else it may be overwritten.
+Fft::plan plan_lines(int n, int howmany, int distance, cfloat *in, cfloat *out, int sign, bool keep_input) {
   fftwf_plan_with_nthreads(1);
   auto *i = reinterpret_cast<fftwf_complex *>(in), *o = reinterpret_cast<fftwf_complex *>(out);
   return fftwf_plan_many_dft(1, &n, howmany, i, nullptr, 1, distance, o, nullptr, 1, distance, sign,
-                             FFTW_ESTIMATE | FFTW_DESTROY_INPUT);
+                             FFTW_ESTIMATE | (keep_input ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT));
 }
 
 // The plan on other buffers of the planned alignment (every buffer here starts on a cache line).
@@ -69,29 +70,33 @@ cfloat *allocate_zeroed(std::size_t n) {
 
 // FFTW plans (kRows rows of the doubled width, L x kColumns columns of the doubled height, each
 // direction, out of place) and the buffers: the coil group's rows, and per thread the group's
-// column lines, a staging buffer (the other side of every transform), the product's scratch and
-// kRows rows of the segment sum. Each part starts on a cache line.
+// column lines, the columns' input (its lines' lower halves zero for good: the forward transform
+// keeps its input, nothing else writes there), a staging buffer (the other side of the other
+// transforms), the product's scratch and kRows rows of S_c .* x or of the segment sum. Each part
+// starts on a cache line.
 struct SegmentedSenseToeplitz2d::Plans {
-  std::int64_t row_distance, column_distance, segment_values, line_values, staging_values, scratch_values, thread_values;
+  std::int64_t row_distance, column_distance, segment_values, line_values, column_input_values, staging_values,
+      scratch_values, thread_values;
   Fft::plan rows_forward = nullptr, rows_inverse = nullptr, columns_forward = nullptr, columns_inverse = nullptr;
   cfloat *rows = nullptr, *threads = nullptr;
 
   Plans(std::int64_t nx, std::int64_t ny, int segments, int team)
       : row_distance(line_distance(2 * nx)), column_distance(line_distance(2 * ny)),
         segment_values(round_up(ny, kRows) * row_distance), line_values(kCoilGroup * segments * kColumns * column_distance),
+        column_input_values(segments * kColumns * column_distance),
         staging_values(std::max(kRows * row_distance, segments * kColumns * column_distance)),
         scratch_values(round_up((segment_product_scratch(segments) + 1) / 2, 8)),
-        thread_values(line_values + staging_values + scratch_values + round_up(kRows * nx, 8)) {
+        thread_values(line_values + column_input_values + staging_values + scratch_values + round_up(kRows * nx, 8)) {
     const std::int64_t px = 2 * nx, py = 2 * ny;
     const int column_lines = static_cast<int>(segments * kColumns);
     // FFTW_ESTIMATE does not touch the planning buffers.
     cfloat *in = Fft::alloc(static_cast<std::size_t>(staging_values)), *out = Fft::alloc(static_cast<std::size_t>(staging_values));
     if (in && out) {
       std::lock_guard lock(fftw_planner_mutex());
-      rows_forward = plan_lines(int(px), int(kRows), int(row_distance), in, out, FFTW_FORWARD);
-      rows_inverse = plan_lines(int(px), int(kRows), int(row_distance), in, out, FFTW_BACKWARD);
-      columns_forward = plan_lines(int(py), column_lines, int(column_distance), in, out, FFTW_FORWARD);
-      columns_inverse = plan_lines(int(py), column_lines, int(column_distance), in, out, FFTW_BACKWARD);
+      rows_forward = plan_lines(int(px), int(kRows), int(row_distance), in, out, FFTW_FORWARD, false);
+      rows_inverse = plan_lines(int(px), int(kRows), int(row_distance), in, out, FFTW_BACKWARD, false);
+      columns_forward = plan_lines(int(py), column_lines, int(column_distance), in, out, FFTW_FORWARD, true);
+      columns_inverse = plan_lines(int(py), column_lines, int(column_distance), in, out, FFTW_BACKWARD, false);
     }
     Fft::free(in);
     Fft::free(out);
@@ -198,24 +203,29 @@ void SegmentedSenseToeplitz2d::group(int first, int count, const cfloat *x, cflo
   {
     cfloat *const thread = plans.threads + omp_get_thread_num() * plans.thread_values;
     cfloat *const lines = thread;
-    cfloat *const staging = lines + plans.line_values;
+    cfloat *const column_input = lines + plans.line_values;
+    cfloat *const staging = column_input + plans.column_input_values;
     float *const scratch = reinterpret_cast<float *>(staging + plans.staging_values);
     cfloat *const sum = staging + plans.staging_values + plans.scratch_values;
     std::vector<cfloat *> segment_lines(static_cast<std::size_t>(count * L));
     // 1. S_c .* E_l .* x into rows 0 .. ny - 1 of the doubled width, zero beyond; along x.
 #pragma omp for schedule(static)
-    for (std::int64_t task = 0; task < count * L * row_blocks; ++task) {
-      const int c = static_cast<int>(task / (L * row_blocks));
-      const int l = static_cast<int>(task / row_blocks % L);
-      const std::int64_t y0 = task % row_blocks * kRows;
-      const cfloat *s = map(c), *e = phases + l * N;
-      for (std::int64_t r = 0; r < kRows; ++r) {
-        cfloat *row = staging + r * rd;
-        const std::int64_t y = y0 + r, filled = y < ny ? nx : 0;
-        for (std::int64_t i = 0; i < filled; ++i) row[i] = s[y * nx + i] * x[y * nx + i] * e[y * nx + i];
-        std::fill(row + filled, row + px, cfloat{});
+    for (std::int64_t task = 0; task < count * row_blocks; ++task) {
+      const int c = static_cast<int>(task / row_blocks);
+      const std::int64_t y0 = task % row_blocks * kRows, y_end = std::min(ny, y0 + kRows);
+      const cfloat *s = map(c);
+      for (std::int64_t y = y0; y < y_end; ++y)
+        for (std::int64_t i = 0; i < nx; ++i) sum[(y - y0) * nx + i] = s[y * nx + i] * x[y * nx + i];
+      for (int l = 0; l < L; ++l) {
+        const cfloat *e = phases + l * N;
+        for (std::int64_t r = 0; r < kRows; ++r) {
+          cfloat *row = staging + r * rd;
+          const std::int64_t y = y0 + r, filled = y < ny ? nx : 0;
+          for (std::int64_t i = 0; i < filled; ++i) row[i] = sum[r * nx + i] * e[y * nx + i];
+          std::fill(row + filled, row + px, cfloat{});
+        }
+        execute(plans.rows_forward, staging, rows_of(c, l) + y0 * rd);
       }
-      execute(plans.rows_forward, staging, rows_of(c, l) + y0 * rd);
     }
     // 2. Columns: per coil, the L segments' columns gathered (the lower half zero), along y, the
     //    spectral product, back, the image's rows kept.
@@ -226,12 +236,11 @@ void SegmentedSenseToeplitz2d::group(int first, int count, const cfloat *x, cflo
       for (int c = 0; c < count; ++c) {
         for (int l = 0; l < L; ++l) {
           const cfloat *from = rows_of(c, l) + x0;
-          cfloat *to = staging + l * kColumns * cd;
+          cfloat *to = column_input + l * kColumns * cd;
           for (std::int64_t y = 0; y < ny; ++y)
             for (std::int64_t b = 0; b < width; ++b) move_value(from + y * rd + b, to + b * cd + y);
-          for (std::int64_t b = 0; b < width; ++b) std::fill(to + b * cd + ny, to + b * cd + py, cfloat{});
         }
-        execute(plans.columns_forward, staging, coil_lines(c));
+        execute(plans.columns_forward, column_input, coil_lines(c));
       }
       for (std::int64_t b = 0; b < width; ++b) {
         for (int c = 0; c < count; ++c)
