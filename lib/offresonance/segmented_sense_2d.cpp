@@ -22,9 +22,9 @@ using Fft = Fftw<float>;
 
 // Rows per FFTW call in passes 1 and 3: 16 complex floats side by side (128 B), as SenseToeplitz2d.
 constexpr std::int64_t kRows = 16;
-// Columns per task in pass 2: L x kColumns lines are transformed together, and the block's
-// kernels (L(L+1)/2 x kColumns x 2ny values: 590 KB at L = 8, 128^2) stay in L2 while every coil
-// of the group uses them.
+// Columns per task in pass 2: L x kColumns lines per coil are transformed together, and the
+// block's kernels (L(L+1)/2 x kColumns x 2ny values: 590 KB at L = 8, 128^2) are read once for the
+// group, a chunk at a time (36 KB) for all its coils.
 constexpr std::int64_t kColumns = 8;
 // Coils per pass: their L segments' rows are held at once (270 KB per coil and segment at 128^2).
 // The coil sum runs in index order across passes, so the result does not depend on it.

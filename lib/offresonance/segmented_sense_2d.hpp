@@ -8,11 +8,13 @@
 // per group of coils instead of once per coil. The layout is SenseToeplitz2d's
 // (lib/toeplitz/sense_toeplitz_2d.hpp), per group of coils:
 //   1. rows: S_c .* E_l .* x written into the first ny rows of the doubled width, the rest of each
-//      row zero, transformed along x in place (rows ny .. 2ny - 1 are zero: never stored);
-//   2. columns, kColumns at a time per thread, for each coil: the L segments' columns gathered
-//      (the lower half zero), transformed along y, the L x L product (segment_product.hpp),
-//      transformed back, and only the image's ny rows scattered back;
+//      row zero, transformed along x (rows ny .. 2ny - 1 are zero: never stored);
+//   2. columns, kColumns at a time per thread: every coil's L segments' columns gathered (the
+//      lower half zero), transformed along y, the L x L product (segment_product.hpp; each chunk
+//      of kernels applied to all the group's coils while in L1), transformed back, and only the
+//      image's ny rows scattered back;
 //   3. rows back along x, and out += conj(S_c) .* sum_l conj(E_l) .* (the first nx values).
+// Every transform runs out of place, through per-thread staging buffers.
 // Every output value is made by the same operations in the same order (coils and segments summed
 // in index order), so the result is bitwise the same for any number of threads.
 #include <complex>
