@@ -113,10 +113,11 @@ public:
                                   std::chrono::steady_clock::time_point t_start) const override {
     return reconstruct_frames_cuda(frames, grid, options, maps, std::move(report), t_start);
   }
-  Image solve_motion_corrected(const std::vector<mri::detail::DeviceMcirState> &states, const Grid &grid,
-                               const ReconOptions &options, const CoilSensitivities *maps, ReconReport &report,
-                               MotionCorrectionReport &motion) const override {
-    return solve_motion_corrected_cuda(states, grid, options, maps, report, motion);
+  std::unique_ptr<mri::detail::DeviceMcir> motion_corrected(const std::vector<const KSpaceData *> &states,
+                                                            const Grid &grid, const ReconOptions &options,
+                                                            const CoilSensitivities *maps,
+                                                            ReconReport &report) const override {
+    return motion_corrected_cuda(states, grid, options, maps, report);
   }
   std::size_t device_free_bytes() const override { return device_memory().free; }
 };

@@ -5,6 +5,7 @@
 #include "exact/fhd_plan.cuh"
 #include "nufft/gridding_cuda.hpp"
 #include "toeplitz/normal_common.cuh"
+#include "mri_backend/device_operator_bytes.hpp"
 #include "sense/sense_toeplitz.hpp"
 
 namespace mri::cuda {
@@ -22,25 +23,6 @@ std::size_t fhd_plan_bytes(const Grid &out, std::size_t m) {
                   detail::FhdPlan::chunked_bytes(out, detail::FhdPlan::kChunkQuantum));
 }
 
-// A device NUFFT plan of `image` (cuda/nufft/gridding_cuda.cu): the oversampled grid (about 2^d voxels
-// per image voxel at oversampling 2; the FFT sizes round up) with its cuFFT work area, per-cell
-// offsets and the gather's item flags and list (5 B an item: an item is 8 points in 3D, one in
-// 2D; 1 B a point counted, the 2D rest inside the 2.2^d margin), the image, and per sample: its
-// resident records (key, permutation, record, cell: 28 B; sorted and staged values: 16 B; the
-// kernel weights, d W floats, counted at the widest device kernel since the width follows the
-// tolerance), the setup's transients beside them (unsorted keys, indices and records: 24 B; the
-// radix sort's alternate keys and indices: 8 B) and the device points it is made from: every
-// buffer the plan holds is counted, since a per-sample count that leaves some out underestimates
-// a 3D plan (the reliability tests compare the estimate with the ledger's peak). Gridding::
-// ScatterFixed adds the fixed-point grid, two 8-byte integers an oversampled point.
-std::size_t nufft_plan_bytes(const Grid &image, std::size_t m, bool fixed_point) {
-  const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));
-  const std::size_t records = 28 + 16, transients = 24 + 8,
-                    weights = sizeof(float) * static_cast<std::size_t>(image.dims() * detail::kMaxDeviceWidth);
-  const std::size_t per_sample = records + weights + transients + sizeof(KPoint);
-  return g * (8 + 8 + 4 + 1 + (fixed_point ? 16 : 0)) + m * per_sample + static_cast<std::size_t>(image.voxels()) * 8;
-}
-
 } // namespace
 
 DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool direct, bool q_from_cache,
@@ -51,9 +33,8 @@ DeviceBytes reconstruct_device_bytes(const Grid &grid, std::size_t samples, bool
   const std::size_t m = samples;
   const Grid half_grid = q_half_grid(grid);
   const auto half = static_cast<std::size_t>(half_grid.voxels());
-  // The Toeplitz operator's buffers: spectrum (4 B), FFT array, the padded input (Pruned: half,
-  // and the slab transform's full array), cuFFT work area.
-  const std::size_t toeplitz = l * 4 + 7 * l * 8 / 2;
+  using mri::detail::nufft_plan_bytes;
+  const std::size_t toeplitz = mri::detail::toeplitz_operator_bytes(grid);
   DeviceBytes b;
   // + the right-hand side, and the uploaded samples (the exact sum: a block of coils' beside
   // its plan).

@@ -8,9 +8,6 @@
 namespace mri::cuda::detail {
 namespace {
 
-// What the padded grids of one pass may take (the cuFFT work area comes on top, about as much).
-constexpr std::size_t kBatchBytes = mri::detail::tuning::Gpu::sense_batch_bytes;
-
 __device__ __forceinline__ float2 cmul(float2 a, float2 b) {
   return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }
@@ -63,17 +60,6 @@ __global__ void crop_combine_kernel(const float2 *__restrict__ w, const float2 *
 const float2 *f2(const cfloat *p) { return reinterpret_cast<const float2 *>(p); }
 
 } // namespace
-
-int sense_coil_batch(const Grid &grid, int coils) {
-  const Grid padded = grid.doubled();
-  if (coils < 1 || resolve_fft(ToeplitzFft::Auto, padded) != ToeplitzFft::Unfused) return 0;
-  const auto per_coil = static_cast<std::size_t>(padded.voxels()) * sizeof(float2);
-  return static_cast<int>(std::clamp<std::size_t>(kBatchBytes / per_coil, 1, static_cast<std::size_t>(coils)));
-}
-
-std::size_t sense_batch_bytes(const Grid &grid, int batch) {
-  return 2 * static_cast<std::size_t>(batch) * static_cast<std::size_t>(grid.doubled().voxels()) * sizeof(float2);
-}
 
 struct SenseToeplitz::Impl {
   const DeviceCoils *coils;

@@ -13,14 +13,14 @@
 #include "sense_cuda.hpp"
 #include "toeplitz/toeplitz_cuda.hpp"
 
+#include "mri_backend/device_operator_bytes.hpp"
+
 namespace mri::cuda::detail {
 
-// Coils per pass on `grid`: 0 where the batched operator is not used (3D grids whose Toeplitz
-// transform is Pruned: the pruned one-coil transforms move a third less data than a whole batched
-// transform), else min(coils, what kBatchBytes of padded grids hold, at least 1).
-int sense_coil_batch(const Grid &grid, int coils);
-// The device bytes of the batched operator's padded grids and cuFFT work area at `batch` coils.
-std::size_t sense_batch_bytes(const Grid &grid, int batch);
+// Coils per pass and the batched operator's bytes: mri_backend/device_operator_bytes.hpp's rules,
+// shared with the memory estimates.
+using mri::detail::sense_batch_bytes;
+using mri::detail::sense_coil_batch;
 
 class SenseToeplitz : public SelfAdjointOnDevice<SenseToeplitz> {
 public:

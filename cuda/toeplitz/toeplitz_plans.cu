@@ -8,6 +8,7 @@
 #include <cufftXt.h>
 
 #include "cuda_check.cuh"
+#include "mri_backend/device_operator_bytes.hpp"
 #include "toeplitz_plans.cuh"
 #ifdef MRI_TOEPLITZ_LTO
 #include <nvJitLink.h>
@@ -236,9 +237,8 @@ ToeplitzFft resolve_fft(ToeplitzFft requested, const Grid &padded) {
   if (requested != ToeplitzFft::Auto) return requested;
   // The callbacks make cuFFT's 256^3 kernels slower than the unfused passes they replace, so they
   // are not the default (bench_recon_gpu RECON-3D; docs/history.md, "One CG iteration of
-  // RECON-3D: how the pad / multiply / crop run").
-  return padded.dims() == 3 && padded.voxels() >= (std::int64_t{1} << 21) ? ToeplitzFft::Pruned
-                                                                         : ToeplitzFft::Unfused;
+  // RECON-3D: how the pad / multiply / crop run"); the rule is shared with the memory estimates.
+  return mri::detail::toeplitz_auto_pruned(padded) ? ToeplitzFft::Pruned : ToeplitzFft::Unfused;
 }
 
 void clear_plan_cache() {

@@ -184,8 +184,8 @@ struct MotionChainRound {
   double max_field_change = 0;
   double mcir_residual = 0; // MCIR's last relative CG residual ||b - A x|| / ||b||
   // The MCIR image's data fit ||W^(1/2) (E x - y)|| / ||W^(1/2) y|| with this round's fields
-  // (E = [P_s F S_c W_s]; the same data every round, so rounds compare); NaN where MCIR ran on the
-  // device (the CPU's per-state operators are not kept there).
+  // (E = [P_s F S_c W_s]; the same data every round, so rounds compare), computed where MCIR ran
+  // (host or device) from its kept per-state operators.
   double data_residual = 0;
   int mcir_iterations = 0;
   bool fields_given = false;   // round 1 with MotionChainOptions::fields
@@ -206,8 +206,7 @@ struct MotionChainResult {
   std::shared_ptr<const CoilSensitivities> maps;
   std::optional<CoilCompression> compression;
   ReconReport coils; // acquired_coils, coils, coil_energy_kept, maps and coil_seconds of that step
-  std::string note;  // what the chain dropped or moved (terms across states, MCIR moved to the CPU,
-                     // where the refinement ran)
+  std::string note;  // what the chain dropped (terms across states) and which round it kept
 };
 
 // The chain on `states` (one KSpaceData per motion state, state 0 the reference): the coil maps
@@ -218,14 +217,12 @@ struct MotionChainResult {
 // the states registered to state 0 (fixed = state s, moving = state 0: the field MCIR takes) unless
 // fields are given; MCIR of state 0 with the options' spatial sparse terms (the terms across states,
 // TV along the frames and locally low rank, are the states' only; the note says which were
-// dropped; with spatial terms and backend = Cuda MCIR runs on the CPU, the note says so), by CG
-// without terms; then rounds - 1 alternations as MotionChainOptions says. Each state's F^H D and Q
-// for MCIR are computed once for all rounds on the CPU.
+// dropped), by CG without terms; then rounds - 1 alternations as MotionChainOptions says. Each
+// state's F^H D and Q for MCIR are computed once for all rounds, where MCIR runs (on the device
+// they stay there for the rounds' refinements and data residuals).
 // Throws what reconstruct_frames and reconstruct_motion_corrected throw, InvalidArgument for
 // rounds < 1 ("chain.rounds"), refine_iterations < 0, fewer than 2 states when fields are to be
-// estimated, and Unsupported for rounds > 1 with refine_iterations > 0 where the backend is Cuda
-// (asked, or Auto with a usable GPU): the refinement needs the CPU MCIR's per-state b_s and Q_s,
-// which the device solve does not keep (refine_iterations = 0 runs on either backend).
+// estimated.
 MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states, const Grid &grid,
                                            const ReconOptions &options = {}, const MotionChainOptions &chain = {});
 

@@ -1,8 +1,8 @@
 // The joint solves' device memory (mri/detail/joint_device_memory.hpp): the counts of what
 // cuda/recon/recon_cuda.cu (per frame) with mri_backend/frames_driver.hpp (the stack), and
-// cuda/mcir/mcir_cuda.cu, allocate. The per-buffer rules are those of the single reconstruction's
-// estimate (cuda/recon/device_memory_estimate.cu): the Toeplitz operator's 32 B a doubled-grid
-// voxel, the NUFFT plan's per-sample records and oversampled grid, the coil-batched SENSE grids.
+// cuda/mcir/mcir_cuda.cu, allocate. The per-buffer rules (the Toeplitz operator, the NUFFT plan,
+// the coil-batched SENSE grids) are mri_backend/device_operator_bytes.hpp's, which the single
+// reconstruction's estimate and the operators themselves use.
 #include "mri/detail/joint_device_memory.hpp"
 
 #include <algorithm>
@@ -14,46 +14,16 @@
 #include "mri/proximal_solvers.hpp"
 #include "mri/sparse.hpp"
 #include "mri/trajectory.hpp"
-#include "mri_backend/cuda_backend.hpp" // kMaxDeviceNufftWidth
+#include "mri_backend/device_operator_bytes.hpp"
 #include "mri_backend/low_rank_device_bytes.hpp"
 #include "mri_backend/tuning.hpp"
 
 namespace mri::detail {
 namespace {
 
-constexpr std::size_t kComplex = 8; // complex float
+constexpr std::size_t kComplex = kDeviceComplexBytes;
 
 std::size_t voxels(const Grid &g) { return static_cast<std::size_t>(g.voxels()); }
-
-// The Toeplitz operator: spectrum (4 B), FFT array, the padded input and the cuFFT work area
-// (7/2 complex values) a doubled-grid voxel.
-std::size_t toeplitz_bytes(const Grid &grid) { return voxels(grid.doubled()) * (4 + 7 * kComplex / 2); }
-
-// Coils per pass of the coil-batched SENSE normal (cuda/sense/sense_toeplitz.cu's sense_coil_batch):
-// none on 3D grids whose Toeplitz transform is pruned (doubled grids of 2^21 voxels or more), else
-// as many padded grids as the batch budget holds, at least one, at most the coils.
-int sense_batch(const Grid &grid, int coils) {
-  const Grid padded = grid.doubled();
-  if (coils < 1 || (padded.dims() == 3 && padded.voxels() >= (std::int64_t{1} << 21))) return 0;
-  const std::size_t per_coil = voxels(padded) * kComplex;
-  return static_cast<int>(std::clamp<std::size_t>(tuning::Gpu::sense_batch_bytes / per_coil, 1,
-                                                  static_cast<std::size_t>(coils)));
-}
-// Its padded grids and work area.
-std::size_t sense_batch_bytes(const Grid &grid, int batch) {
-  return 2 * static_cast<std::size_t>(batch) * voxels(grid.doubled()) * kComplex;
-}
-
-// A device NUFFT plan of `image` and m samples: the oversampled grid (2.2^d voxels an image voxel)
-// with its work area, offsets and item flags (21 B a point), per sample its records (44 B), kernel
-// weights at the widest device kernel (4 d W B), setup transients (32 B) and point (12 B), and the
-// image.
-std::size_t nufft_plan_bytes(const Grid &image, std::size_t m) {
-  const auto g = static_cast<std::size_t>(static_cast<double>(image.voxels()) * std::pow(2.2, image.dims()));
-  const std::size_t per_sample = 44 + 4 * static_cast<std::size_t>(image.dims() * kMaxDeviceNufftWidth) + 32 +
-                                 sizeof(KPoint);
-  return g * 21 + m * per_sample + voxels(image) * kComplex;
-}
 
 // The largest one-frame phase: F^H D (the NUFFT plan, a coil's samples uploaded and sorted twice,
 // with coils a block of coils' oversampled grids and images; the exact sum: every coil's samples
@@ -66,9 +36,9 @@ std::size_t transient_bytes(const JointDeviceSizes &s) {
   std::size_t most = 0;
   for (const std::size_t m : s.samples) {
     const std::size_t fhd =
-        s.nufft ? nufft_plan_bytes(s.grid, m) + block * (2 * m * kComplex + (std::size_t{1} << s.grid.dims()) * n * kComplex)
+        s.nufft ? nufft_plan_bytes(s.grid, m, false) + block * (2 * m * kComplex + (std::size_t{1} << s.grid.dims()) * n * kComplex)
                 : coils * m * kComplex + m * 4;
-    const std::size_t q = s.nufft ? nufft_plan_bytes(s.grid.doubled(), m) + m * kComplex + l * kComplex
+    const std::size_t q = s.nufft ? nufft_plan_bytes(s.grid.doubled(), m, false) + m * kComplex + l * kComplex
                                   : m * (sizeof(KPoint) + 4) + l * kComplex;
     most = std::max({most, fhd, q});
   }
@@ -118,10 +88,10 @@ std::string JointDeviceBytes::describe() const {
 
 JointDeviceBytes frames_device_bytes(const JointDeviceSizes &s, const SolverOptions &solver) {
   const std::size_t n = voxels(s.grid), frames = s.samples.size();
-  const int batch = sense_batch(s.grid, s.coils);
+  const int batch = sense_coil_batch(s.grid, s.coils);
   JointDeviceBytes b;
   b.maps = s.coils > 0 ? frames * static_cast<std::size_t>(s.coils) * n * kComplex : 0;
-  b.operators = frames * (toeplitz_bytes(s.grid) + (batch > 0 ? sense_batch_bytes(s.grid, batch) : 0));
+  b.operators = frames * (toeplitz_operator_bytes(s.grid) + (batch > 0 ? sense_batch_bytes(s.grid, batch) : 0));
   b.images = frames * n * kComplex * (s.coils > 0 ? 3 : 1); // rhs; with maps the SENSE normal's two scratch images
   b.solver = frames * n * kComplex * solver_images(solver, s.grid);
   for (const SparseTerm &t : solver.terms) // locally low rank's plan: one for the stack
@@ -133,15 +103,16 @@ JointDeviceBytes frames_device_bytes(const JointDeviceSizes &s, const SolverOpti
 
 JointDeviceBytes mcir_device_bytes(const JointDeviceSizes &s, int moving, bool jacobian_weighting) {
   const std::size_t n = voxels(s.grid), states = s.samples.size();
-  const int batch = sense_batch(s.grid, s.coils);
+  const int batch = sense_coil_batch(s.grid, s.coils);
   JointDeviceBytes b;
   b.maps = static_cast<std::size_t>(s.coils) * n * kComplex +
            (s.regularizer ? static_cast<std::size_t>(std::max(1, s.coils)) * n * kComplex : 0);
-  b.operators = states * (toeplitz_bytes(s.grid) + (batch > 0 ? sense_batch_bytes(s.grid, batch) : 0));
+  b.operators = states * (toeplitz_operator_bytes(s.grid) + (batch > 0 ? sense_batch_bytes(s.grid, batch) : 0));
   const std::size_t corners = std::size_t{1} << s.grid.dims();
   const std::size_t per_warp = 12 * n + (jacobian_weighting ? 4 * n : 0) + 4 * (n + 1) + 4 * corners * n;
   b.warps = static_cast<std::size_t>(std::max(0, moving)) * per_warp;
-  b.images = (2 + 2 * 5) * n * kComplex; // rhs and a state's upload; the normal's scratch, twice
+  b.images = (states + 2 + 2 * 5) * n * kComplex; // every b_s (kept for the chain's rounds), b and a warped
+                                                  // b_s; the normal's scratch, twice
   b.solver = 4 * n * kComplex;           // CG's x, r, p, Ap
   b.transient = transient_bytes(s);
   return b;

@@ -283,15 +283,6 @@ Image state_rhs(const KSpaceData &d, const Grid &grid, const CoilSensitivities *
   return rhs;
 }
 
-// ||W^(1/2) D||^2 over every coil's samples (W = 1 without weights).
-double weighted_energy(const KSpaceData &d) {
-  const std::size_t m = d.samples_per_coil();
-  double sum = 0;
-  for (std::size_t i = 0; i < d.samples().size(); ++i)
-    sum += (d.has_weights() ? d.weights()[i % m] : 1.0) * std::norm(cdouble(d.samples()[i]));
-  return sum;
-}
-
 // The whole device solve's memory (every state's operators and warps, the maps, CG's images) against
 // the device's free memory and gpu.memory_limit, before anything is allocated: Unsupported naming
 // the bytes needed and available (mri/detail/joint_device_memory.hpp). The coils: the maps' after
@@ -356,25 +347,31 @@ Image solve_sparse(Normal normal, const Image &rhs, double energy, const Grid &g
   return unscaled(x);
 }
 
-// The solve on the CUDA backend (CudaBackend::solve_motion_corrected): every state's b_s and Q_s
-// made on the device as mri::reconstruct's device path makes them (no host round trip), the warps,
-// the Toeplitz normals, the state sum and CG there too.
+// The solve on the CUDA backend (CudaBackend::motion_corrected): every state's b_s and Q_s made on
+// the device as mri::reconstruct's device path makes them (no host round trip), or the cache's
+// from an earlier call; the warps, the Toeplitz normals, the state sum and CG there too.
 Image solve_on_device(const std::vector<KSpaceData> &parts, const std::vector<ImageWarp> &warps, const Grid &grid,
                       const ReconOptions &resolved, const CoilSensitivities *maps, ReconReport &report,
-                      MotionCorrectionReport &mc) {
+                      MotionCorrectionReport &mc, detail::McirCache &cache) {
   const detail::CudaBackend &cuda = detail::require_cuda("reconstruct_motion_corrected");
-  std::vector<detail::DeviceMcirState> states(parts.size());
-  for (std::size_t s = 0; s < parts.size(); ++s) {
-    states[s].data = &parts[s];
-    states[s].warp = &warps[s];
-    states[s].on_device = true;
-  }
+  if (cache.device && cache.device->states() != parts.size())
+    detail::invalid_argument("cache.device->states()", cache.device->states(), "was made for other states");
+  std::vector<const ImageWarp *> state_warps;
+  for (const ImageWarp &w : warps) state_warps.push_back(&w);
   Image image = detail::announced_phase(resolved, "F^H D, Q and CG", NAN, [&] {
-    return cuda.solve_motion_corrected(states, grid, resolved, maps, report, mc);
+    if (!cache.device) {
+      std::vector<const KSpaceData *> data;
+      for (const KSpaceData &d : parts) {
+        data.push_back(&d);
+        cache.data_energy += 2 * detail::weighted_data_energy(d); // ||W^(1/2) D||^2
+      }
+      cache.device = cuda.motion_corrected(data, grid, resolved, maps, report);
+    }
+    return cache.device->solve(state_warps, report, mc);
   });
   report.fhd_seconds += mc.rhs_seconds; // the device's warps of b added to its F^H D
   mc.note = std::string("cuda: F^H D and Q per state (") + to_string(resolved.method) +
-            "), warps, Toeplitz normals and CG (CudaBackend::solve_motion_corrected)";
+            "), warps, Toeplitz normals and CG (CudaBackend::motion_corrected)";
   return image;
 }
 
@@ -391,7 +388,7 @@ namespace detail {
 MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpaceData> &states, const Grid &grid,
                                                           const std::vector<DisplacementField> &fields,
                                                           const ReconOptions &options,
-                                                          const MotionCorrectionOptions &motion, McirCpuCache *cache) {
+                                                          const MotionCorrectionOptions &motion, McirCache *cache) {
   const auto t_start = Clock::now();
   validate_options(options, grid);
   validate_states(states, grid);
@@ -442,7 +439,11 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   }
   report.method = resolved.method;
   report.normal = Normal::Toeplitz;
-  if (backend == Backend::Cuda) check_device_memory(states, all, grid, resolved, mc, motion.warp, report);
+  McirCache local;
+  McirCache &kept = cache ? *cache : local;
+  // The memory check before the device's products are made (a cache's are already there).
+  if (backend == Backend::Cuda && !kept.device)
+    check_device_memory(states, all, grid, resolved, mc, motion.warp, report);
   const detail::ReconCoils coils = detail::announced_phase(
       resolved, "coil maps", NAN, [&] { return detail::prepare_coils(all, grid, resolved, backend, report); });
   const KSpaceData &used = coils.compressed ? *coils.compressed : all;
@@ -460,23 +461,21 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   }
 
   if (backend == Backend::Cuda) {
-    result.image = solve_on_device(parts, warps, grid, resolved, maps, report, mc);
+    result.image = solve_on_device(parts, warps, grid, resolved, maps, report, mc, kept);
     report.total_seconds = seconds_since(t_start);
     return result;
   }
 
   // Each state's b_s and Q_s: made here, or the cache's from an earlier call on the same states.
-  McirCpuCache local;
-  McirCpuCache &states_cpu = cache ? *cache : local;
-  const bool cached = !states_cpu.rhs.empty();
-  if (cached && states_cpu.rhs.size() != parts.size())
-    detail::invalid_argument("cache.rhs.size()", states_cpu.rhs.size(), "was made for other states");
+  const bool cached = !kept.rhs.empty();
+  if (cached && kept.rhs.size() != parts.size())
+    detail::invalid_argument("cache.rhs.size()", kept.rhs.size(), "was made for other states");
   t = Clock::now();
   if (!cached)
     detail::announced_phase(resolved, "F^H D", NAN, [&] {
       for (const KSpaceData &d : parts) {
-        states_cpu.rhs.push_back(state_rhs(d, grid, maps, nufft, nufft_options, op));
-        states_cpu.data_energy += weighted_energy(d);
+        kept.rhs.push_back(state_rhs(d, grid, maps, nufft, nufft_options, op));
+        kept.data_energy += 2 * detail::weighted_data_energy(d); // ||W^(1/2) D||^2
       }
       return 0;
     });
@@ -485,7 +484,7 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   {
     Image warped(grid);
     for (std::size_t s = 0; s < parts.size(); ++s) {
-      warps[s].adjoint(states_cpu.rhs[s], warped);
+      warps[s].adjoint(kept.rhs[s], warped);
       VectorOps<Image>::axpy(1.0, warped, rhs);
     }
   }
@@ -496,18 +495,18 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   if (!cached)
     detail::announced_phase(resolved, "Q", NAN, [&] {
       for (const KSpaceData &d : parts)
-        states_cpu.q.push_back(std::make_shared<QOperator>(
+        kept.q.push_back(std::make_shared<QOperator>(
             nufft ? QOperator::from_q(grid, nufft_q(d.trajectory(), d.weights(), grid, nufft_options))
                   : QOperator(d.trajectory(), d.weights(), grid, op)));
       return 0;
     });
-  states_cpu.maps = maps;
+  kept.maps = maps;
   double cg_warp_seconds = 0;
   using StateNormal = Chain<AdjointOf<TimedWarp>, Chain<SenseToeplitzNormal, TimedWarp>>;
   std::vector<StateNormal> terms;
   for (std::size_t s = 0; s < parts.size(); ++s) {
     const TimedWarp w(warps[s], &cg_warp_seconds);
-    terms.push_back(chain(adjoint_of(w), chain(SenseToeplitzNormal(states_cpu.q[s], maps, grid), w)));
+    terms.push_back(chain(adjoint_of(w), chain(SenseToeplitzNormal(kept.q[s], maps, grid), w)));
   }
   report.q_seconds = seconds_since(t);
   const auto normal = detail::regularized(StateSum<StateNormal>(std::move(terms), grid), options.solver.regularizer,
@@ -515,7 +514,7 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
 
   t = Clock::now();
   if (sparse)
-    result.image = solve_sparse(normal_equations(normal), rhs, 0.5 * states_cpu.data_energy, grid, resolved, report);
+    result.image = solve_sparse(normal_equations(normal), rhs, 0.5 * kept.data_energy, grid, resolved, report);
   else
     result.image = solve_cg(normal_equations(normal), rhs, resolved, report);
   report.cg_seconds = seconds_since(t);
@@ -531,12 +530,13 @@ void validate_motion_fields(const std::vector<KSpaceData> &states, const Grid &g
   validate_fields(states, grid, fields);
 }
 
-double mcir_data_residual(const McirCpuCache &cache, const std::vector<DisplacementField> &fields,
+double mcir_data_residual(const McirCache &cache, const std::vector<DisplacementField> &fields,
                           const ImageWarpOptions &warp, const Image &x) {
   const Grid &grid = x.grid();
   double fit = cache.data_energy;
+  if (cache.device) fit += cache.device->data_fit(x);
   Image state(grid), normal_state(grid);
-  for (std::size_t s = 0; s < cache.rhs.size(); ++s) {
+  for (std::size_t s = 0; s < cache.rhs.size(); ++s) { // the host's states (none with a device's)
     const bool moved = s < fields.size() && !absent(fields[s]);
     if (moved) ImageWarp(fields[s], warp).forward(x, state);
     const Image &p = moved ? state : x;
@@ -546,8 +546,9 @@ double mcir_data_residual(const McirCpuCache &cache, const std::vector<Displacem
   return cache.data_energy > 0 ? std::sqrt(std::max(0.0, fit) / cache.data_energy) : 0.0;
 }
 
-Image refine_state(const McirCpuCache &cache, std::size_t s, const Image &start, int iterations, double &residual) {
+Image refine_state(const McirCache &cache, std::size_t s, const Image &start, int iterations, double &residual) {
   // x_s = start + d, d from CG on N_s d = b_s - N_s start (the state's normal equations from start).
+  if (cache.device) return cache.device->refine(s, start, iterations, residual);
   const Grid &grid = start.grid();
   const SenseToeplitzNormal normal(cache.q.at(s), cache.maps, grid);
   Image r(grid);

@@ -27,16 +27,12 @@ double seconds_since(Clock::time_point t) { return std::chrono::duration<double>
 
 bool absent(const DisplacementField &f) { return f.u.size() == 0 && f.v.size() == 0 && f.w.size() == 0; }
 
-void validate_chain(const std::vector<KSpaceData> &states, const Grid &grid, const ReconOptions &options,
-                    const MotionChainOptions &c) {
+void validate_chain(const std::vector<KSpaceData> &states, const Grid &grid, const MotionChainOptions &c) {
   if (!c.fields.empty()) detail::validate_motion_fields(states, grid, c.fields);
   if (c.rounds < 1) detail::invalid_argument("chain.rounds", c.rounds, "must be >= 1 (1: no alternation)");
   if (c.refine_iterations < 0) detail::invalid_argument("chain.refine_iterations", c.refine_iterations, "must be >= 0");
   if (c.fields.empty() && states.size() < 2)
     detail::invalid_argument("states.size()", states.size(), "needs a reference and at least one other state to register");
-  if (c.rounds > 1 && c.refine_iterations > 0 && options.backend == Backend::Cuda)
-    throw Unsupported("reconstruct_motion_chain: rounds > 1 refine the warped states on their data on the CPU in this "
-                      "build; use backend = cpu, or refine_iterations = 0");
 }
 
 // The states' data inside [-n/2, n/2) as one acquisition, as reconstruct_frames prepares its coils.
@@ -107,18 +103,12 @@ std::string mcir_terms(ReconOptions &mcir) {
 
 MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states, const Grid &grid,
                                            const ReconOptions &options, const MotionChainOptions &chain) {
-  validate_chain(states, grid, options, chain);
+  validate_chain(states, grid, chain);
   MotionChainResult out;
 
   // The coil step once, from all states' data (what reconstruct_frames and
   // reconstruct_motion_corrected would each do): both then take these maps on the compressed data.
   const Backend coil_backend = detail::resolve_backend(options.backend, "reconstruct_motion_chain");
-  // backend = auto on a device: the states and MCIR run there, and the refinement has no host operators.
-  const bool refine_on_device_path = chain.rounds > 1 && chain.refine_iterations > 0 && coil_backend == Backend::Cuda;
-  if (refine_on_device_path)
-    throw Unsupported("reconstruct_motion_chain: rounds > 1 refine the warped states on their data on the CPU in this "
-                      "build and the device MCIR keeps no per-state operators for it; use backend = cpu, or "
-                      "refine_iterations = 0");
   const detail::ReconCoils coils = detail::announced_phase(options, "coil maps", NAN, [&] {
     return detail::prepare_coils(joined_inside(states, grid), grid, options, coil_backend, out.coils);
   });
@@ -147,7 +137,7 @@ MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states
 
   ReconOptions mcir = given;
   out.note = mcir_terms(mcir);
-  detail::McirCpuCache cache;
+  detail::McirCache cache; // each state's b_s and Q_s, made by round 1's MCIR, for every round
   std::vector<DisplacementField> fields;
   MotionCorrectedResult last;
   for (int r = 1; r <= chain.rounds; ++r) {
@@ -184,11 +174,9 @@ MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states
     round.mcir_seconds = seconds_since(t);
     round.mcir_iterations = last.report.iterations;
     round.mcir_residual = last.report.residuals.empty() ? 0.0 : last.report.residuals.back();
-    round.data_residual =
-        cache.rhs.empty() ? NAN : detail::mcir_data_residual(cache, fields, chain.correction.warp, last.image);
-    // Keep the round that fits the data best; stop at the first that does not fit better (NaN on
-    // the device: every round kept in turn).
-    const bool better = r == 1 || !(round.data_residual >= out.rounds[out.best_round - 1].data_residual);
+    round.data_residual = detail::mcir_data_residual(cache, fields, chain.correction.warp, last.image);
+    // Keep the round that fits the data best; stop at the first that does not fit better.
+    const bool better = r == 1 || round.data_residual < out.rounds[out.best_round - 1].data_residual;
     out.rounds.push_back(std::move(round));
     if (!better) {
       out.note += std::string(out.note.empty() ? "" : "; ") + "round " + std::to_string(r) +
@@ -200,8 +188,6 @@ MotionChainResult reconstruct_motion_chain(const std::vector<KSpaceData> &states
     out.mcir = last;
     out.fields = fields;
   }
-  if (chain.rounds > 1 && chain.refine_iterations > 0)
-    out.note += std::string(out.note.empty() ? "" : "; ") + "rounds >= 2: the warped states refined on the CPU";
   return out;
 }
 

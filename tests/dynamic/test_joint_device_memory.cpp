@@ -30,12 +30,12 @@ TEST_CASE("MCIR's device bytes: a hand count of a 2D case", "[dynamic][memory]")
   CHECK(b.maps == 2 * 64 * 8 + 2 * 64 * 8);            // the maps, and the regulariser's copy
   CHECK(b.operators == 3 * (256 * 32 + 2 * 2 * 256 * 8)); // Toeplitz 32 B/l-voxel; 2D: both coils batched
   CHECK(b.warps == 2 * (12 * 64 + 4 * 64 + 4 * 65 + 4 * 4 * 64)); // field, Jacobian, starts, 4 corners of lists
-  CHECK(b.images == 12 * 64 * 8);                       // rhs, upload, 2 x 5 scratch
+  CHECK(b.images == (3 + 2 + 10) * 64 * 8);             // every b_s, b and a warped b_s, 2 x 5 scratch
   CHECK(b.solver == 4 * 64 * 8);                        // x, r, p, Ap
   // the largest phase: state 1's Q by the exact sum, its points and weights (16 B each) and the
   // doubled grid (l complex values), above its F^H D (2 coils' samples and the weights: 20 B each)
   CHECK(b.transient == 120 * 16 + 256 * 8);
-  const std::size_t sum = 2048 + 49152 + 4616 + 6144 + 2048 + 3968;
+  const std::size_t sum = 2048 + 49152 + 4616 + 7680 + 2048 + 3968;
   CHECK(b.resident() + b.transient == sum);
   CHECK(b.total() == sum + sum / 20 + kMargin);
   // A state without motion takes no warp; without the regulariser the maps are held once.

@@ -33,7 +33,7 @@ class MotionBackend; // motion_backend.hpp
 namespace mri::detail {
 
 // Bumped whenever a class below changes shape.
-inline constexpr int kCudaPluginAbi = 11;
+inline constexpr int kCudaPluginAbi = 12;
 
 // The widest NUFFT kernel the device kernels are compiled for (tolerances down to 1e-7 need 8);
 // NufftOperator sends wider kernels (float64 tolerances) to the CPU.
@@ -97,16 +97,28 @@ NufftOptions validated_nufft_options(NufftOptions options, int dims);
 // What Gridding::Auto runs on `backend` (resolved) at kernel width `width`.
 Gridding deterministic_gridding(Backend backend, int dims, int width);
 
-// One motion state of reconstruct_motion_corrected's device solve (lib/mcir/mcir.cpp prepares it).
-struct DeviceMcirState {
-  const KSpaceData *data = nullptr; // the state's samples as solved (coil-compressed when asked): Q's
-                                    // trajectory (within the grid's k-space) and weights
-  const ImageWarp *warp = nullptr;  // reference -> state
-  Image rhs;                        // b_s = sum_c conj(S_c) F_s^H (w .* D_{s,c}) (without maps: F_s^H (w .* D_s))
-  std::optional<Image> q;           // Q on grid.doubled() (method = nufft: nufft_q); empty: Q by the
-                                    // device's exact sum from data's trajectory and weights
-  bool on_device = false;           // b_s and Q_s made on the device from data, as mri::reconstruct's
-                                    // device path makes them (rhs and q unused)
+// reconstruct_motion_corrected's states on the device (CudaBackend::motion_corrected): each
+// state's b_s = sum_c conj(S_c) F_s^H (w .* D_{s,c}) and Toeplitz Q_s made once, as mri::reconstruct's
+// device path makes them, and kept there for every solve with other fields (the chain's rounds,
+// MotionChainOptions), the refinement of a warped image on one state's data, and MCIR's data fit.
+// N_s below: the state's SENSE normal sum_c conj(S_c) Q_s S_c (Q_s alone without maps).
+class DeviceMcir {
+public:
+  virtual ~DeviceMcir() = default;
+  virtual std::size_t states() const = 0;
+  // (sum_s W_s^H N_s W_s + lambda R^H R) x = sum_s W_s^H b_s by CG, or with the options' sparse
+  // terms the proximal solver; warps: one per state (reference -> state s), each outliving the
+  // call. Fills report's cg_seconds, iterations, status, residuals, solver (and the proximal
+  // solver's fields), device_note, and motion's rhs_seconds (the warps' part of b). The warps stay
+  // on the device for data_fit.
+  virtual Image solve(const std::vector<const ImageWarp *> &warps, ReconReport &report,
+                      MotionCorrectionReport &motion) = 0;
+  // start + d, d after `iterations` CG iterations on N_s d = b_s - N_s start (state s's normal
+  // equations from start, without the regulariser); residual: CG's last relative residual.
+  virtual Image refine(std::size_t s, const Image &start, int iterations, double &residual) const = 0;
+  // sum_s (W_s x)^H N_s (W_s x) - 2 Re (W_s x)^H b_s with the last solve's warps (add
+  // ||W^(1/2) y||^2 for ||W^(1/2) (E x - y)||^2). Throws InvalidArgument before any solve.
+  virtual double data_fit(const Image &x) const = 0;
 };
 
 class CudaBackend {
@@ -156,17 +168,15 @@ public:
   virtual FramesResult reconstruct_frames(const std::vector<KSpaceData> &frames, const Grid &grid,
                                           const ReconOptions &options, const CoilSensitivities *maps,
                                           ReconReport report, std::chrono::steady_clock::time_point t_start) const = 0;
-  // reconstruct_motion_corrected's solve on the device: sum_s W_s^H b_s by the device warps, each
-  // state's Toeplitz operator from its Q, the normal sum_s W_s^H N_s W_s (N_s: the SENSE normal
-  // with `maps`, Q_s alone without) + lambda R^H R (options.solver.regularizer, once outside the
-  // sum), and ConjugateGradient on device images; the image comes back to the host. options:
-  // validated and resolved (method, precision, gpu.policy read; solver.iterations, tolerance,
-  // on_iteration). Fills report's q_seconds (Toeplitz operators), cg_seconds, iterations, status,
-  // residuals, solver, device_note, and motion's rhs_seconds (the warps' part of b only),
-  // cg_warp_seconds (0: the device's warps run asynchronously inside the CG, not timed apart).
-  virtual Image solve_motion_corrected(const std::vector<DeviceMcirState> &states, const Grid &grid,
-                                       const ReconOptions &options, const CoilSensitivities *maps, ReconReport &report,
-                                       MotionCorrectionReport &motion) const = 0;
+  // reconstruct_motion_corrected's states on the device (DeviceMcir): `states` as solved
+  // (coil-compressed when asked; trajectories within the grid's k-space), `maps` their coils'
+  // sensitivities (null: one coil without maps), options validated and resolved (method,
+  // precision, gpu.policy, the solver's settings and terms read; kept for every solve). Makes every
+  // state's b_s and Q_s, the report getting the F^H D, Q, transfer and setup seconds and the
+  // device notes as reconstruct() would. Unsupported when it does not fit the device.
+  virtual std::unique_ptr<DeviceMcir> motion_corrected(const std::vector<const KSpaceData *> &states, const Grid &grid,
+                                                       const ReconOptions &options, const CoilSensitivities *maps,
+                                                       ReconReport &report) const = 0;
 
   // ---- issue 42 (frames and MCIR): the joint solves' memory check (mri/detail/joint_device_memory.hpp) ----
   // The current device's free memory in bytes (cudaMemGetInfo), read before a joint solve allocates;
