@@ -23,6 +23,7 @@
 #include "mri/mcir.hpp"
 #include "mri/phantom.hpp"
 #include "mri/trajectory.hpp"
+#include "mcir_cache.hpp"
 #include "mri/sparse.hpp"
 #include "recon_test_options.hpp"
 #include "test_support.hpp"
@@ -161,16 +162,69 @@ TEST_CASE("MCIR with sparse terms on the device equals the CPU's proximal solve"
   }
 }
 
-TEST_CASE("The chain's rounds on the device equal the CPU's: refinement, data residual, kept round", "[gpu][mcir]") {
+TEST_CASE("The device's kept states refine and score as the host's (DeviceMcir against McirCache)", "[gpu][mcir]") {
+  // What the chain's rounds >= 2 ask of MCIR's kept per-state products, on the same inputs: MCIR
+  // once on each backend into its cache, then, for the host's MCIR image x, the data residual
+  // ||W^(1/2) (E x - y)|| / ||W^(1/2) y|| with the same fields, and each moving state's refinement
+  // (3 CG iterations of N_s d = b_s - N_s W_s x) from the same start. The device's b_s, Q_s and
+  // normals differ from the host's by float32 rounding (~1e-6 relative, the MCIR comparisons
+  // above); the residual's fit is E's misfit, a few percent of ||y||^2 here, so the rounding of
+  // its terms grows by at most ~100x, within the 1e-3 bound; the refinement is CG on a
+  // well-conditioned system for 3 iterations, as the MCIR CG comparisons: 1e-3. A state or
+  // field mixed up, b_s missing or the refinement's sign wrong moves either by O(1).
+  const Grid g(16, 14, 12);
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  const int coils = 4;
+  const Problem p = random_problem(g, 3, 1500, coils, seed, true);
+  ReconOptions o = test::tikhonov_fixed_iterations(10, Method::Nufft);
+  o.nufft.tolerance = 1e-5;
+  o.coils.sensitivities = std::make_shared<const CoilSensitivities>(SimulatedCoils(3, coils).maps(g));
+  const MotionCorrectionOptions motion{};
+  detail::McirCache host, device;
+  o.backend = Backend::Cpu;
+  const MotionCorrectedResult cpu = detail::reconstruct_motion_corrected_cached(p.states, g, p.fields, o, motion, &host);
+  o.backend = Backend::Cuda;
+  const MotionCorrectedResult gpu =
+      detail::reconstruct_motion_corrected_cached(p.states, g, p.fields, o, motion, &device);
+  REQUIRE(gpu.report.backend == Backend::Cuda);
+  REQUIRE(device.device);
+  REQUIRE(device.device->states() == p.states.size());
+  CHECK(test::relative_error(gpu.image, cpu.image) < 1e-3);
+  CHECK(std::abs(device.data_energy - host.data_energy) <= 1e-12 * host.data_energy);
+
+  const double host_residual = detail::mcir_data_residual(host, p.fields, motion.warp, cpu.image);
+  const double device_residual = detail::mcir_data_residual(device, p.fields, motion.warp, cpu.image);
+  INFO("data residual: host " << host_residual << ", device " << device_residual);
+  CHECK(host_residual > 0);
+  CHECK(host_residual < 1);
+  CHECK(std::abs(device_residual - host_residual) <= 1e-3 * host_residual);
+
+  for (std::size_t s = 1; s < p.states.size(); ++s) {
+    INFO("state " << s);
+    Image start(g);
+    ImageWarp(p.fields[s], motion.warp).forward(cpu.image, start);
+    double host_cg = 0, device_cg = 0;
+    const Image want = detail::refine_state(host, s, start, 3, host_cg);
+    const Image got = detail::refine_state(device, s, start, 3, device_cg);
+    CHECK(test::relative_error(want, start) > 1e-3); // the refinement moved the start
+    CHECK(test::relative_error(got, want) < 1e-3);
+    CHECK(std::abs(device_cg - host_cg) <= 1e-2 * host_cg + 1e-6);
+  }
+  double unused = 0;
+  CHECK_THROWS_AS(detail::refine_state(device, p.states.size(), Image(g), 1, unused), InvalidArgument);
+}
+
+TEST_CASE("The chain's rounds run on the device: round 1 as the CPU's, round 2 refined there", "[gpu][mcir]") {
   // A 20^3 Shepp-Logan breathing, sampled exactly by a koosh of 900 spokes x 40 with 4 coils at SNR
-  // 30, in 3 amplitude bins; two rounds with refinement. The registration runs on the CPU in both
-  // runs (chain.motion.backend), so the runs differ only where the device computes: the states,
-  // each state's b_s and Q_s, the MCIR solves, round 2's refinement of W_s x on each state's data
-  // (DeviceMcir::refine) and every round's data residual (DeviceMcir::data_fit). Those differ from
-  // the host's by float32 rounding (the MCIR comparisons above: 1e-3); the registration carries its
-  // input's differences into round 2's fields smoothly (its Gaussian smoothing and regularised
-  // solve), so round 2's image and residual stay within 1e-2 and 1e-3, while a wrong state,
-  // refinement sign or missing b_s moves the residual by O(1) (it is a fraction of ||y||).
+  // 30, in 3 amplitude bins; two rounds with refinement, the registration on the CPU in both runs
+  // (chain.motion.backend). Round 1's data residual equals the CPU's to 1e-3: the runs differ by
+  // float32 rounding in the states and MCIR, which the registration carries into the fields only
+  // slightly (observed 1e-4). Round 2 registers refined states, and there the registration's
+  // sensitivity shows (its residual differed from the CPU's by 7e-3 in a run), so round 2 is
+  // checked for what the chain promises: it ran on the device (refinement seconds, a finite
+  // residual) and the kept round fits no worse than round 1. The device's refinement and residual
+  // themselves are compared with the host's on the same inputs in the case above.
   const Grid g(20, 20, 20);
   BreathingOptions breathing;
   breathing.readout_seconds = 0.02;
@@ -190,19 +244,12 @@ TEST_CASE("The chain's rounds on the device equal the CPU's: refinement, data re
   o.backend = Backend::Cuda;
   const MotionChainResult gpu = reconstruct_motion_chain(states, g, o, chain);
   REQUIRE(gpu.mcir.report.backend == Backend::Cuda);
-  REQUIRE(gpu.rounds.size() == cpu.rounds.size());
-  for (std::size_t r = 0; r < cpu.rounds.size(); ++r) {
-    INFO("round " << r + 1 << ": data residual cpu " << cpu.rounds[r].data_residual << ", gpu "
-                  << gpu.rounds[r].data_residual);
-    CHECK(std::isfinite(gpu.rounds[r].data_residual));
-    CHECK(gpu.rounds[r].data_residual > 0);
-    CHECK(std::abs(gpu.rounds[r].data_residual - cpu.rounds[r].data_residual) <= 1e-3 * cpu.rounds[r].data_residual);
-  }
-  if (cpu.rounds.size() == 2) CHECK(gpu.rounds[1].refine_seconds > 0);
-  CHECK(gpu.best_round == cpu.best_round);
-  const double image_error = test::relative_error(gpu.mcir.image, cpu.mcir.image);
-  INFO("MCIR image: relative error " << image_error);
-  CHECK(image_error < 1e-2);
-  WARN("chain rounds cpu/gpu: residuals " << cpu.rounds.front().data_residual << " / " << gpu.rounds.front().data_residual
-                                          << ", image error " << image_error);
+  REQUIRE(gpu.rounds.size() == 2);
+  INFO("data residual: round 1 cpu " << cpu.rounds[0].data_residual << ", gpu " << gpu.rounds[0].data_residual
+                                     << "; round 2 gpu " << gpu.rounds[1].data_residual);
+  CHECK(std::abs(gpu.rounds[0].data_residual - cpu.rounds[0].data_residual) <= 1e-3 * cpu.rounds[0].data_residual);
+  CHECK(gpu.rounds[1].refine_seconds > 0);
+  CHECK(std::isfinite(gpu.rounds[1].data_residual));
+  CHECK(gpu.rounds[1].data_residual > 0);
+  CHECK(gpu.rounds[gpu.best_round - 1].data_residual <= gpu.rounds[0].data_residual);
 }
