@@ -2,6 +2,7 @@
 // Shepp-Logan volumes, and the moving frame produced from a fixed frame and a field.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "mri/detail/motion_stencil.hpp"
@@ -154,13 +155,25 @@ RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field)
 }
 
 RealVolume normalised_magnitude(const Image &image) {
+  // |z| as sqrt(re^2 + im^2) in double: no overflow for any float, correctly rounded to float, and
+  // vectorisable (std::abs's hypotf is not; at 128^3 it made the chain's registration phase pay
+  // tens of milliseconds on the host per state).
   RealVolume v(image.grid());
+  const auto n = static_cast<std::int64_t>(v.size());
+  const cfloat *in = image.values().data();
+  float *out = v.values().data();
   float peak = 0;
-  for (std::size_t i = 0; i < v.size(); ++i)
-    peak = std::max(peak, v[i] = std::abs(image[i]));
-  if (peak > 0)
-    for (float &x : v.values())
-      x /= peak;
+#pragma omp parallel for simd schedule(static) reduction(max : peak)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double re = in[i].real(), im = in[i].imag();
+    out[i] = static_cast<float>(std::sqrt(re * re + im * im));
+    peak = std::max(peak, out[i]);
+  }
+  if (peak > 0) {
+    const float scale = peak;
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) out[i] /= scale;
+  }
   return v;
 }
 
