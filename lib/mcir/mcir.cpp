@@ -441,6 +441,9 @@ MotionCorrectedResult reconstruct_motion_corrected_cached(const std::vector<KSpa
   report.normal = Normal::Toeplitz;
   McirCache local;
   McirCache &kept = cache ? *cache : local;
+  if ((backend == Backend::Cuda && !kept.rhs.empty()) || (backend == Backend::Cpu && kept.device))
+    detail::invalid_argument("cache", kept.device ? "the device's" : "the host's",
+                             std::string("holds another backend's products than ") + to_string(backend) + "'s");
   // The memory check before the device's products are made (a cache's are already there).
   if (backend == Backend::Cuda && !kept.device)
     check_device_memory(states, all, grid, resolved, mc, motion.warp, report);
