@@ -156,8 +156,8 @@ RealVolume apply_motion(const RealVolume &fixed, const DisplacementField &field)
 
 RealVolume normalised_magnitude(const Image &image) {
   // |z| as sqrt(re^2 + im^2) in double: no overflow for any float, correctly rounded to float, and
-  // vectorisable (std::abs's hypotf is not; at 128^3 it made the chain's registration phase pay
-  // tens of milliseconds on the host per state).
+  // vectorisable (std::abs's hypotf is not), in parallel: the chain registers every state through
+  // this on the host.
   RealVolume v(image.grid());
   const auto n = static_cast<std::int64_t>(v.size());
   const cfloat *in = image.values().data();

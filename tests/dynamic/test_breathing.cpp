@@ -88,8 +88,8 @@ double correlation(const std::vector<double> &a, const std::vector<double> &b) {
 // A random affine map that keeps the phantom (semi-axes up to 0.92 of the half field of view)
 // inside the grid's voxels (the DFT of a truncated object is not the object's transform): a
 // shrink to 0.88-0.92, a shear with an antisymmetric part of 0.07 (so that A and A^T differ
-// clearly: at 0.05 the wrong model's error fell to 3.98x the tolerance for one seed, below the
-// test's 4x) and a translation of 1 to 1.5 voxels per axis with random signs.
+// clearly: at 0.05 some seeds left the wrong model's error just under 4x the tolerance) and a
+// translation of 1 to 1.5 voxels per axis with random signs.
 AffineMotion random_inside_motion(int dims, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> u(-1, 1);
   AffineMotion m;

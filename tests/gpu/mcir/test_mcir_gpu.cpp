@@ -219,8 +219,8 @@ TEST_CASE("The chain's rounds run on the device: residuals near the CPU's, round
   // A 20^3 Shepp-Logan breathing, sampled exactly by a koosh of 900 spokes x 40 with 4 coils at SNR
   // 30, in 3 amplitude bins; two rounds with refinement, the registration on the CPU in both runs
   // (chain.motion.backend). The runs differ by float32 rounding in the states and MCIR, but the
-  // registration does not carry small differences smoothly: round 1's data residual differed from
-  // the CPU's by 8e-5 and by 9e-3 (relative) in two runs on the H100, round 2's by 7e-3. So this
+  // registration does not carry small differences smoothly: round 1's data residual has differed
+  // from the CPU's by up to 9e-3 (relative) in runs of this case, round 2's by 7e-3. So this
   // case checks what the chain promises on the device: both rounds ran there (refinement seconds,
   // finite residuals within 5e-2 of the CPU's round 1, where a missing b_s or a wrong state moves
   // the residual by O(1)), and the kept round fits no worse than round 1. The device's refinement
