@@ -361,11 +361,13 @@ Image solve_on_device(const std::vector<KSpaceData> &parts, const std::vector<Im
   Image image = detail::announced_phase(resolved, "F^H D, Q and CG", NAN, [&] {
     if (!cache.device) {
       std::vector<const KSpaceData *> data;
+      double energy = 0;
       for (const KSpaceData &d : parts) {
         data.push_back(&d);
-        cache.data_energy += 2 * detail::weighted_data_energy(d); // ||W^(1/2) D||^2
+        energy += 2 * detail::weighted_data_energy(d); // ||W^(1/2) D||^2
       }
       cache.device = cuda.motion_corrected(data, grid, resolved, maps, report);
+      cache.data_energy = energy; // set with the products (a throw above leaves the cache empty)
     }
     return cache.device->solve(state_warps, report, mc);
   });
