@@ -178,7 +178,6 @@ public:
           DeviceState{std::move(products.rhs), std::move(products.toeplitz), std::nullopt});
       if (batch_ > 0) state->batched.emplace(*coils_, state->toeplitz, batch_);
       states_.push_back(std::move(state));
-      energy_ += mri::detail::weighted_data_energy(*data);
     }
     report.backend = Backend::Cuda;
     report.q_method = states_.front()->toeplitz.q_path();
@@ -188,7 +187,7 @@ public:
 
   std::size_t states() const override { return states_.size(); }
 
-  Image solve(const std::vector<const ImageWarp *> &warps, ReconReport &report,
+  Image solve(const std::vector<const ImageWarp *> &warps, double data_energy, ReconReport &report,
               MotionCorrectionReport &motion) override {
     if (warps.size() != states_.size())
       mri::detail::invalid_argument("warps.size()", warps.size(),
@@ -208,7 +207,7 @@ public:
     t = Clock::now();
     const DeviceMcirNormal normal(states_, warps_, coils_ ? &*coils_ : nullptr, regularizer_.get(), grid_, stream_);
     const bool sparse = !options_.solver.terms.empty();
-    Image image = sparse ? solve_sparse(normal, rhs, energy_, grid_, options_, report)
+    Image image = sparse ? solve_sparse(normal, rhs, 0.5 * data_energy, grid_, options_, report)
                          : solve_cg(normal, rhs, options_, report);
     report.cg_seconds += seconds_since(t);
     motion.cg_warp_seconds = 0;
@@ -257,7 +256,6 @@ private:
   int batch_ = 0;
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<DeviceImageWarp> warps_; // the last solve's
-  double energy_ = 0;                  // 0.5 ||W^(1/2) y||^2 over every state's samples
 };
 
 } // namespace

@@ -369,7 +369,7 @@ Image solve_on_device(const std::vector<KSpaceData> &parts, const std::vector<Im
       cache.device = cuda.motion_corrected(data, grid, resolved, maps, report);
       cache.data_energy = energy; // set with the products (a throw above leaves the cache empty)
     }
-    return cache.device->solve(state_warps, report, mc);
+    return cache.device->solve(state_warps, cache.data_energy, report, mc);
   });
   report.fhd_seconds += mc.rhs_seconds; // the device's warps of b added to its F^H D
   mc.note = std::string("cuda: F^H D and Q per state (") + to_string(resolved.method) +
