@@ -17,7 +17,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 jobs="$(nproc)"
 
 # libmri's optimisation level ($3): under ASan+UBSan -O2, where the instrumented library compiles
-# in about two thirds of -O3's time and its tests run about as fast (at -O1 they ran 2.4x longer;
+# in about three quarters of -O3's time and its tests run no slower (at -O1 they ran 2.4x longer;
 # docs/reliability.md, "CI time"). Under TSan -O1: it runs only the concurrency tests.
 # The glue (the CLI, the tests, the fuzz harnesses) takes the project's default, -O1 (CMakeLists.txt).
 # Without MPI (issue 16): Open MPI's own allocations at MPI_Init would be LeakSanitizer findings

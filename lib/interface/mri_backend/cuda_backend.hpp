@@ -109,9 +109,9 @@ public:
   // (sum_s W_s^H N_s W_s + lambda R^H R) x = sum_s W_s^H b_s by CG, or with the options' sparse
   // terms the proximal solver; warps: one per state (reference -> state s), each outliving the
   // call; data_energy: ||W^(1/2) y||^2 over every state's samples (McirCache::data_energy), the
-  // proximal objective's constant. Fills report's cg_seconds, iterations, status, residuals, solver (and the proximal
-  // solver's fields), device_note, and motion's rhs_seconds (the warps' part of b). The warps stay
-  // on the device for data_fit.
+  // proximal objective's constant. Fills report's cg_seconds, iterations, status, residuals,
+  // solver (and the proximal solver's fields), device_note, and motion's rhs_seconds (the warps'
+  // part of b). The warps stay on the device for data_fit.
   virtual Image solve(const std::vector<const ImageWarp *> &warps, double data_energy, ReconReport &report,
                       MotionCorrectionReport &motion) = 0;
   // start + d, d after `iterations` CG iterations on N_s d = b_s - N_s start (state s's normal
